@@ -1,0 +1,80 @@
+/** The shapes every algorithm shares: the policy it enforces, its state, and the decision it returns. */
+
+export type AlgorithmName = "sliding-window" | "token-bucket";
+
+/** What an algorithm needs to know about a rule: no names, no matching, just the arithmetic. */
+export interface Policy {
+  algorithm: AlgorithmName;
+  /** sliding-window: most units per period; token-bucket: units refilled per period. */
+  limit: number;
+  periodMs: number;
+  /** token-bucket capacity; equals `limit` for the sliding window. */
+  burst: number;
+}
+
+/** Why a decision came out as it did, when that is not simply "the counter said so". */
+export type Reason =
+  /** the key's counter is at its limit */
+  | "limit"
+  /** the request alone costs more than the rule can ever admit */
+  | "cost-exceeds-capacity"
+  /** decided in the isolate from local counters (fast mode) */
+  | "local"
+  /** denied from the isolate's cache of keys the Durable Object reported blocked */
+  | "cache"
+  /** the Durable Object failed and the rule's error policy decided */
+  | "error";
+
+/**
+ * The result of one decision, the same for every algorithm and every path (strict or fast).
+ *
+ * @example
+ * { allowed: false, limit: 10, remaining: 0, resetAt: 1_700_000_060_000, retryAfter: 4_200, reason: "limit" }
+ */
+export interface Decision {
+  /** whether the request may proceed */
+  allowed: boolean;
+  /** the rule's `limit` */
+  limit: number;
+  /** whole units still available after this decision (0 when denied at the limit) */
+  remaining: number;
+  /** epoch ms at which the key is back to its full quota if it sends nothing more */
+  resetAt: number;
+  /** ms to wait before this same request would be admitted; 0 when allowed */
+  retryAfter: number;
+  /** set when the answer needs explaining; see {@link Reason} */
+  reason?: Reason;
+}
+
+/** Sliding-window counter state: two epoch-aligned fixed windows. */
+export interface SlidingWindowState {
+  algorithm: "sliding-window";
+  periodMs: number;
+  /** start (epoch ms) of the current fixed window, a multiple of periodMs */
+  windowStart: number;
+  /** units counted in the window before the current one */
+  previous: number;
+  /** units counted in the current window */
+  current: number;
+}
+
+/**
+ * Token-bucket state. Tokens are kept as exact integers in units of 1/periodMs of a token,
+ * so refill (limit units per periodMs) is integer arithmetic and never drifts.
+ */
+export interface TokenBucketState {
+  algorithm: "token-bucket";
+  periodMs: number;
+  /** tokens × periodMs */
+  level: number;
+  /** epoch ms of the last refill */
+  updatedAt: number;
+}
+
+export type LimiterState = SlidingWindowState | TokenBucketState;
+
+/** A decision and the state to store after it. */
+export interface Outcome<S extends LimiterState = LimiterState> {
+  decision: Decision;
+  state: S;
+}

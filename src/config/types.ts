@@ -1,0 +1,35 @@
+/** The validated configuration: rules with every default filled in, ready to match and enforce. */
+import type { AlgorithmName } from "../algorithms/types";
+
+/** One part of a rule's key, e.g. `header:x-api-key` → { source: "header", name: "x-api-key" }. */
+export type KeyPart =
+  | { source: "ip" | "path" | "method" | "host" | "global" }
+  | { source: "header" | "query" | "cookie"; name: string };
+
+/** Units one request consumes: a constant, or read from a request header. */
+export type Cost = { units: number } | { header: string };
+
+export type Mode = "strict" | "fast";
+
+export interface Rule {
+  name: string;
+  match: {
+    /** glob; `*` matches any run of characters; "*" when the rule gave none */
+    path: string;
+    /** upper-case methods; null matches every method */
+    methods: string[] | null;
+    /** lower-case host; null matches every host */
+    host: string | null;
+  };
+  key: KeyPart[];
+  algorithm: AlgorithmName;
+  limit: number;
+  periodMs: number;
+  burst: number;
+  cost: Cost;
+  mode: Mode;
+}
+
+export interface Config {
+  rules: Rule[];
+}
