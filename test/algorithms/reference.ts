@@ -1,0 +1,74 @@
+// Exact reference models, written the obvious way with rational arithmetic, to check the algorithms against.
+
+/** A non-negative rational number over BigInt, just enough arithmetic for the models. */
+export class Fraction {
+  constructor(
+    readonly num: bigint,
+    readonly den: bigint = 1n,
+  ) {}
+  static of(n: number): Fraction {
+    return new Fraction(BigInt(n));
+  }
+  add(o: Fraction): Fraction {
+    return new Fraction(this.num * o.den + o.num * this.den, this.den * o.den);
+  }
+  sub(o: Fraction): Fraction {
+    return new Fraction(this.num * o.den - o.num * this.den, this.den * o.den);
+  }
+  mul(o: Fraction): Fraction {
+    return new Fraction(this.num * o.num, this.den * o.den);
+  }
+  cmp(o: Fraction): number {
+    const d = this.num * o.den - o.num * this.den;
+    return d < 0n ? -1 : d > 0n ? 1 : 0;
+  }
+  min(o: Fraction): Fraction {
+    return this.cmp(o) <= 0 ? this : o;
+  }
+}
+
+/** A sliding-window counter that keeps every admitted hit and recomputes its windows from them. */
+export class SlidingWindowModel {
+  private readonly hits: { at: number; cost: number }[] = [];
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+  ) {}
+
+  decide(cost: number, now: number): boolean {
+    const windowStart = Math.floor(now / this.periodMs) * this.periodMs;
+    const sum = (from: number, to: number) =>
+      this.hits.filter((h) => h.at >= from && h.at < to).reduce((s, h) => s + h.cost, 0);
+    const current = sum(windowStart, windowStart + this.periodMs);
+    const previous = sum(windowStart - this.periodMs, windowStart);
+    const weight = new Fraction(BigInt(this.periodMs - (now - windowStart)), BigInt(this.periodMs));
+    const estimate = Fraction.of(previous).mul(weight).add(Fraction.of(current + cost));
+    const allowed = estimate.cmp(Fraction.of(this.limit)) <= 0;
+    if (allowed) this.hits.push({ at: now, cost });
+    return allowed;
+  }
+}
+
+/** A token bucket in continuous time: tokens are an exact rational that refills at limit/period. */
+export class TokenBucketModel {
+  private tokens: Fraction;
+  private last: number | undefined;
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = Fraction.of(burst);
+  }
+
+  decide(cost: number, now: number): boolean {
+    if (this.last !== undefined) {
+      const refill = new Fraction(BigInt((now - this.last) * this.limit), BigInt(this.periodMs));
+      this.tokens = this.tokens.add(refill).min(Fraction.of(this.burst));
+    }
+    this.last = now;
+    const allowed = this.tokens.cmp(Fraction.of(cost)) >= 0;
+    if (allowed) this.tokens = this.tokens.sub(Fraction.of(cost));
+    return allowed;
+  }
+}

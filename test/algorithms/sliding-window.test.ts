@@ -1,0 +1,190 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { adjust, decide, peek } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { SlidingWindowModel } from "./reference";
+
+const policy = (limit: number, periodMs: number): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit });
+const T0 = 1_700_000_040_000; // a multiple of 60 s: the start of a fixed window
+
+/** Runs requests at the given times, returning every decision and the final state. */
+function run(p: Policy, times: number[], cost = 1) {
+  let state: LimiterState | undefined;
+  const decisions = times.map((now) => {
+    const outcome = decide(p, state, cost, now);
+    state = outcome.state;
+    return outcome.decision;
+  });
+  return { decisions, state };
+}
+
+describe("sliding window", () => {
+  it("admits exactly the limit within one window and denies the next", () => {
+    const { decisions } = run(policy(3, 60_000), [T0, T0 + 1, T0 + 2, T0 + 3]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
+    expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0]);
+    expect(decisions[3]?.reason).toBe("limit");
+  });
+
+  it("weights the previous window by how much of it still overlaps", () => {
+    // 10 hits in the previous window; a quarter into the next one they weigh 7.5, leaving room for 2.
+    const p = policy(10, 60_000);
+    const { state } = run(p, Array.from({ length: 10 }, (_, i) => T0 + i));
+    const later = T0 + 60_000 + 15_000;
+    const first = decide(p, state, 2, later);
+    expect(first.decision.allowed).toBe(true);
+    expect(decide(p, first.state, 1, later).decision.allowed).toBe(false);
+  });
+
+  it("does not count a denied request", () => {
+    const p = policy(1, 60_000);
+    const { state } = run(p, [T0, T0 + 1, T0 + 2, T0 + 3]);
+    expect(state).toMatchObject({ current: 1, previous: 0 });
+  });
+
+  it("forgets everything two windows later", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0, T0 + 1]);
+    expect(decide(p, state, 2, T0 + 120_000).decision).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("admits again exactly at the window edge where the previous count has faded enough", () => {
+    const p = policy(4, 60_000);
+    const { state } = run(p, [T0, T0, T0, T0]);
+    // In the next window the 4 weigh 4 × (1 − e/60 s): a hit fits once that is ≤ 3, at e = 15 s.
+    expect(decide(p, state, 1, T0 + 60_000 + 14_999).decision.allowed).toBe(false);
+    expect(decide(p, state, 1, T0 + 60_000 + 15_000).decision.allowed).toBe(true);
+  });
+
+  it("tells a denied request to retry when it would first be admitted", () => {
+    const p = policy(4, 60_000);
+    const { state } = run(p, [T0, T0, T0, T0]);
+    const denied = decide(p, state, 1, T0 + 30_000).decision;
+    expect(denied.retryAfter).toBe(45_000);
+  });
+
+  it("reports the reset as the time the last counted hit stops weighing", () => {
+    const p = policy(5, 60_000);
+    const { decisions } = run(p, [T0 + 10_000]);
+    expect(decisions[0]?.resetAt).toBe(T0 + 120_000);
+  });
+
+  it("denies a request that costs more than the limit, telling it to wait a period", () => {
+    const d = decide(policy(3, 10_000), undefined, 4, T0).decision;
+    expect(d).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 10_000 });
+  });
+
+  it("neither refunds nor corrupts state for a request timed before the state's window", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0 + 60_000, T0 + 60_001]);
+    const skewed = decide(p, state, 1, T0 + 30_000);
+    expect(skewed.decision.allowed).toBe(false);
+    expect(skewed.state).toEqual(state);
+  });
+
+  it("gives back refunded units to the window they were counted in", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0, T0 + 1]);
+    const refunded = adjust(p, state, -1, T0, T0 + 5);
+    expect(decide(p, refunded, 1, T0 + 6).decision.allowed).toBe(true);
+  });
+
+  it("peeks without consuming", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0]);
+    expect(peek(p, state, T0 + 1)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(peek(p, state, T0 + 1)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+});
+
+describe("sliding window properties", () => {
+  const scenario = fc.record({
+    limit: fc.integer({ min: 1, max: 20 }),
+    periodMs: fc.integer({ min: 1, max: 100_000 }),
+    /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
+    steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 6 }) }), {
+      maxLength: 200,
+    }),
+  });
+
+  it("decides exactly as the reference model that keeps every hit", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, steps }) => {
+        const p = policy(limit, periodMs);
+        const model = new SlidingWindowModel(limit, periodMs);
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const { gap, cost } of steps) {
+          now += Math.floor((gap * periodMs) / 1_000);
+          const outcome = decide(p, state, cost, now);
+          state = outcome.state;
+          expect(outcome.decision.allowed).toBe(model.decide(cost, now));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never admits more than the limit in a fixed window, nor twice it in any period-long interval", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, steps }) => {
+        const p = policy(limit, periodMs);
+        const admitted: { at: number; cost: number }[] = [];
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const { gap, cost } of steps) {
+          now += Math.floor((gap * periodMs) / 1_000);
+          const outcome = decide(p, state, cost, now);
+          state = outcome.state;
+          if (outcome.decision.allowed) admitted.push({ at: now, cost });
+        }
+        const within = (from: number, to: number) =>
+          admitted.filter((h) => h.at >= from && h.at < to).reduce((s, h) => s + h.cost, 0);
+        for (const { at } of admitted) {
+          const windowStart = at - (at % periodMs);
+          expect(within(windowStart, windowStart + periodMs)).toBeLessThanOrEqual(limit);
+          expect(within(at, at + periodMs)).toBeLessThanOrEqual(2 * limit);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
+    fc.assert(
+      fc.property(scenario, fc.integer({ min: 1, max: 6 }), ({ limit, periodMs, steps }, cost) => {
+        const p = policy(limit, periodMs);
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const step of steps) {
+          now += Math.floor((step.gap * periodMs) / 1_000);
+          state = decide(p, state, step.cost, now).state;
+        }
+        const denied = decide(p, state, cost, now).decision;
+        if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
+        expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
+        expect(decide(p, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("is back to the full limit at resetAt", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, steps }) => {
+        const p = policy(limit, periodMs);
+        let state: LimiterState | undefined;
+        let now = T0;
+        let resetAt = now;
+        for (const step of steps) {
+          now += Math.floor((step.gap * periodMs) / 1_000);
+          const outcome = decide(p, state, step.cost, now);
+          state = outcome.state;
+          resetAt = outcome.decision.resetAt;
+        }
+        expect(peek(p, state, resetAt).remaining).toBe(limit);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

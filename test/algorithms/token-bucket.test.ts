@@ -1,0 +1,168 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { adjust, decide, peek } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { TokenBucketModel } from "./reference";
+
+const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
+  algorithm: "token-bucket",
+  limit,
+  periodMs,
+  burst,
+});
+const T0 = 1_700_000_000_000;
+
+function run(p: Policy, times: number[], cost = 1) {
+  let state: LimiterState | undefined;
+  const decisions = times.map((now) => {
+    const outcome = decide(p, state, cost, now);
+    state = outcome.state;
+    return outcome.decision;
+  });
+  return { decisions, state };
+}
+
+describe("token bucket", () => {
+  it("starts full and admits a burst of exactly `burst`", () => {
+    const { decisions } = run(policy(1, 60_000, 3), [T0, T0, T0, T0]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
+  });
+
+  it("refills fractionally: one token per period/limit", () => {
+    const p = policy(6, 60_000);
+    const { state } = run(p, Array(6).fill(T0));
+    expect(decide(p, state, 1, T0 + 9_999).decision.allowed).toBe(false);
+    expect(decide(p, state, 1, T0 + 10_000).decision.allowed).toBe(true);
+  });
+
+  it("refills exactly with a rate that is not a whole number of milliseconds", () => {
+    // 3 tokens per second: one every 333.33 ms, so the first whole token is back at 334 ms.
+    const p = policy(3, 1_000);
+    const { state } = run(p, [T0, T0, T0]);
+    expect(decide(p, state, 1, T0 + 333).decision.allowed).toBe(false);
+    expect(decide(p, state, 1, T0 + 334).decision.allowed).toBe(true);
+    expect(decide(p, state, 3, T0 + 1_000).decision.allowed).toBe(true);
+  });
+
+  it("denies a request costing more than is left without draining the bucket", () => {
+    const p = policy(10, 60_000);
+    const { state } = run(p, [T0], 8);
+    const big = decide(p, state, 5, T0);
+    expect(big.decision.allowed).toBe(false);
+    expect(big.decision.retryAfter).toBe(18_000);
+    expect(decide(p, big.state, 2, T0).decision.allowed).toBe(true);
+  });
+
+  it("never holds more than burst", () => {
+    const p = policy(10, 1_000, 4);
+    expect(peek(p, run(p, [T0]).state, T0 + 3_600_000).remaining).toBe(4);
+  });
+
+  it("denies a request that costs more than the burst, telling it to wait a period", () => {
+    expect(decide(policy(5, 60_000), undefined, 6, T0).decision).toMatchObject({
+      allowed: false,
+      reason: "cost-exceeds-capacity",
+      retryAfter: 60_000,
+    });
+  });
+
+  it("neither refills nor corrupts state for a request timed before the last refill", () => {
+    const p = policy(1, 60_000);
+    const { state } = run(p, [T0 + 60_000]);
+    const skewed = decide(p, state, 1, T0);
+    expect(skewed.decision.allowed).toBe(false);
+    expect(skewed.state).toEqual(state);
+  });
+
+  it("takes refunds back up to the burst only", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0]);
+    expect(peek(p, adjust(p, state, -5, T0, T0), T0).remaining).toBe(2);
+  });
+
+  it("keeps debt from units taken without a decision, paid off by refill", () => {
+    const p = policy(2, 60_000);
+    const indebted = adjust(p, undefined, 4, T0, T0);
+    expect(decide(p, indebted, 1, T0 + 59_999).decision.allowed).toBe(false);
+    expect(decide(p, indebted, 1, T0 + 90_000).decision.allowed).toBe(true);
+  });
+
+  it("reports the reset as the time the bucket is full again", () => {
+    const { decisions } = run(policy(2, 60_000), [T0]);
+    expect(decisions[0]?.resetAt).toBe(T0 + 30_000);
+  });
+});
+
+describe("token bucket properties", () => {
+  const scenario = fc.record({
+    limit: fc.integer({ min: 1, max: 50 }),
+    periodMs: fc.integer({ min: 1, max: 100_000 }),
+    burst: fc.integer({ min: 1, max: 50 }),
+    /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
+    steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 8 }) }), {
+      maxLength: 200,
+    }),
+  });
+
+  it("decides exactly as a continuous-time model with rational tokens", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
+        const p = policy(limit, periodMs, burst);
+        const model = new TokenBucketModel(limit, periodMs, burst);
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const { gap, cost } of steps) {
+          now += Math.floor((gap * periodMs) / 1_000);
+          const outcome = decide(p, state, cost, now);
+          state = outcome.state;
+          expect(outcome.decision.allowed).toBe(model.decide(cost, now));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
+    fc.assert(
+      fc.property(scenario, fc.integer({ min: 1, max: 8 }), ({ limit, periodMs, burst, steps }, cost) => {
+        const p = policy(limit, periodMs, burst);
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const step of steps) {
+          now += Math.floor((step.gap * periodMs) / 1_000);
+          state = decide(p, state, step.cost, now).state;
+        }
+        const denied = decide(p, state, cost, now).decision;
+        if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
+        expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
+        expect(decide(p, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("never admits more than burst plus the refill over any interval", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
+        const p = policy(limit, periodMs, burst);
+        const admitted: { at: number; cost: number }[] = [];
+        let state: LimiterState | undefined;
+        let now = T0;
+        for (const { gap, cost } of steps) {
+          now += Math.floor((gap * periodMs) / 1_000);
+          const outcome = decide(p, state, cost, now);
+          state = outcome.state;
+          if (outcome.decision.allowed) admitted.push({ at: now, cost });
+        }
+        for (const from of admitted) {
+          for (const to of admitted) {
+            if (to.at < from.at) continue;
+            const taken = admitted.filter((h) => h.at >= from.at && h.at <= to.at).reduce((s, h) => s + h.cost, 0);
+            expect(taken).toBeLessThanOrEqual(burst + ((to.at - from.at) * limit) / periodMs);
+          }
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
