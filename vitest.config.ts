@@ -11,5 +11,6 @@ export default defineConfig({
   ],
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["./test/setup/global.ts"],
   },
 });

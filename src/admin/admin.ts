@@ -1,0 +1,63 @@
+/** The admin API under /__floodgate/: rules, state peek and reset, metrics; bearer token required. */
+import type { Settings } from "../config";
+import { describeRule } from "../config/rules";
+import type { Env } from "../env";
+import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
+import { metrics } from "../metrics/metrics";
+import { durableObjectName } from "../routing/key";
+import { policyOf } from "../strict";
+
+export const ADMIN_PREFIX = "/__floodgate/";
+
+/**
+ * Answers an admin call. Without ADMIN_TOKEN the API does not exist (404); without the right
+ * bearer token it answers 401 and nothing else, whatever the path.
+ */
+export async function handleAdmin(request: Request, env: Env, settings: Settings): Promise<Response> {
+  if (!env.ADMIN_TOKEN) return notFound().toResponse();
+  if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
+  const url = new URL(request.url);
+  const route = `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}`;
+  switch (route) {
+    case "GET rules":
+      return Response.json({ rules: settings.rules.map(describeRule) });
+    case "GET metrics":
+      return new Response(metrics.render(), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
+    case "GET state":
+    case "DELETE state":
+      return state(request.method, url, env, settings);
+    default:
+      return notFound().toResponse();
+  }
+}
+
+/** `?rule=<name>&key=<key>`: peeks at (GET) or resets (DELETE) one key's object. */
+async function state(method: string, url: URL, env: Env, settings: Settings): Promise<Response> {
+  const ruleName = url.searchParams.get("rule");
+  const key = url.searchParams.get("key");
+  if (ruleName === null || key === null) throw invalidRequest("state needs ?rule=<name>&key=<key>");
+  const rule = settings.rules.find((r) => r.name === ruleName);
+  if (!rule) throw new HttpProblem({ type: "not-found", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
+  const objectName = await durableObjectName(rule.name, key);
+  const stub = env.LIMITER.get(env.LIMITER.idFromName(objectName));
+  metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
+  if (method === "DELETE") {
+    await stub.reset();
+    return Response.json({ rule: rule.name, key, reset: true });
+  }
+  return Response.json({ rule: rule.name, key, state: await stub.peek(policyOf(rule)) });
+}
+
+/**
+ * Compares the presented bearer token with the configured one in constant time: both are hashed
+ * first, so neither their contents nor their lengths show in the timing.
+ */
+async function bearerMatches(header: string | null, token: string): Promise<boolean> {
+  const presented = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1] ?? "";
+  const [a, b] = await Promise.all([digest(presented), digest(token)]);
+  return crypto.subtle.timingSafeEqual(a, b) && presented.length > 0;
+}
+
+async function digest(text: string): Promise<ArrayBuffer> {
+  return crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+}

@@ -1,0 +1,12 @@
+/** The bindings floodgate reads, as wrangler.toml and the dashboard provide them. */
+import type { RateLimiter } from "./durable-object/rate-limiter";
+
+export interface Env {
+  LIMITER: DurableObjectNamespace<RateLimiter>;
+  /** the origin to protect; absent or "demo" serves the built-in echo origin */
+  ORIGIN_URL?: string;
+  /** the rules: a JSON string, or the object wrangler makes of a TOML table */
+  RATE_LIMIT_RULES?: unknown;
+  /** enables the admin API when set */
+  ADMIN_TOKEN?: string;
+}

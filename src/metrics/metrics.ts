@@ -1,0 +1,56 @@
+/** This isolate's counters, rendered in the Prometheus text exposition format. */
+
+/** Every counter floodgate keeps, with its help text; the names are the exported metric names. */
+const COUNTERS = {
+  floodgate_decisions_total: "Rate-limit decisions, by rule and outcome.",
+  floodgate_durable_object_calls_total: "Calls made to RateLimiter Durable Objects, by method.",
+  floodgate_local_decisions_total: "Decisions made in the isolate without a Durable Object call (fast mode), by rule.",
+  floodgate_syncs_total: "Fast-path reconciliations with a Durable Object, by result.",
+  floodgate_errors_total: "Failures, by kind.",
+  floodgate_key_evictions_total: "Fast-path keys evicted from this isolate's table.",
+} as const;
+
+export type CounterName = keyof typeof COUNTERS;
+type Labels = Record<string, string>;
+
+/**
+ * A registry of counters. One lives per isolate (see {@link metrics}); tests make their own.
+ *
+ * @example
+ * metrics.count("floodgate_decisions_total", { rule: "login", decision: "denied" });
+ */
+export class Metrics {
+  private readonly values = new Map<CounterName, Map<string, number>>();
+
+  count(name: CounterName, labels: Labels = {}, by = 1): void {
+    let series = this.values.get(name);
+    if (!series) this.values.set(name, (series = new Map()));
+    const key = renderLabels(labels);
+    series.set(key, (series.get(key) ?? 0) + by);
+  }
+
+  /** The current value of one series; 0 when it has not been counted. */
+  value(name: CounterName, labels: Labels = {}): number {
+    return this.values.get(name)?.get(renderLabels(labels)) ?? 0;
+  }
+
+  /** Every counter, with HELP and TYPE lines, as Prometheus scrapes it. */
+  render(): string {
+    const lines: string[] = [];
+    for (const [name, help] of Object.entries(COUNTERS) as [CounterName, string][]) {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+      for (const [labels, value] of this.values.get(name) ?? []) lines.push(`${name}${labels} ${value}`);
+    }
+    return `${lines.join("\n")}\n`;
+  }
+}
+
+function renderLabels(labels: Labels): string {
+  const pairs = Object.entries(labels)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
+  return pairs.length ? `{${pairs.join(",")}}` : "";
+}
+
+/** The isolate's own registry, exported by `GET /__floodgate/metrics`. */
+export const metrics = new Metrics();

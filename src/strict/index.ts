@@ -1,0 +1,50 @@
+/** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
+import type { Policy } from "../algorithms";
+import type { Rule } from "../config/types";
+import type { Decided } from "../durable-object/rate-limiter";
+import type { Env } from "../env";
+import { metrics } from "../metrics/metrics";
+import { Coalescer } from "./coalescer";
+
+const coalescer = new Coalescer();
+
+/** The arithmetic half of a rule, which is all its Durable Object needs to know. */
+export function policyOf(rule: Rule): Policy {
+  return { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst };
+}
+
+/**
+ * Asks the named object to decide one request. The call that carries a batch is handed to
+ * `waitUntil`, so a client that hangs up cannot cancel the decisions of the requests batched with it.
+ */
+export function decideStrict(
+  namespace: Env["LIMITER"],
+  objectName: string,
+  rule: Rule,
+  cost: number,
+  waitUntil: (promise: Promise<unknown>) => void,
+): Promise<Decided> {
+  return coalescer.decide(
+    (name, policy, costs) => {
+      metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
+      const call = namespace.get(namespace.idFromName(name)).decide(policy, costs);
+      waitUntil(call.catch(() => undefined));
+      return call;
+    },
+    objectName,
+    policyOf(rule),
+    cost,
+  );
+}
+
+/** Gives back what a request took at the named object, when another rule denied it. */
+export async function refundStrict(
+  namespace: Env["LIMITER"],
+  objectName: string,
+  rule: Rule,
+  units: number,
+  countedAt: number,
+): Promise<void> {
+  metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
+  await namespace.get(namespace.idFromName(objectName)).refund(policyOf(rule), units, countedAt);
+}

@@ -1,0 +1,33 @@
+// Drives the real Worker (and through it the real RateLimiter objects) with chosen bindings.
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { inject } from "vitest";
+import worker from "../../src/index";
+import type { Env } from "../../src/env";
+
+/** The URL of the test origin (a real Node server) for paths under `/<tag>/`. */
+export function originUrl(): string {
+  return `http://127.0.0.1:${inject("originPort")}`;
+}
+
+/**
+ * Sends one request through floodgate with the given rules and bindings, waiting for its
+ * `waitUntil` work (refunds) to finish, as the runtime would before the isolate moves on.
+ */
+export async function send(request: Request, bindings: Partial<Env> & { rules?: unknown } = {}): Promise<Response> {
+  const { rules, ...rest } = bindings;
+  const testEnv: Env = {
+    ...(env as unknown as Env),
+    ORIGIN_URL: originUrl(),
+    RATE_LIMIT_RULES: rules === undefined ? "[]" : typeof rules === "string" ? rules : JSON.stringify(rules),
+    ...rest,
+  };
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, testEnv, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+/** What the origin recorded for requests under `/<tag>/`. */
+export async function originLog(tag: string): Promise<{ method: string; url: string; headers: Record<string, string>; bodyBytes: number; bodySha256: string; chunks: number }[]> {
+  return (await fetch(`${originUrl()}/__origin/log?tag=${tag}`)).json();
+}

@@ -1,0 +1,15 @@
+// Vitest global setup: starts the real origin server once and tells the tests its port.
+import type { TestProject } from "vitest/node";
+import { startOrigin } from "./origin-server";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    originPort: number;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const origin = await startOrigin();
+  project.provide("originPort", origin.port);
+  return origin.close;
+}
