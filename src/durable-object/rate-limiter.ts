@@ -24,12 +24,16 @@ interface Stored {
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
   private alarmAt: number | null = null;
+  /** The table is made on the first write, so a recovered key leaves no storage behind at all. */
+  private hasTable = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      this.createSchema();
-      const row = ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0];
+      this.hasTable = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'limiter'").toArray().length > 0;
+      const row = this.hasTable
+        ? ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0]
+        : undefined;
       this.stored = row ? (JSON.parse(row.value) as Stored) : undefined;
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -63,8 +67,8 @@ export class RateLimiter extends DurableObject<Env> {
   async reset(): Promise<void> {
     this.stored = undefined;
     this.alarmAt = null;
+    this.hasTable = false;
     await this.ctx.storage.deleteAll();
-    this.createSchema();
   }
 
   /** Deletes the state once the key is back to its full quota; otherwise looks again when it will be. */
@@ -82,6 +86,10 @@ export class RateLimiter extends DurableObject<Env> {
 
   private save(policy: Policy, state: LimiterState): void {
     this.stored = { policy, state };
+    if (!this.hasTable) {
+      this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
+      this.hasTable = true;
+    }
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
       JSON.stringify(this.stored),
@@ -92,9 +100,5 @@ export class RateLimiter extends DurableObject<Env> {
   private schedule(at: number): void {
     this.alarmAt = at;
     void this.ctx.storage.setAlarm(at);
-  }
-
-  private createSchema(): void {
-    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
   }
 }

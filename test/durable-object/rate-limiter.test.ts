@@ -1,0 +1,100 @@
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Policy } from "../../src/algorithms";
+
+const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3 };
+const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6 };
+const T0 = 1_700_000_040_000; // the start of a 60 s window
+
+const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
+const allowed = (results: { decision: { allowed: boolean } }[]) => results.map((r) => r.decision.allowed);
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("RateLimiter", () => {
+  it("decides a batch in order, each request as if it came alone", async () => {
+    const results = await limiter("batch/a").decide(window, [1, 1, 2, 1, 1]);
+    expect(allowed(results)).toEqual([true, true, false, true, false]);
+  });
+
+  it("admits again at the sliding window's edge, not before", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("edge/window");
+    await stub.decide(window, [1, 1, 1]);
+    // The 3 weigh 3 × (1 − e/60 s) in the next window: one more fits from e = 20 s.
+    vi.setSystemTime(T0 + 60_000 + 19_999);
+    expect(allowed(await stub.decide(window, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 60_000 + 20_000);
+    expect(allowed(await stub.decide(window, [1]))).toEqual([true]);
+  });
+
+  it("refills the token bucket to the millisecond", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("edge/bucket");
+    await stub.decide(bucket, [6]);
+    vi.setSystemTime(T0 + 9_999);
+    expect(allowed(await stub.decide(bucket, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 10_000);
+    expect(allowed(await stub.decide(bucket, [1]))).toEqual([true]);
+  });
+
+  it("keeps its state when the object is evicted and restarted", async () => {
+    await limiter("evict/a").decide(window, [1, 1]);
+    await abortAllDurableObjects();
+    const standing = await limiter("evict/a").peek(window);
+    expect(standing.remaining).toBe(1);
+  });
+
+  it("gives refunded units back to the window they were counted in", async () => {
+    const stub = limiter("refund/a");
+    const [first] = await stub.decide(window, [3]);
+    await stub.refund(window, 2, first!.countedAt);
+    expect((await stub.peek(window)).remaining).toBe(2);
+  });
+
+  it("peeks without consuming", async () => {
+    const stub = limiter("peek/a");
+    await stub.decide(window, [1]);
+    await stub.peek(window);
+    await stub.peek(window);
+    expect((await stub.peek(window)).remaining).toBe(2);
+  });
+
+  it("forgets everything on reset", async () => {
+    const stub = limiter("reset/a");
+    await stub.decide(window, [3]);
+    await stub.reset();
+    expect(allowed(await stub.decide(window, [3]))).toEqual([true]);
+  });
+
+  it("starts afresh when the rule's algorithm changes", async () => {
+    const stub = limiter("switch/a");
+    await stub.decide(window, [3]);
+    expect(allowed(await stub.decide(bucket, [6]))).toEqual([true]);
+  });
+
+  it("deletes its storage once the key has fully recovered", async () => {
+    const quick: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 100, burst: 10 };
+    const stub = limiter("cleanup/a");
+    await stub.decide(quick, [10]);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    await runDurableObjectAlarm(stub);
+    const rows = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'limiter'").toArray(),
+    );
+    expect(rows).toEqual([]);
+    expect((await stub.peek(quick)).remaining).toBe(10);
+  });
+
+  it("keeps its storage while the key is still recovering", async () => {
+    const stub = limiter("cleanup/b");
+    await stub.decide(window, [1]);
+    await runDurableObjectAlarm(stub);
+    expect((await stub.peek(window)).remaining).toBe(2);
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+  });
+});
