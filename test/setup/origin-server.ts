@@ -15,8 +15,8 @@ export interface Received {
 }
 
 /**
- * Starts the origin. `GET /__origin/log?tag=<t>` answers the requests recorded whose path starts
- * with `/<t>/` (so each test reads only its own traffic); every other request is recorded and
+ * Starts the origin. `GET /__origin/log?tag=<t>` answers the requests recorded whose path contains
+ * `/<t>/` (so each test reads only its own traffic); every other request is recorded and
  * answered 200 with a small JSON body and a header `x-origin: yes`. `/<t>/redirect` answers 302.
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
@@ -26,7 +26,7 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
     if (url.pathname === "/__origin/log") {
       const tag = `/${url.searchParams.get("tag")}/`;
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify(log.filter((r) => r.url.startsWith(tag))));
+      res.end(JSON.stringify(log.filter((r) => r.url.includes(tag))));
       return;
     }
     const body = await readBody(req);

@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { send } from "../helpers/worker";
+
+const TOKEN = "s3cret-admin-token";
+const rules = [
+  { name: "adm-window", limit: 3, period: "1m" },
+  { name: "adm-bucket", algorithm: "token-bucket", key: ["ip", "header:x-api-key"], limit: 5, period: "10s", burst: 8, cost: "header:x-cost", match: { path: "/api/*", methods: ["get", "POST"] } },
+];
+const admin = (path: string, init: RequestInit = {}, token: string | null = TOKEN) =>
+  send(
+    new Request(`http://floodgate.test/__floodgate/${path}`, {
+      ...init,
+      headers: token === null ? {} : { Authorization: `Bearer ${token}` },
+    }),
+    { rules, ADMIN_TOKEN: TOKEN },
+  );
+const hit = (ip: string) => send(new Request("http://floodgate.test/adm/x", { headers: { "CF-Connecting-IP": ip } }), { rules, ADMIN_TOKEN: TOKEN });
+
+describe("admin API", () => {
+  it("does not exist without ADMIN_TOKEN", async () => {
+    const res = await send(new Request("http://floodgate.test/__floodgate/rules", { headers: { Authorization: "Bearer x" } }), { rules });
+    expect(res.status).toBe(404);
+  });
+
+  it("answers 401 with the same body to a missing, malformed or wrong token", async () => {
+    const answers = await Promise.all([
+      admin("rules", {}, null),
+      admin("rules", {}, `${TOKEN}x`),
+      admin("rules", {}, TOKEN.slice(0, -1)),
+      send(new Request("http://floodgate.test/__floodgate/rules", { headers: { Authorization: `Basic ${TOKEN}` } }), { rules, ADMIN_TOKEN: TOKEN }),
+      admin("nothing-here", {}, "wrong"),
+    ]);
+    expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);
+    const bodies = await Promise.all(answers.map((r) => r.text()));
+    expect(new Set(bodies).size).toBe(1);
+    expect(bodies[0]).not.toContain(TOKEN);
+  });
+
+  it("lists the rules as parsed, with defaults filled in", async () => {
+    const body = (await (await admin("rules")).json()) as { rules: unknown[] };
+    expect(body.rules[0]).toEqual({
+      name: "adm-window",
+      match: { path: "*", methods: null, host: null },
+      key: ["ip"],
+      algorithm: "sliding-window",
+      limit: 3,
+      period: "1m",
+      periodMs: 60_000,
+      burst: 3,
+      cost: 1,
+      mode: "strict",
+    });
+    expect(body.rules[1]).toMatchObject({ key: ["ip", "header:x-api-key"], burst: 8, cost: "header:x-cost", match: { methods: ["GET", "POST"] } });
+  });
+
+  it("shows a key's state without consuming it", async () => {
+    await hit("192.0.2.70");
+    const peek = () => admin("state?rule=adm-window&key=192.0.2.70");
+    await peek();
+    const body = (await (await peek()).json()) as { state: { remaining: number } };
+    expect(body.state.remaining).toBe(2);
+  });
+
+  it("resets a key", async () => {
+    for (let i = 0; i < 3; i++) await hit("192.0.2.71");
+    expect((await hit("192.0.2.71")).status).toBe(429);
+    expect((await admin("state?rule=adm-window&key=192.0.2.71", { method: "DELETE" })).status).toBe(200);
+    expect((await hit("192.0.2.71")).status).toBe(200);
+  });
+
+  it("answers 400 to a state call without rule and key, and 404 to an unknown rule", async () => {
+    expect((await admin("state?rule=adm-window")).status).toBe(400);
+    expect((await admin("state?rule=nope&key=x")).status).toBe(404);
+  });
+
+  it("exports this isolate's counters in the Prometheus text format", async () => {
+    await hit("192.0.2.72");
+    const res = await admin("metrics");
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(text).toMatch(/^# TYPE floodgate_decisions_total counter$/m);
+    expect(text).toMatch(/^floodgate_decisions_total\{decision="allowed",rule="adm-window"\} \d+$/m);
+    expect(text).toMatch(/^floodgate_durable_object_calls_total\{method="decide"\} \d+$/m);
+    for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{[^}]*\})? \d+)$/);
+  });
+
+  it("answers 404 to an unknown admin path", async () => {
+    expect((await admin("unknown")).status).toBe(404);
+  });
+});

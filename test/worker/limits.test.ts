@@ -1,0 +1,149 @@
+import { parseList } from "structured-headers";
+import { describe, expect, it } from "vitest";
+import { metrics } from "../../src/metrics/metrics";
+import { originLog, send } from "../helpers/worker";
+
+const get = (path: string, headers: Record<string, string> = {}) =>
+  new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": "192.0.2.1", ...headers } });
+const statuses = (responses: Response[]) => responses.map((r) => r.status);
+
+describe("strict limits through the Worker", () => {
+  it("admits exactly the limit out of 200 concurrent requests, and only those reach the origin", async () => {
+    const rules = [{ name: "burst200", limit: 10, period: "1m" }];
+    const responses = await Promise.all(Array.from({ length: 200 }, (_, i) => send(get(`/conc/${i}`), { rules })));
+    expect(statuses(responses).filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses(responses).filter((s) => s === 429)).toHaveLength(190);
+    expect(await originLog("conc")).toHaveLength(10);
+  });
+
+  it("coalesces concurrent decisions for one key into fewer Durable Object calls", async () => {
+    const rules = [{ name: "coalesce", limit: 50, period: "1m" }];
+    const calls = () => metrics.value("floodgate_durable_object_calls_total", { method: "decide" });
+    const before = calls();
+    const responses = await Promise.all(Array.from({ length: 100 }, () => send(get("/coalesce/x"), { rules })));
+    expect(statuses(responses).filter((s) => s === 200)).toHaveLength(50);
+    expect(calls() - before).toBeLessThan(100);
+  });
+
+  it("keeps separate counts for separate keys", async () => {
+    const rules = [{ name: "per-ip", limit: 1, period: "1m" }];
+    expect((await send(get("/keys/a", { "CF-Connecting-IP": "192.0.2.10" }), { rules })).status).toBe(200);
+    expect((await send(get("/keys/b", { "CF-Connecting-IP": "192.0.2.11" }), { rules })).status).toBe(200);
+    expect((await send(get("/keys/c", { "CF-Connecting-IP": "192.0.2.10" }), { rules })).status).toBe(429);
+  });
+
+  it("denies with a 429 problem+json naming the violated policy, never reaching the origin", async () => {
+    const rules = [{ name: "deny-shape", limit: 1, period: "10s" }];
+    await send(get("/deny1/a"), { rules });
+    const res = await send(get("/deny1/b"), { rules });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await res.json()).toMatchObject({ status: 429, title: expect.any(String), type: expect.any(String), detail: expect.any(String), "violated-policies": ["deny-shape"] });
+    expect((await originLog("deny1")).map((r) => r.url)).toEqual(["/deny1/a"]);
+  });
+
+  it("sends rate-limit headers that parse as IETF structured fields", async () => {
+    const rules = [{ name: "sf-check", limit: 2, period: "1m" }];
+    await send(get("/sf/a"), { rules });
+    await send(get("/sf/b"), { rules });
+    const res = await send(get("/sf/c"), { rules });
+    const [policy] = parseList(res.headers.get("RateLimit-Policy")!);
+    const [limit] = parseList(res.headers.get("RateLimit")!);
+    expect(policy?.[0]).toBe("sf-check");
+    expect(Object.fromEntries(policy![1])).toEqual({ q: 2, w: 60 });
+    expect(limit?.[0]).toBe("sf-check");
+    expect(limit![1].get("r")).toBe(0);
+    expect(limit![1].get("t")).toBeGreaterThan(0);
+    expect(Number(res.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    expect(res.headers.get("X-RateLimit-Limit")).toBe("2");
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("0");
+    expect(Number(res.headers.get("X-RateLimit-Reset"))).toBeGreaterThan(0);
+  });
+
+  it("reports the most restrictive of several applicable rules on an allowed response", async () => {
+    const rules = [
+      { name: "loose", limit: 100, period: "1m" },
+      { name: "tight", match: { path: "/restrict/*" }, limit: 3, period: "1m" },
+    ];
+    const res = await send(get("/restrict/a"), { rules });
+    expect(res.headers.get("RateLimit")).toMatch(/^"tight";r=2;/);
+  });
+
+  it("gives back what other rules took when one rule denies", async () => {
+    const rules = [
+      { name: "refund-wide", limit: 5, period: "1m" },
+      { name: "refund-narrow", match: { path: "/refund/narrow" }, limit: 1, period: "1m" },
+    ];
+    await send(get("/refund/narrow"), { rules });
+    for (let i = 0; i < 10; i++) expect((await send(get("/refund/narrow"), { rules })).status).toBe(429);
+    // Only the one admitted request counts against the wide rule: 4 remain.
+    const statusesAfter = [];
+    for (let i = 0; i < 5; i++) statusesAfter.push((await send(get("/refund/other"), { rules })).status);
+    expect(statusesAfter).toEqual([200, 200, 200, 200, 429]);
+  });
+
+  it("applies a rule only to the methods and paths it matches", async () => {
+    const rules = [{ name: "login", match: { path: "/login", methods: ["POST"] }, limit: 1, period: "1m" }];
+    const post = () => new Request("http://floodgate.test/login", { method: "POST", headers: { "CF-Connecting-IP": "192.0.2.50" } });
+    expect((await send(post(), { rules })).status).toBe(200);
+    expect((await send(post(), { rules })).status).toBe(429);
+    expect((await send(get("/login", { "CF-Connecting-IP": "192.0.2.50" }), { rules })).status).toBe(200);
+  });
+
+  it("limits token-bucket rules to the burst", async () => {
+    const rules = [{ name: "tb", algorithm: "token-bucket", limit: 1, period: "1h", burst: 3 }];
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push((await send(get("/tb/x"), { rules })).status);
+    expect(results).toEqual([200, 200, 200, 429, 429]);
+  });
+});
+
+describe("request input", () => {
+  const rules = [{ name: "costly", cost: "header:x-cost", limit: 10, period: "1m" }];
+
+  it("consumes the units a cost header asks for", async () => {
+    const cost = (n: string) => get("/cost/ok", { "x-cost": n, "CF-Connecting-IP": "192.0.2.60" });
+    expect((await send(cost("7"), { rules })).status).toBe(200);
+    expect((await send(cost("4"), { rules })).status).toBe(429);
+    expect((await send(cost("3"), { rules })).status).toBe(200);
+  });
+
+  it.each(["abc", "0", "-3", "1.5", "1e3", "99999999999999999999"])(
+    "answers 400 problem+json to a cost header of %j without reaching the origin",
+    async (value) => {
+      const res = await send(get("/cost/bad", { "x-cost": value }), { rules });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+      expect(await res.json()).toMatchObject({ status: 400, detail: expect.stringContaining("costly") });
+      expect(await originLog("cost/bad")).toEqual([]);
+    },
+  );
+
+  it("denies a cost larger than the rule can ever admit", async () => {
+    const res = await send(get("/cost/huge", { "x-cost": "11" }), { rules });
+    expect(res.status).toBe(429);
+  });
+
+  it("puts requests that lack a key part in one shared, limited bucket", async () => {
+    const keyed = [{ name: "by-api-key", key: "header:x-api-key", limit: 2, period: "1m" }];
+    const anon = () => new Request("http://floodgate.test/anon/x");
+    expect(statuses([await send(anon(), { rules: keyed }), await send(anon(), { rules: keyed }), await send(anon(), { rules: keyed })])).toEqual([200, 200, 429]);
+    expect((await send(get("/anon/y", { "x-api-key": "real" }), { rules: keyed })).status).toBe(200);
+  });
+
+  it("ignores X-Forwarded-For and friends when keying by ip", async () => {
+    const perIp = [{ name: "spoof", limit: 1, period: "1m" }];
+    const spoofed = (n: number) =>
+      get("/spoof/x", { "CF-Connecting-IP": "192.0.2.99", "X-Forwarded-For": `10.0.0.${n}`, "X-Real-IP": `10.0.1.${n}`, "True-Client-IP": `10.0.2.${n}` });
+    expect((await send(spoofed(1), { rules: perIp })).status).toBe(200);
+    expect((await send(spoofed(2), { rules: perIp })).status).toBe(429);
+  });
+
+  it("limits a key longer than 1 KB like any other, under its hash", async () => {
+    const keyed = [{ name: "long-key", key: "header:x-api-key", limit: 1, period: "1m" }];
+    const long = "k".repeat(4000);
+    expect((await send(get("/long/a", { "x-api-key": long }), { rules: keyed })).status).toBe(200);
+    expect((await send(get("/long/b", { "x-api-key": long }), { rules: keyed })).status).toBe(429);
+    expect((await send(get("/long/c", { "x-api-key": `${long}x` }), { rules: keyed })).status).toBe(200);
+  });
+});

@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { originLog, send } from "../helpers/worker";
+
+const rules = [{ name: "proxy-ip", key: "ip", limit: 1000, period: "1m" }];
+
+/** A body sent in several chunks, so the test can see that it arrived streamed and intact. */
+function chunkedBody(chunks: number, size: number): { stream: ReadableStream<Uint8Array>; bytes: number } {
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent === chunks) return controller.close();
+      controller.enqueue(new Uint8Array(size).fill(sent++ % 251));
+    },
+  });
+  return { stream, bytes: chunks * size };
+}
+
+async function sha256(chunks: number, size: number): Promise<string> {
+  const all = new Uint8Array(chunks * size);
+  for (let i = 0; i < chunks; i++) all.fill(i % 251, i * size, (i + 1) * size);
+  const digest = await crypto.subtle.digest("SHA-256", all);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+describe("proxying an allowed request", () => {
+  it("delivers method, path, query and headers to the origin", async () => {
+    await send(
+      new Request("http://floodgate.test/fwd1/items/42?q=a%20b&x=1&x=2", {
+        method: "PATCH",
+        headers: { "x-custom": "kept", authorization: "Bearer api", "CF-Connecting-IP": "203.0.113.5" },
+        body: "{}",
+      }),
+      { rules },
+    );
+    const [seen] = await originLog("fwd1");
+    expect(seen).toMatchObject({ method: "PATCH", url: "/fwd1/items/42?q=a%20b&x=1&x=2" });
+    expect(seen?.headers).toMatchObject({ "x-custom": "kept", authorization: "Bearer api" });
+  });
+
+  it("streams a large body to the origin intact", async () => {
+    const { stream, bytes } = chunkedBody(64, 16 * 1024);
+    await send(new Request("http://floodgate.test/fwd2/upload", { method: "POST", body: stream }), { rules });
+    const [seen] = await originLog("fwd2");
+    expect(seen?.bodyBytes).toBe(bytes);
+    expect(seen?.bodySha256).toBe(await sha256(64, 16 * 1024));
+    expect(seen?.chunks).toBeGreaterThan(1);
+  });
+
+  it("drops hop-by-hop headers and those the Connection header names", async () => {
+    await send(
+      new Request("http://floodgate.test/fwd3/", {
+        headers: { connection: "x-private", "x-private": "secret", "keep-alive": "timeout=5", "proxy-authorization": "p", te: "trailers" },
+      }),
+      { rules },
+    );
+    const [seen] = await originLog("fwd3");
+    expect(Object.keys(seen?.headers ?? {})).not.toContain("x-private");
+    expect(Object.keys(seen?.headers ?? {})).not.toContain("proxy-authorization");
+    expect(Object.keys(seen?.headers ?? {})).not.toContain("keep-alive");
+  });
+
+  it("sends each allowed request to the origin exactly once", async () => {
+    for (let i = 0; i < 5; i++) await send(new Request(`http://floodgate.test/fwd4/${i}`), { rules });
+    expect((await originLog("fwd4")).map((r) => r.url)).toEqual(["/fwd4/0", "/fwd4/1", "/fwd4/2", "/fwd4/3", "/fwd4/4"]);
+  });
+
+  it("returns the origin's response with the rate-limit headers added", async () => {
+    const res = await send(new Request("http://floodgate.test/fwd5/", { headers: { "CF-Connecting-IP": "198.51.100.5" } }), {
+      rules,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-origin")).toBe("yes");
+    expect(await res.json()).toMatchObject({ ok: true });
+    expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
+    expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999;t=\d+$/);
+  });
+
+  it("passes the origin's redirects back instead of following them", async () => {
+    const res = await send(new Request("http://floodgate.test/fwd6/redirect"), { rules });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/elsewhere");
+  });
+
+  it("keeps the configured origin whatever host, absolute form or path the request carries", async () => {
+    await send(new Request("http://evil.example/fwd7/a/../b/%2F%2Fevil.example/c", { headers: { host: "evil.example" } }), {
+      rules,
+    });
+    await send(new Request("http://floodgate.test//evil.example/fwd7/x"), { rules });
+    const seen = await originLog("fwd7");
+    expect(seen.map((r) => r.url)).toEqual(["/fwd7/b/%2F%2Fevil.example/c", "//evil.example/fwd7/x"]);
+    expect(seen[0]?.headers.host).toMatch(/^127\.0\.0\.1:\d+$/);
+  });
+
+  it("answers from the built-in demo origin when ORIGIN_URL is demo", async () => {
+    const res = await send(new Request("http://floodgate.test/demo/path?x=1", { headers: { "x-hello": "there" } }), {
+      rules,
+      ORIGIN_URL: "demo",
+    });
+    expect(await res.json()).toMatchObject({ method: "GET", path: "/demo/path", query: "?x=1", headers: { "x-hello": "there" } });
+    expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
+  });
+
+  it("answers from the demo origin when ORIGIN_URL is absent", async () => {
+    const res = await send(new Request("http://floodgate.test/demo/absent"), { rules, ORIGIN_URL: undefined });
+    expect(await res.json()).toMatchObject({ origin: "floodgate demo", path: "/demo/absent" });
+  });
+});
