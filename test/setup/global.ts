@@ -2,12 +2,6 @@
 import type { TestProject } from "vitest/node";
 import { startOrigin } from "./origin-server";
 
-declare module "vitest" {
-  export interface ProvidedContext {
-    originPort: number;
-  }
-}
-
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const origin = await startOrigin();
   project.provide("originPort", origin.port);

@@ -1,0 +1,355 @@
+// Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix.
+import type { AlgorithmName } from "../algorithms/types";
+import { formatDuration, parseDuration } from "./duration";
+import { ConfigError, show, type RuleRef } from "./errors";
+import type { Config, Cost, KeyPart, Mode, Rule } from "./types";
+
+const RULE_FIELDS = ["name", "match", "key", "algorithm", "limit", "period", "burst", "cost", "mode"];
+const MATCH_FIELDS = ["path", "methods", "host"];
+/** The first choice is the default. */
+const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket"];
+const MODES: Choices<Mode> = ["strict", "fast"];
+const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
+const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
+
+const NAME = /^[a-z0-9_-]{1,64}$/;
+/** RFC 9110 token: HTTP methods, header names and (RFC 6265) cookie names are all tokens. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HOST = /^[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::([0-9]{1,5}))?$/i;
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+type Fields = Map<string, unknown>;
+type Choices<T extends string> = readonly [T, ...T[]];
+/** The most units a key can ever hold: the limit for sliding-window, the burst for token-bucket. */
+type Capacity = { field: "limit" | "burst"; units: number };
+
+/** A rule in the user-facing format, as the admin API shows it. */
+export interface RuleDescription {
+  name: string;
+  match: { path: string; methods: string[] | null; host: string | null };
+  key: string[];
+  algorithm: AlgorithmName;
+  limit: number;
+  /** shortest exact form, e.g. "1m" */
+  period: string;
+  periodMs: number;
+  burst: number;
+  /** units per request, or "header:<name>" */
+  cost: number | string;
+  mode: Mode;
+}
+
+/**
+ * Validates the `RATE_LIMIT_RULES` binding: a JSON string, or the object wrangler makes of a TOML
+ * table, shaped `{"rules": [...]}` or as a bare array. Absent or blank means no rules.
+ * Throws a {@link ConfigError} naming the first rule and field at fault.
+ *
+ * @example
+ * parseConfig('[{"name": "login", "limit": 5, "period": "1m"}]').rules[0].key; // [{ source: "ip" }]
+ */
+export function parseConfig(raw: unknown): Config {
+  const rules = ruleList(decode(raw)).map((value, index) => parseRule(value, index));
+  rejectDuplicateNames(rules);
+  return { rules };
+}
+
+/**
+ * A parsed rule in the format users write, with every default filled in.
+ *
+ * @example
+ * describeRule(rule); // { name: "login", key: ["ip"], period: "1m", periodMs: 60000, cost: 1, … }
+ */
+export function describeRule(rule: Rule): RuleDescription {
+  const { match, cost } = rule;
+  return {
+    name: rule.name,
+    match: { path: match.path, methods: match.methods && [...match.methods], host: match.host },
+    key: rule.key.map(formatKeyPart),
+    algorithm: rule.algorithm,
+    limit: rule.limit,
+    period: formatDuration(rule.periodMs),
+    periodMs: rule.periodMs,
+    burst: rule.burst,
+    cost: "units" in cost ? cost.units : `header:${cost.header}`,
+    mode: rule.mode,
+  };
+}
+
+function decode(raw: unknown): unknown {
+  if (raw === undefined) return [];
+  if (typeof raw !== "string") return raw;
+  if (raw.trim() === "") return [];
+  try {
+    return JSON.parse(raw);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw ConfigError.topLevel(`not valid JSON (${reason}); write {"rules": [...]} or a bare array of rules`);
+  }
+}
+
+function ruleList(value: unknown): unknown[] {
+  if (Array.isArray(value)) return value;
+  if (!isObject(value)) {
+    throw ConfigError.topLevel(`expected {"rules": [...]} or an array of rules, got ${show(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== "rules") {
+      throw ConfigError.topLevel(`unknown key ${show(key)}; the only top-level key is "rules", an array of rules`);
+    }
+  }
+  const rules = fieldsOf(value).get("rules");
+  if (!Array.isArray(rules)) {
+    throw ConfigError.topLevel(`expected an array of rules (an empty array for none), got ${show(rules)}`, "rules");
+  }
+  return rules;
+}
+
+function parseRule(value: unknown, index: number): Rule {
+  if (!isObject(value)) {
+    const example = `{"name": "api", "limit": 100, "period": "1m"}`;
+    fail({ index }, undefined, `expected a rule object like ${example}, got ${show(value)}`);
+  }
+  const fields = fieldsOf(value);
+  const claimed = fields.get("name");
+  const at: RuleRef = typeof claimed === "string" && NAME.test(claimed) ? { index, name: claimed } : { index };
+  rejectUnknown(fields, RULE_FIELDS, at, undefined);
+
+  const name = parseName(claimed, at);
+  const match = parseMatch(fields.get("match"), at);
+  const key = parseKey(fields.get("key"), at);
+  const algorithm = parseChoice(fields.get("algorithm"), ALGORITHMS, at, "algorithm");
+  const limit = parseLimit(fields.get("limit"), at);
+  const periodMs = parsePeriod(fields.get("period"), at);
+  const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
+  requireExactArithmetic(limit, burst, periodMs, at);
+  const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
+  const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
+  return { name, match, key, algorithm, limit, periodMs, burst, cost, mode };
+}
+
+function parseName(value: unknown, at: RuleRef): string {
+  const form = `1 to 64 characters from a-z, 0-9, "_" and "-", e.g. "api-per-key"`;
+  if (value === undefined) fail(at, "name", `required: ${form}`);
+  if (typeof value !== "string" || !NAME.test(value)) fail(at, "name", `expected ${form}, got ${show(value)}`);
+  return value;
+}
+
+function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
+  if (value === undefined) return { path: "*", methods: null, host: null };
+  if (!isObject(value)) {
+    fail(at, "match", `expected an object like {"path": "/api/*", "methods": ["GET"]}, got ${show(value)}`);
+  }
+  const fields = fieldsOf(value);
+  rejectUnknown(fields, MATCH_FIELDS, at, "match");
+  return {
+    path: parsePath(fields.get("path"), at),
+    methods: parseMethods(fields.get("methods"), at),
+    host: parseHost(fields.get("host"), at),
+  };
+}
+
+function parsePath(value: unknown, at: RuleRef): string {
+  const field = "match.path";
+  const form = `a glob starting with "/", like "/api/*", or "*" for every path`;
+  if (value === undefined) return "*";
+  if (typeof value !== "string") fail(at, field, `expected ${form}, got ${show(value)}`);
+  if (value === "") fail(at, field, `must not be empty; write ${form}`);
+  if (/[\s\p{Cc}]/u.test(value)) {
+    fail(at, field, `must not contain whitespace or control characters, got ${show(value)}`);
+  }
+  const cut = /[?#]/.exec(value);
+  if (cut !== null) {
+    const fix = `remove "${cut[0]}" and what follows from ${show(value)}`;
+    fail(at, field, `globs match the path only, not the query string or fragment; ${fix}`);
+  }
+  if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
+  return value;
+}
+
+function parseMethods(value: unknown, at: RuleRef): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value) || value.length === 0) {
+    const form = `a non-empty array of HTTP methods like ["GET", "POST"] (leave it out for every method)`;
+    fail(at, "match.methods", `expected ${form}, got ${show(value)}`);
+  }
+  const methods = value.map((method: unknown, i) => {
+    if (typeof method !== "string" || !TOKEN.test(method)) {
+      fail(at, `match.methods[${i}]`, `expected an HTTP method like "GET", got ${show(method)}`);
+    }
+    return method.toUpperCase();
+  });
+  return [...new Set(methods)];
+}
+
+function parseHost(value: unknown, at: RuleRef): string | null {
+  if (value === undefined || value === null) return null;
+  const port = typeof value === "string" ? HOST.exec(value)?.[1] : undefined;
+  const valid = typeof value === "string" && HOST.test(value) && (port === undefined || isPort(Number(port)));
+  if (!valid) {
+    const form = `a host name like "api.example.com", optionally with ":port" (leave it out for every host)`;
+    fail(at, "match.host", `expected ${form}, got ${show(value)}`);
+  }
+  return value.toLowerCase();
+}
+
+function parseKey(value: unknown, at: RuleRef): KeyPart[] {
+  if (value === undefined) return [{ source: "ip" }];
+  if (typeof value === "string") return [parseKeyPart(value, at, "key")];
+  if (!Array.isArray(value) || value.length === 0) {
+    const form = `a key part like "ip" or "header:x-api-key", or a non-empty array of them`;
+    fail(at, "key", `expected ${form}, got ${show(value)}`);
+  }
+  const parts = value.map((part: unknown, i) => parseKeyPart(part, at, `key[${i}]`));
+  rejectRepeatedParts(parts, at);
+  return parts;
+}
+
+function parseKeyPart(value: unknown, at: RuleRef, field: string): KeyPart {
+  if (typeof value !== "string") fail(at, field, `expected a key part (${KEY_PARTS_HINT}), got ${show(value)}`);
+  const plain = PLAIN_PARTS.find((source) => source === value);
+  if (plain !== undefined) return { source: plain };
+  const colon = value.indexOf(":");
+  const source = colon === -1 ? value : value.slice(0, colon);
+  const name = colon === -1 ? "" : value.slice(colon + 1);
+  const got = `, got ${show(value)}`;
+  switch (source) {
+    case "header":
+      if (!TOKEN.test(name)) fail(at, field, `expected "header:<name>" with a header name like "x-api-key"${got}`);
+      return { source, name: name.toLowerCase() };
+    case "query":
+      if (name === "") fail(at, field, `expected "query:<name>" with a parameter name, e.g. "query:api_key"${got}`);
+      return { source, name };
+    case "cookie":
+      if (!TOKEN.test(name)) fail(at, field, `expected "cookie:<name>" with a cookie name like "session"${got}`);
+      return { source, name };
+  }
+  fail(at, field, `unknown key part ${show(value)}; use ${KEY_PARTS_HINT}`);
+}
+
+function rejectRepeatedParts(parts: KeyPart[], at: RuleRef): void {
+  const firstAt = new Map<string, number>();
+  parts.forEach((part, i) => {
+    const text = formatKeyPart(part);
+    const first = firstAt.get(text);
+    if (first !== undefined) fail(at, `key[${i}]`, `repeats key[${first}] (${show(text)}); list each part once`);
+    firstAt.set(text, i);
+  });
+}
+
+function parseChoice<T extends string>(value: unknown, choices: Choices<T>, at: RuleRef, field: string): T {
+  if (value === undefined) return choices[0];
+  const choice = choices.find((candidate) => candidate === value);
+  if (choice === undefined) {
+    const allowed = choices.map((c) => JSON.stringify(c)).join(" or ");
+    fail(at, field, `expected ${allowed} (default ${JSON.stringify(choices[0])}), got ${show(value)}`);
+  }
+  return choice;
+}
+
+function parseLimit(value: unknown, at: RuleRef): number {
+  if (value === undefined) fail(at, "limit", `required: a positive integer, e.g. 100`);
+  return parseCount(value, at, "limit");
+}
+
+function parseCount(value: unknown, at: RuleRef, field: string): number {
+  if (!isCount(value)) {
+    fail(at, field, `expected a positive integer (at most ${Number.MAX_SAFE_INTEGER}), got ${show(value)}`);
+  }
+  return value;
+}
+
+function parsePeriod(value: unknown, at: RuleRef): number {
+  if (value === undefined) fail(at, "period", `required: a duration like "1m" or "10s", or a number of seconds`);
+  const parsed = parseDuration(value);
+  if (!parsed.ok) fail(at, "period", parsed.problem);
+  return parsed.ms;
+}
+
+function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {
+  if (value === undefined) return limit;
+  const burst = parseCount(value, at, "burst");
+  if (algorithm !== "token-bucket" && burst !== limit) {
+    fail(at, "burst", `burst applies to token-bucket only; remove it, or set "algorithm": "token-bucket"`);
+  }
+  return burst;
+}
+
+/** The algorithms count in exact integers of units × ms; past 2^53 they would silently round. */
+function requireExactArithmetic(limit: number, burst: number, periodMs: number, at: RuleRef): void {
+  const field = burst > limit ? "burst" : "limit";
+  const units = Math.max(limit, burst);
+  if (units * periodMs > Number.MAX_SAFE_INTEGER) {
+    const product = `${field} × period (${units} × ${periodMs}ms)`;
+    const fix = `use a shorter period or a smaller ${field}`;
+    fail(at, field, `${product} must not exceed ${Number.MAX_SAFE_INTEGER} unit·ms so counting stays exact; ${fix}`);
+  }
+}
+
+function parseCost(value: unknown, capacity: Capacity, at: RuleRef): Cost {
+  if (value === undefined) return { units: 1 };
+  const header = typeof value === "string" && /^header:(.+)$/.exec(value)?.[1];
+  if (header && TOKEN.test(header)) return { header: header.toLowerCase() };
+  if (!isCount(value)) {
+    fail(at, "cost", `expected a positive integer, or "header:<name>" like "header:x-cost", got ${show(value)}`);
+  }
+  const { field, units } = capacity;
+  if (value > units) {
+    const why = `so no request could ever be admitted; lower the cost or raise the ${field}`;
+    fail(at, "cost", `a cost of ${value} exceeds the rule's ${field} of ${units}, ${why}`);
+  }
+  return { units: value };
+}
+
+function rejectDuplicateNames(rules: Rule[]): void {
+  const firstAt = new Map<string, number>();
+  rules.forEach(({ name }, index) => {
+    const first = firstAt.get(name);
+    if (first !== undefined) {
+      fail({ index, name }, "name", `rules[${first}] already has this name; give each rule its own name`);
+    }
+    firstAt.set(name, index);
+  });
+}
+
+function rejectUnknown(fields: Fields, allowed: readonly string[], at: RuleRef, parent: string | undefined): void {
+  for (const key of fields.keys()) {
+    if (!allowed.includes(key)) {
+      fail(at, childPath(parent, key), `unknown field; allowed fields here are ${allowed.join(", ")}`);
+    }
+  }
+}
+
+/** `match.path`, or `match["odd key"]` when the key would not read as one path segment. */
+function childPath(parent: string | undefined, key: string): string {
+  if (!IDENTIFIER.test(key)) return `${parent ?? ""}[${JSON.stringify(key)}]`;
+  return parent === undefined ? key : `${parent}.${key}`;
+}
+
+function capacityOf(algorithm: AlgorithmName, limit: number, burst: number): Capacity {
+  return algorithm === "token-bucket" ? { field: "burst", units: burst } : { field: "limit", units: limit };
+}
+
+function formatKeyPart(part: KeyPart): string {
+  return "name" in part ? `${part.source}:${part.name}` : part.source;
+}
+
+/** Own enumerable fields only, so nothing is ever read from a prototype. */
+function fieldsOf(value: object): Fields {
+  return new Map(Object.entries(value));
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) > 0;
+}
+
+function isPort(port: number): boolean {
+  return port >= 1 && port <= 65_535;
+}
+
+function fail(at: RuleRef, field: string | undefined, problem: string): never {
+  throw ConfigError.inRule(at, field, problem);
+}

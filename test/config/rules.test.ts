@@ -1,0 +1,620 @@
+// RATE_LIMIT_RULES: the shapes accepted, the defaults filled in, and an error naming the field for every mistake.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config/errors";
+import { describeRule, parseConfig } from "../../src/config/rules";
+import type { Rule } from "../../src/config/types";
+
+/** A valid rule, overridden field by field; `undefined` removes a field. */
+function rule(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const merged: Record<string, unknown> = { name: "api", limit: 10, period: "1m", ...fields };
+  return Object.fromEntries(Object.entries(merged).filter(([, value]) => value !== undefined));
+}
+
+function errorFor(raw: unknown): ConfigError {
+  try {
+    parseConfig(raw);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("parseConfig accepted the configuration");
+}
+
+/** The field path the error names when a rule has these fields. */
+function fieldFor(fields: Record<string, unknown>): string {
+  return errorFor([rule(fields)]).field;
+}
+
+function only(raw: unknown): Rule {
+  const { rules } = parseConfig(raw);
+  expect(rules).toHaveLength(1);
+  return rules[0] as Rule;
+}
+
+const minimal: Rule = {
+  name: "api",
+  match: { path: "*", methods: null, host: null },
+  key: [{ source: "ip" }],
+  algorithm: "sliding-window",
+  limit: 10,
+  periodMs: 60_000,
+  burst: 10,
+  cost: { units: 1 },
+  mode: "strict",
+};
+
+describe("accepted shapes", () => {
+  it("accepts a JSON bare array of rules", () => {
+    expect(parseConfig(JSON.stringify([rule()]))).toEqual({ rules: [minimal] });
+  });
+
+  it('accepts a JSON {"rules": [...]} object', () => {
+    expect(parseConfig(JSON.stringify({ rules: [rule()] }))).toEqual({ rules: [minimal] });
+  });
+
+  it("accepts the object wrangler makes of a TOML table", () => {
+    expect(parseConfig({ rules: [rule()] })).toEqual({ rules: [minimal] });
+  });
+
+  it("accepts an already-parsed bare array", () => {
+    expect(parseConfig([rule()])).toEqual({ rules: [minimal] });
+  });
+
+  it("treats an absent binding as no rules", () => {
+    expect(parseConfig(undefined)).toEqual({ rules: [] });
+  });
+
+  it("treats an empty or blank string as no rules", () => {
+    expect(parseConfig("")).toEqual({ rules: [] });
+    expect(parseConfig(" \n\t")).toEqual({ rules: [] });
+  });
+
+  it("accepts an empty rules list", () => {
+    expect(parseConfig("[]")).toEqual({ rules: [] });
+    expect(parseConfig({ rules: [] })).toEqual({ rules: [] });
+  });
+
+  it("parses the example from the product page", () => {
+    const example = `[
+      {"name": "api-per-key", "match": {"path": "/api/*"}, "key": "header:x-api-key",
+       "algorithm": "sliding-window", "limit": 1000, "period": "1m", "mode": "fast"},
+      {"name": "login", "match": {"path": "/login", "methods": ["POST"]}, "key": "ip",
+       "algorithm": "token-bucket", "limit": 5, "period": "1m", "burst": 5}
+    ]`;
+    expect(parseConfig(example).rules).toEqual([
+      {
+        name: "api-per-key",
+        match: { path: "/api/*", methods: null, host: null },
+        key: [{ source: "header", name: "x-api-key" }],
+        algorithm: "sliding-window",
+        limit: 1000,
+        periodMs: 60_000,
+        burst: 1000,
+        cost: { units: 1 },
+        mode: "fast",
+      },
+      {
+        name: "login",
+        match: { path: "/login", methods: ["POST"], host: null },
+        key: [{ source: "ip" }],
+        algorithm: "token-bucket",
+        limit: 5,
+        periodMs: 60_000,
+        burst: 5,
+        cost: { units: 1 },
+        mode: "strict",
+      },
+    ]);
+  });
+
+  it("keeps the rules in the order given", () => {
+    const names = parseConfig([rule({ name: "b" }), rule({ name: "a" })]).rules.map((r) => r.name);
+    expect(names).toEqual(["b", "a"]);
+  });
+});
+
+describe("defaults", () => {
+  it("fills every default for a rule with only name, limit and period", () => {
+    expect(only([rule()])).toEqual(minimal);
+  });
+
+  it("fills match.path, match.methods and match.host when match is empty", () => {
+    expect(only([rule({ match: {} })]).match).toEqual({ path: "*", methods: null, host: null });
+  });
+
+  it("defaults a token bucket's burst to its limit", () => {
+    expect(only([rule({ algorithm: "token-bucket", limit: 7 })]).burst).toBe(7);
+  });
+
+  it("reads null methods and host as every method and every host", () => {
+    expect(only([rule({ match: { methods: null, host: null } })]).match).toEqual(minimal.match);
+  });
+});
+
+describe("normalisation", () => {
+  it("upper-cases and deduplicates methods, keeping their order", () => {
+    expect(only([rule({ match: { methods: ["post", "GET", "Post"] } })]).match.methods).toEqual(["POST", "GET"]);
+  });
+
+  it("lower-cases the host, keeping its port", () => {
+    expect(only([rule({ match: { host: "API.Example.com:8443" } })]).match.host).toBe("api.example.com:8443");
+  });
+
+  it("accepts the key as one part or an array of parts", () => {
+    expect(only([rule({ key: "global" })]).key).toEqual([{ source: "global" }]);
+    expect(only([rule({ key: ["ip", "path", "method", "host"] })]).key).toEqual([
+      { source: "ip" },
+      { source: "path" },
+      { source: "method" },
+      { source: "host" },
+    ]);
+  });
+
+  it("lower-cases header names in keys and costs", () => {
+    const parsed = only([rule({ key: "header:X-Api-Key", cost: "header:X-Cost" })]);
+    expect(parsed.key).toEqual([{ source: "header", name: "x-api-key" }]);
+    expect(parsed.cost).toEqual({ header: "x-cost" });
+  });
+
+  it("keeps query and cookie names as written, since they are case-sensitive", () => {
+    expect(only([rule({ key: ["query:apiKey", "cookie:SessionID"] })]).key).toEqual([
+      { source: "query", name: "apiKey" },
+      { source: "cookie", name: "SessionID" },
+    ]);
+  });
+
+  it("reads a number period as seconds", () => {
+    expect(only([rule({ period: 0.5 })]).periodMs).toBe(500);
+  });
+
+  it("keeps glob characters other than * literal", () => {
+    expect(only([rule({ match: { path: "/a+b[1]/(c)/*" } })]).match.path).toBe("/a+b[1]/(c)/*");
+  });
+
+  it("accepts a sliding-window burst equal to the limit", () => {
+    expect(only([rule({ limit: 10, burst: 10 })]).burst).toBe(10);
+  });
+
+  it("accepts a token-bucket burst above or below the limit", () => {
+    expect(only([rule({ algorithm: "token-bucket", limit: 10, burst: 50 })]).burst).toBe(50);
+    expect(only([rule({ algorithm: "token-bucket", limit: 10, burst: 2 })]).burst).toBe(2);
+  });
+
+  it("accepts a fixed cost equal to the capacity", () => {
+    expect(only([rule({ limit: 10, cost: 10 })]).cost).toEqual({ units: 10 });
+    expect(only([rule({ algorithm: "token-bucket", limit: 1, burst: 3, cost: 3 })]).cost).toEqual({ units: 3 });
+  });
+});
+
+describe("error messages", () => {
+  it("names the rule by index and name, the field, and what was found", () => {
+    const error = errorFor([rule({ name: "api" }), rule({ name: "login", period: "ten" })]);
+    const expected = 'expected a duration like "10s" (a positive integer then ms, s, m, h or d) or a positive number';
+    expect(error.message).toBe(`rules[1] ("login").period: ${expected} of seconds, got "ten"`);
+    expect(error.field).toBe("rules[1].period");
+    expect(error.rule).toBe("login");
+    expect(error.problem).toMatch(/^expected a duration/);
+    expect(error.name).toBe("ConfigError");
+    expect(error).toBeInstanceOf(Error);
+  });
+
+  it("names the rule by index alone when its name is invalid", () => {
+    const error = errorFor([rule({ name: "Bad Name" })]);
+    expect(error.message).toMatch(/^rules\[0\]\.name: /);
+    expect(error.rule).toBe(0);
+  });
+
+  it("names RATE_LIMIT_RULES for problems outside any rule", () => {
+    const error = errorFor("42");
+    expect(error.field).toBe("RATE_LIMIT_RULES");
+    expect(error.rule).toBeNull();
+    expect(error.message).toBe('RATE_LIMIT_RULES: expected {"rules": [...]} or an array of rules, got 42');
+  });
+});
+
+describe("top-level errors", () => {
+  it("rejects a string that is not JSON, quoting the parser", () => {
+    const text = "[{name: 'api'}]";
+    let parserMessage = "";
+    try {
+      JSON.parse(text);
+    } catch (error) {
+      parserMessage = (error as Error).message;
+    }
+    const error = errorFor(text);
+    expect(error.field).toBe("RATE_LIMIT_RULES");
+    expect(error.message).toContain(`not valid JSON (${parserMessage})`);
+  });
+
+  it.each(['"rules"', "null", "true", "7"])("rejects the JSON %s, which is neither an array nor an object", (text) => {
+    expect(errorFor(text).field).toBe("RATE_LIMIT_RULES");
+  });
+
+  it("rejects a parsed value that is neither an array nor an object", () => {
+    expect(errorFor(null).field).toBe("RATE_LIMIT_RULES");
+    expect(errorFor(5).field).toBe("RATE_LIMIT_RULES");
+  });
+
+  it("rejects an unknown top-level key, saying rules is the only one", () => {
+    const error = errorFor({ rules: [], rule: [] });
+    expect(error.field).toBe("RATE_LIMIT_RULES");
+    expect(error.message).toContain('unknown key "rule"; the only top-level key is "rules"');
+  });
+
+  it("rejects an object without rules", () => {
+    expect(errorFor({}).field).toBe("rules");
+  });
+
+  it("rejects rules that are not an array", () => {
+    const error = errorFor({ rules: { name: "api" } });
+    expect(error.field).toBe("rules");
+    expect(error.message).toBe("rules: expected an array of rules (an empty array for none), got an object");
+  });
+
+  it("rejects a rule that is not an object, naming its index", () => {
+    expect(errorFor([rule(), "api"]).field).toBe("rules[1]");
+    expect(errorFor([[rule()]]).field).toBe("rules[0]");
+    expect(errorFor([null]).field).toBe("rules[0]");
+  });
+});
+
+describe("unknown fields", () => {
+  it("rejects an unknown rule field, listing the allowed ones", () => {
+    const error = errorFor([rule({ limits: 5 })]);
+    expect(error.field).toBe("rules[0].limits");
+    const allowed = "name, match, key, algorithm, limit, period, burst, cost, mode";
+    expect(error.message).toContain(`allowed fields here are ${allowed}`);
+  });
+
+  it("rejects an unknown match field, listing the allowed ones", () => {
+    const error = errorFor([rule({ match: { paths: "/api/*" } })]);
+    expect(error.field).toBe("rules[0].match.paths");
+    expect(error.message).toContain("allowed fields here are path, methods, host");
+  });
+
+  it("quotes an unknown field that is not an identifier", () => {
+    expect(fieldFor({ "max requests": 5 })).toBe('rules[0]["max requests"]');
+    expect(fieldFor({ match: { "": 1 } })).toBe('rules[0].match[""]');
+  });
+
+  it("rejects a __proto__ field rather than reading through it", () => {
+    expect(errorFor(`[{"name": "api", "limit": 1, "period": 1, "__proto__": {"mode": "bogus"}}]`).field).toBe(
+      "rules[0].__proto__",
+    );
+  });
+});
+
+describe("name", () => {
+  it("requires a name", () => {
+    const error = errorFor([rule({ name: undefined })]);
+    expect(error.field).toBe("rules[0].name");
+    expect(error.message).toContain("required");
+  });
+
+  it.each(["", "API", "has space", "a".repeat(65), "dot.ted", 7])("rejects the name %j", (name) => {
+    expect(fieldFor({ name })).toBe("rules[0].name");
+  });
+
+  it("accepts a 64-character name of every allowed character", () => {
+    const name = "abcdefghijklmnopqrstuvwxyz0123456789_-".padEnd(64, "z");
+    expect(only([rule({ name })]).name).toBe(name);
+  });
+
+  it("rejects a duplicate rule name, naming both indexes", () => {
+    const error = errorFor([rule({ name: "login" }), rule({ name: "api" }), rule({ name: "login" })]);
+    expect(error.field).toBe("rules[2].name");
+    expect(error.message).toBe('rules[2] ("login").name: rules[0] already has this name; give each rule its own name');
+  });
+});
+
+describe("match", () => {
+  it.each(["/api/*", "*", "/", "/login"])("accepts the path %j", (path) => {
+    expect(only([rule({ match: { path } })]).match.path).toBe(path);
+  });
+
+  it("rejects a match that is not an object", () => {
+    expect(fieldFor({ match: "/api/*" })).toBe("rules[0].match");
+  });
+
+  it("rejects an empty path", () => {
+    expect(fieldFor({ match: { path: "" } })).toBe("rules[0].match.path");
+  });
+
+  const unprintable = ["/a b", "/a\tb", "/a\u0000", "/a\u007f", "/a\u00a0b"];
+  it.each(unprintable)("rejects the path %j with whitespace or control characters", (path) => {
+    const error = errorFor([rule({ match: { path } })]);
+    expect(error.field).toBe("rules[0].match.path");
+    expect(error.message).toContain("whitespace or control characters");
+  });
+
+  it.each(["/search?q=*", "/page#top"])("rejects %j, explaining globs match the path only", (path) => {
+    const error = errorFor([rule({ match: { path } })]);
+    expect(error.field).toBe("rules[0].match.path");
+    expect(error.message).toContain("globs match the path only, not the query string or fragment");
+  });
+
+  it.each(["api/*", "*/api", "**"])("rejects the path %j, which neither starts with / nor is *", (path) => {
+    expect(fieldFor({ match: { path } })).toBe("rules[0].match.path");
+  });
+
+  it("rejects a path that is not a string", () => {
+    expect(fieldFor({ match: { path: ["/api"] } })).toBe("rules[0].match.path");
+  });
+
+  it("rejects an empty methods list", () => {
+    const error = errorFor([rule({ match: { methods: [] } })]);
+    expect(error.field).toBe("rules[0].match.methods");
+    expect(error.message).toContain("leave it out for every method");
+  });
+
+  it("rejects methods given as a string", () => {
+    expect(fieldFor({ match: { methods: "GET" } })).toBe("rules[0].match.methods");
+  });
+
+  it.each(["GET POST", "", "GET,", 3])("rejects the method %j, naming its index", (method) => {
+    expect(fieldFor({ match: { methods: ["GET", method] } })).toBe("rules[0].match.methods[1]");
+  });
+
+  const badHosts = [
+    "https://api.example.com",
+    "api.example.com/",
+    "*.example.com",
+    "api..example.com",
+    "",
+    "api.example.com:0",
+    "api.example.com:70000",
+    "host:",
+    80,
+  ];
+  it.each(badHosts)("rejects the host %j", (host) => {
+    expect(fieldFor({ match: { host } })).toBe("rules[0].match.host");
+  });
+
+  const goodHosts = ["localhost", "api.example.com", "127.0.0.1:8787", "xn--bcher-kva.example"];
+  it.each(goodHosts)("accepts the host %j", (host) => {
+    expect(only([rule({ match: { host } })]).match.host).toBe(host);
+  });
+});
+
+describe("key", () => {
+  it("rejects an empty key list", () => {
+    expect(fieldFor({ key: [] })).toBe("rules[0].key");
+  });
+
+  it("rejects a key that is neither a string nor an array", () => {
+    expect(fieldFor({ key: { header: "x" } })).toBe("rules[0].key");
+  });
+
+  it("rejects an unknown key part, listing the known ones", () => {
+    const error = errorFor([rule({ key: "user" })]);
+    expect(error.field).toBe("rules[0].key");
+    expect(error.message).toContain("ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>");
+  });
+
+  it("names the index of a bad part in a key list", () => {
+    expect(fieldFor({ key: ["ip", "IP"] })).toBe("rules[0].key[1]");
+    expect(fieldFor({ key: ["ip", 1] })).toBe("rules[0].key[1]");
+  });
+
+  const badParts = ["header", "header:", "header:x api", "header:x:y", "query:", "cookie:", "cookie:a=b", "body:x"];
+  it.each(badParts)("rejects the key part %j", (part) => {
+    expect(fieldFor({ key: part })).toBe("rules[0].key");
+  });
+
+  it("accepts any non-empty query parameter name", () => {
+    expect(only([rule({ key: "query:a b:c" })]).key).toEqual([{ source: "query", name: "a b:c" }]);
+  });
+
+  it("rejects a repeated key part, naming both indexes", () => {
+    const error = errorFor([rule({ key: ["header:x-api-key", "ip", "header:X-API-Key"] })]);
+    expect(error.field).toBe("rules[0].key[2]");
+    expect(error.message).toContain('repeats key[0] ("header:x-api-key")');
+  });
+});
+
+describe("algorithm and mode", () => {
+  it("rejects an unknown algorithm, listing the known ones", () => {
+    const error = errorFor([rule({ algorithm: "leaky-bucket" })]);
+    expect(error.field).toBe("rules[0].algorithm");
+    expect(error.message).toContain('expected "sliding-window" or "token-bucket"');
+  });
+
+  it("rejects an unknown mode, listing the known ones", () => {
+    const error = errorFor([rule({ mode: "eventual" })]);
+    expect(error.field).toBe("rules[0].mode");
+    expect(error.message).toContain('expected "strict" or "fast"');
+  });
+});
+
+describe("limit, period and burst", () => {
+  it("requires a limit", () => {
+    const error = errorFor([rule({ limit: undefined })]);
+    expect(error.field).toBe("rules[0].limit");
+    expect(error.message).toContain("required: a positive integer");
+  });
+
+  it.each([0, -1, 1.5, "100", 2 ** 53, null])("rejects the limit %j", (limit) => {
+    expect(fieldFor({ limit })).toBe("rules[0].limit");
+  });
+
+  it("requires a period", () => {
+    const error = errorFor([rule({ period: undefined })]);
+    expect(error.field).toBe("rules[0].period");
+    expect(error.message).toContain("required");
+  });
+
+  it.each(["ten", 0, 0.0005, "0s", "10", "1w", true])("rejects the period %j", (period) => {
+    expect(fieldFor({ period })).toBe("rules[0].period");
+  });
+
+  it.each([0, 2.5, "5"])("rejects the burst %j", (burst) => {
+    expect(fieldFor({ algorithm: "token-bucket", burst })).toBe("rules[0].burst");
+  });
+
+  it("rejects a sliding-window burst that differs from the limit", () => {
+    const error = errorFor([rule({ limit: 10, burst: 20 })]);
+    expect(error.field).toBe("rules[0].burst");
+    expect(error.message).toContain("burst applies to token-bucket only");
+  });
+
+  it("accepts limit × period exactly at the largest safe integer", () => {
+    // 9007199254740991 = 6361 × 69431 × 20394401
+    expect(only([rule({ limit: 6361 * 69431, period: "20394401ms" })]).periodMs).toBe(20_394_401);
+  });
+
+  it("rejects limit × period past the largest safe integer, naming the limit", () => {
+    const error = errorFor([rule({ limit: 6361 * 69431, period: "20394402ms" })]);
+    expect(error.field).toBe("rules[0].limit");
+    expect(error.message).toContain("must not exceed 9007199254740991 unit·ms");
+    expect(error.message).toContain("use a shorter period or a smaller limit");
+  });
+
+  it("rejects burst × period past the largest safe integer, naming the burst", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", limit: 1, burst: 2 ** 40, period: "1d" })]);
+    expect(error.field).toBe("rules[0].burst");
+    expect(error.message).toContain("use a shorter period or a smaller burst");
+  });
+});
+
+describe("cost", () => {
+  it.each([0, -2, 1.5, "3", "x-cost", "header:", "header:x cost", null])("rejects the cost %j", (cost) => {
+    const error = errorFor([rule({ cost })]);
+    expect(error.field).toBe("rules[0].cost");
+    expect(error.message).toContain('a positive integer, or "header:<name>"');
+  });
+
+  it("rejects a sliding-window cost above the limit, which could never be admitted", () => {
+    const error = errorFor([rule({ limit: 10, cost: 11 })]);
+    expect(error.field).toBe("rules[0].cost");
+    expect(error.message).toContain("a cost of 11 exceeds the rule's limit of 10, so no request could ever be");
+  });
+
+  it("rejects a token-bucket cost above the burst, even when within the limit", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", limit: 10, burst: 2, cost: 5 })]);
+    expect(error.field).toBe("rules[0].cost");
+    expect(error.message).toContain("exceeds the rule's burst of 2");
+  });
+});
+
+describe("describeRule", () => {
+  it("shows a minimal rule in the user-facing format with every default", () => {
+    expect(describeRule(minimal)).toEqual({
+      name: "api",
+      match: { path: "*", methods: null, host: null },
+      key: ["ip"],
+      algorithm: "sliding-window",
+      limit: 10,
+      period: "1m",
+      periodMs: 60_000,
+      burst: 10,
+      cost: 1,
+      mode: "strict",
+    });
+  });
+
+  it("writes named key parts and a header cost as the user wrote them", () => {
+    const parsed = only([
+      rule({
+        algorithm: "token-bucket",
+        key: ["ip", "header:X-Api-Key", "query:k"],
+        cost: "header:X-Cost",
+        period: 1.5,
+        burst: 20,
+      }),
+    ]);
+    expect(describeRule(parsed)).toMatchObject({
+      key: ["ip", "header:x-api-key", "query:k"],
+      cost: "header:x-cost",
+      period: "1500ms",
+      periodMs: 1500,
+      burst: 20,
+    });
+  });
+
+  it("does not share arrays with the parsed rule", () => {
+    const parsed = only([rule({ match: { methods: ["GET"] } })]);
+    const described = describeRule(parsed);
+    described.match.methods?.push("POST");
+    expect(parsed.match.methods).toEqual(["GET"]);
+  });
+});
+
+describe("properties", () => {
+  function throwsOnlyConfigErrors(raw: unknown): boolean {
+    try {
+      parseConfig(raw);
+      return true;
+    } catch (error) {
+      return error instanceof ConfigError;
+    }
+  }
+
+  const fieldNames = ["name", "match", "key", "algorithm", "limit", "period", "burst", "cost", "mode", "extra"];
+  const ruleField = fc.constantFrom(...fieldNames);
+  const plausible = fc.oneof(
+    fc.jsonValue(),
+    fc.constantFrom("api", "token-bucket", "fast", "1m", "header:x", "query:q", "cookie:c", "/api/*", "*", 0.5),
+    fc.integer({ min: -2, max: 2 ** 53 }),
+    fc.record({ path: fc.string(), methods: fc.array(fc.string()), host: fc.string() }, { requiredKeys: [] }),
+  );
+  const ruleLike = fc.dictionary(ruleField, plausible);
+
+  it("throws nothing but a ConfigError for any JSON value, parsed or as text", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        return throwsOnlyConfigErrors(value) && throwsOnlyConfigErrors(JSON.stringify(value));
+      }),
+    );
+  });
+
+  it("throws nothing but a ConfigError for any JavaScript value", () => {
+    const anything = fc.anything({
+      withBigInt: true,
+      withBoxedValues: true,
+      withDate: true,
+      withMap: true,
+      withNullPrototype: true,
+      withObjectString: true,
+      withSet: true,
+      withSparseArray: true,
+      withTypedArray: true,
+    });
+    fc.assert(fc.property(anything, (value) => throwsOnlyConfigErrors(value) && throwsOnlyConfigErrors([value])));
+  });
+
+  it("throws nothing but a ConfigError for rule-shaped values", () => {
+    fc.assert(fc.property(fc.array(ruleLike, { maxLength: 3 }), throwsOnlyConfigErrors), { numRuns: 2000 });
+  });
+
+  it("throws nothing but a ConfigError for any string", () => {
+    fc.assert(fc.property(fc.string(), throwsOnlyConfigErrors));
+  });
+
+  const validRule = fc.record({
+    name: fc.stringMatching(/^[a-z0-9_-]{1,64}$/),
+    match: fc.record({
+      path: fc.constantFrom("*", "/", "/api/*", "/login"),
+      methods: fc.option(fc.uniqueArray(fc.constantFrom("GET", "POST", "PUT", "DELETE"), { minLength: 1 })),
+      host: fc.option(fc.constantFrom("api.example.com", "localhost:8787")),
+    }),
+    key: fc.uniqueArray(
+      fc.constantFrom("ip", "path", "method", "host", "global", "header:x-api-key", "query:k", "cookie:s"),
+      { minLength: 1 },
+    ),
+    algorithm: fc.constantFrom("sliding-window", "token-bucket"),
+    limit: fc.integer({ min: 1, max: 1_000_000 }),
+    period: fc.oneof(fc.integer({ min: 1, max: 86_400_000 }).map((ms) => `${ms}ms`), fc.integer({ min: 1, max: 3600 })),
+    mode: fc.constantFrom("strict", "fast"),
+  });
+
+  it("reads back what describeRule shows, less periodMs, as the same rule", () => {
+    fc.assert(
+      fc.property(validRule, (input) => {
+        const [parsed] = parseConfig([input]).rules as [Rule];
+        const { periodMs: _shown, ...asWritten } = describeRule(parsed);
+        expect(parseConfig([asWritten]).rules).toEqual([parsed]);
+      }),
+    );
+  });
+});
