@@ -1,14 +1,23 @@
-/** Sliding-window counter: the previous fixed window weighted by its overlap, plus the current one. */
+/** Sliding-window counter: whole buckets inside the window, plus the oldest bucket weighted by its overlap. */
 import type { Decision, Outcome, Policy, SlidingWindowState } from "./types";
+
+/** Buckets per period when a rule names none. */
+export const DEFAULT_BUCKETS = 1;
+/** More buckets than this buy no accuracy worth their state. */
+export const MAX_BUCKETS = 60;
 
 /**
  * Decides one request of `cost` units at `now` (epoch ms). A denied request is not counted.
  *
- * The estimate is Cloudflare's: previous × (period − elapsed) / period + current. Every comparison
- * is made multiplied through by the period, so decisions are exact integer arithmetic.
+ * The period is split into `policy.buckets` epoch-aligned buckets. The estimate of what the last
+ * period holds is every bucket of the current window plus the one just before it, weighted by how
+ * much of it the window still overlaps. With one bucket this is Cloudflare's two-window counter,
+ * previous × (period − elapsed) / period + current; more buckets confine the guess to a smaller
+ * slice of time. Comparisons are multiplied through by the period: decisions are exact integers.
  *
  * @example
- * const { decision, state } = slidingWindow({ algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10 }, undefined, 1, Date.now());
+ * const policy = { algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 } as const;
+ * const { decision, state } = slidingWindow(policy, undefined, 1, Date.now());
  */
 export function slidingWindow(
   policy: Policy,
@@ -16,15 +25,15 @@ export function slidingWindow(
   cost: number,
   now: number,
 ): Outcome<SlidingWindowState> {
-  const state = roll(policy.periodMs, stored, now);
-  const at = Math.max(now, state.windowStart);
-  const allowed = usedScaled(policy.periodMs, state, at) + cost * policy.periodMs <= policy.limit * policy.periodMs;
-  const next = allowed ? { ...state, current: state.current + cost } : state;
+  const state = roll(policy, stored, now);
+  const at = Math.max(now, bucketStart(policy, state.index));
+  const allowed = usedScaled(policy, state, at) + cost * policy.periodMs <= policy.limit * policy.periodMs;
+  const next = allowed ? withCurrent(state, cost) : state;
   const decision: Decision = {
     allowed,
     limit: policy.limit,
     remaining: remaining(policy, next, at),
-    resetAt: resetAt(policy.periodMs, next, at),
+    resetAt: resetAt(policy, next, at),
     retryAfter: allowed ? 0 : retryAfter(policy, next, cost, at),
   };
   if (!allowed) decision.reason = cost > policy.limit ? "cost-exceeds-capacity" : "limit";
@@ -32,10 +41,10 @@ export function slidingWindow(
 }
 
 /**
- * Counts `units` (negative to give them back) in the fixed window that holds `at`, without a
- * decision: the Durable Object uses it to refund a request another rule denied, and to merge hits
- * an isolate admitted on its own. Counts never go below zero; hits older than the previous window
- * no longer matter and are dropped.
+ * Counts `units` (negative to give them back) in the bucket that holds `at`, without a decision:
+ * the Durable Object uses it to refund a request another rule denied, and to merge hits an isolate
+ * admitted on its own. Counts never go below zero; hits older than every kept bucket no longer
+ * matter and are dropped, and hits stamped after the current bucket (clock skew) count in it.
  */
 export function adjustSlidingWindow(
   policy: Policy,
@@ -44,61 +53,90 @@ export function adjustSlidingWindow(
   at: number,
   now: number,
 ): SlidingWindowState {
-  const state = roll(policy.periodMs, stored, now);
-  const window = at - (at % policy.periodMs);
-  if (window >= state.windowStart) return { ...state, current: Math.max(0, state.current + units) };
-  if (window === state.windowStart - policy.periodMs) {
-    return { ...state, previous: Math.max(0, state.previous + units) };
-  }
-  return state;
+  const state = roll(policy, stored, now);
+  const slot = Math.min(policy.buckets, policy.buckets - (state.index - bucketIndex(policy, at)));
+  if (slot < 0) return state;
+  const counts = state.counts.slice();
+  counts[slot] = Math.max(0, counts[slot]! + units);
+  return { ...state, counts };
 }
 
-/** Moves the state to the fixed window holding `now`; a state from a later window (clock skew) stays. */
-function roll(periodMs: number, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
-  const windowStart = now - (now % periodMs);
-  const fresh = { algorithm: "sliding-window" as const, periodMs, windowStart, previous: 0, current: 0 };
+function bucketIndex(policy: Policy, t: number): number {
+  return Math.floor((t * policy.buckets) / policy.periodMs);
+}
+
+/** The first whole millisecond of a bucket (buckets need not be whole milliseconds long). */
+function bucketStart(policy: Policy, index: number): number {
+  return Math.ceil((index * policy.periodMs) / policy.buckets);
+}
+
+/** Moves the state to the bucket holding `now`; a state from a later bucket (clock skew) stays. */
+function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
+  const { buckets, periodMs } = policy;
+  const index = bucketIndex(policy, now);
+  const fresh: SlidingWindowState = { algorithm: "sliding-window", periodMs, index, counts: new Array<number>(buckets + 1).fill(0) };
   if (!stored) return fresh;
-  // A changed period realigns the windows; what was counted recently still weighs as the previous window.
-  if (stored.periodMs !== periodMs) return { ...fresh, previous: stored.current };
-  if (stored.windowStart >= windowStart) return stored;
-  if (stored.windowStart === windowStart - periodMs) return { ...fresh, previous: stored.current };
-  return fresh;
+  if (stored.periodMs !== periodMs || stored.counts.length !== buckets + 1) {
+    // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
+    fresh.counts[buckets] = stored.counts.slice(1).reduce((sum, n) => sum + n, 0);
+    return fresh;
+  }
+  if (stored.index >= index) return stored;
+  const shift = index - stored.index;
+  if (shift > buckets) return fresh;
+  return { ...fresh, counts: [...stored.counts.slice(shift), ...new Array<number>(shift).fill(0)] };
 }
 
-/** The estimated use × period at `at`, which must fall in the state's window. */
-function usedScaled(periodMs: number, state: SlidingWindowState, at: number): number {
-  const elapsed = at - state.windowStart;
-  return state.previous * (periodMs - elapsed) + state.current * periodMs;
+function withCurrent(state: SlidingWindowState, cost: number): SlidingWindowState {
+  const counts = state.counts.slice();
+  counts[counts.length - 1]! += cost;
+  return { ...state, counts };
+}
+
+/** The estimated use × period at `at`, which must fall in the state's current bucket. */
+function usedScaled(policy: Policy, state: SlidingWindowState, at: number): number {
+  const elapsedScaled = at * policy.buckets - state.index * policy.periodMs;
+  const [oldest = 0, ...inside] = state.counts;
+  return oldest * (policy.periodMs - elapsedScaled) + sum(inside) * policy.periodMs;
 }
 
 function remaining(policy: Policy, state: SlidingWindowState, at: number): number {
-  const free = policy.limit * policy.periodMs - usedScaled(policy.periodMs, state, at);
+  const free = policy.limit * policy.periodMs - usedScaled(policy, state, at);
   return Math.max(0, Math.floor(free / policy.periodMs));
 }
 
-/** When the estimate reaches zero: the current window's hits weigh on until the end of the next. */
-function resetAt(periodMs: number, state: SlidingWindowState, at: number): number {
-  if (state.current > 0) return state.windowStart + 2 * periodMs;
-  if (state.previous > 0) return state.windowStart + periodMs;
-  return at;
+/** When the estimate reaches zero: the newest counted bucket has then slid out of the window. */
+function resetAt(policy: Policy, state: SlidingWindowState, at: number): number {
+  const newest = state.counts.findLastIndex((n) => n > 0);
+  if (newest === -1) return at;
+  const bucket = state.index - policy.buckets + newest;
+  return bucketStart(policy, bucket + policy.buckets + 1);
 }
 
 /**
- * The shortest wait after which this same request would be admitted if nothing else arrives: later
- * in this window as the previous one's weight fades, or in the next window, where this window's
- * count becomes the fading one. A cost above the limit never fits; it is told to wait one period.
+ * The shortest wait after which this same request would be admitted if nothing else arrives. The
+ * estimate only falls as time passes, so the buckets ahead are tried in turn: within each, the
+ * oldest bucket fades until the request fits or the next bucket begins. A cost above the limit
+ * never fits; it is told to wait one period.
  */
 function retryAfter(policy: Policy, state: SlidingWindowState, cost: number, at: number): number {
-  const { limit, periodMs } = policy;
+  const { limit, periodMs, buckets } = policy;
   if (cost > limit) return periodMs;
-  const elapsed = at - state.windowStart;
-  const headroom = limit - state.current - cost;
-  if (headroom >= 0 && state.previous > 0) {
-    const earliest = periodMs - Math.floor((headroom * periodMs) / state.previous);
-    if (earliest < periodMs) return earliest - elapsed;
+  for (let shift = 0; shift <= buckets + 1; shift++) {
+    const index = state.index + shift;
+    const counts = [...state.counts.slice(Math.min(shift, buckets + 1)), ...new Array<number>(Math.min(shift, buckets + 1)).fill(0)];
+    const [oldest = 0, ...inside] = counts;
+    const headroom = (limit - sum(inside) - cost) * periodMs;
+    if (headroom < 0) continue;
+    const from = Math.max(at, bucketStart(policy, index));
+    // Smallest elapsed × buckets at which oldest × (period − elapsed × buckets) ≤ headroom.
+    const fadedEnough = oldest === 0 ? 0 : periodMs - Math.floor(headroom / oldest);
+    const when = Math.max(from, Math.ceil((index * periodMs + fadedEnough) / buckets));
+    if (when < bucketStart(policy, index + 1)) return when - at;
   }
-  const toNextWindow = periodMs - elapsed;
-  if (state.current === 0) return toNextWindow;
-  const earliestNext = periodMs - Math.floor(((limit - cost) * periodMs) / state.current);
-  return toNextWindow + Math.max(0, earliestNext);
+  return periodMs;
+}
+
+function sum(counts: number[]): number {
+  return counts.reduce((total, n) => total + n, 0);
 }

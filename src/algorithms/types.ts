@@ -10,6 +10,8 @@ export interface Policy {
   periodMs: number;
   /** token-bucket capacity; equals `limit` for the sliding window. */
   burst: number;
+  /** sliding-window: how many buckets the period is split into (1: the classic two-window counter) */
+  buckets: number;
 }
 
 /** Why a decision came out as it did, when that is not simply "the counter said so". */
@@ -46,16 +48,14 @@ export interface Decision {
   reason?: Reason;
 }
 
-/** Sliding-window counter state: two epoch-aligned fixed windows. */
+/** Sliding-window counter state: the counts of the last `buckets + 1` epoch-aligned buckets. */
 export interface SlidingWindowState {
   algorithm: "sliding-window";
   periodMs: number;
-  /** start (epoch ms) of the current fixed window, a multiple of periodMs */
-  windowStart: number;
-  /** units counted in the window before the current one */
-  previous: number;
-  /** units counted in the current window */
-  current: number;
+  /** the current bucket: floor(t × buckets / periodMs) for any t inside it */
+  index: number;
+  /** units counted per bucket, oldest first; the last is the current bucket */
+  counts: number[];
 }
 
 /**

@@ -1,10 +1,11 @@
 // Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix.
+import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
 import type { Config, Cost, KeyPart, Mode, Rule } from "./types";
 
-const RULE_FIELDS = ["name", "match", "key", "algorithm", "limit", "period", "burst", "cost", "mode"];
+const RULE_FIELDS = ["name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode"];
 const MATCH_FIELDS = ["path", "methods", "host"];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket"];
@@ -34,6 +35,7 @@ export interface RuleDescription {
   period: string;
   periodMs: number;
   burst: number;
+  buckets: number;
   /** units per request, or "header:<name>" */
   cost: number | string;
   mode: Mode;
@@ -70,6 +72,7 @@ export function describeRule(rule: Rule): RuleDescription {
     period: formatDuration(rule.periodMs),
     periodMs: rule.periodMs,
     burst: rule.burst,
+    buckets: rule.buckets,
     cost: "units" in cost ? cost.units : `header:${cost.header}`,
     mode: rule.mode,
   };
@@ -121,10 +124,11 @@ function parseRule(value: unknown, index: number): Rule {
   const limit = parseLimit(fields.get("limit"), at);
   const periodMs = parsePeriod(fields.get("period"), at);
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
+  const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   requireExactArithmetic(limit, burst, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
-  return { name, match, key, algorithm, limit, periodMs, burst, cost, mode };
+  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode };
 }
 
 function parseName(value: unknown, at: RuleRef): string {
@@ -272,6 +276,19 @@ function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at:
     fail(at, "burst", `burst applies to token-bucket only; remove it, or set "algorithm": "token-bucket"`);
   }
   return burst;
+}
+
+function parseBuckets(value: unknown, algorithm: AlgorithmName, periodMs: number, at: RuleRef): number {
+  if (value === undefined) return algorithm === "sliding-window" ? DEFAULT_BUCKETS : 1;
+  const buckets = parseCount(value, at, "buckets");
+  if (algorithm !== "sliding-window" && buckets !== 1) {
+    fail(at, "buckets", `buckets applies to sliding-window only; remove it, or set "algorithm": "sliding-window"`);
+  }
+  if (buckets > MAX_BUCKETS) fail(at, "buckets", `expected at most ${MAX_BUCKETS} buckets, got ${buckets}`);
+  if (buckets > periodMs) {
+    fail(at, "buckets", `each bucket must last at least 1ms: ${buckets} buckets need a period of ${buckets}ms or more`);
+  }
+  return buckets;
 }
 
 /** The algorithms count in exact integers of units × ms; past 2^53 they would silently round. */

@@ -26,6 +26,8 @@ export interface Rule {
   limit: number;
   periodMs: number;
   burst: number;
+  /** sliding-window only: buckets per period (1 for token-bucket) */
+  buckets: number;
   cost: Cost;
   mode: Mode;
 }

@@ -34,7 +34,7 @@ export class Coalescer {
 
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
   async decide(call: BatchCall, name: string, policy: Policy, cost: number): Promise<Decided> {
-    const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}`;
+    const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}`;
     let lane = this.lanes.get(laneKey);
     if (!lane) this.lanes.set(laneKey, (lane = { busy: false, waiting: [] }));
     const turn = new Promise<Turn>((resolve, reject) => lane.waiting.push({ cost, resolve, reject }));

@@ -10,7 +10,7 @@ const coalescer = new Coalescer();
 
 /** The arithmetic half of a rule, which is all its Durable Object needs to know. */
 export function policyOf(rule: Rule): Policy {
-  return { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst };
+  return { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
 }
 
 /**

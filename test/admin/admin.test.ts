@@ -47,6 +47,7 @@ describe("admin API", () => {
       period: "1m",
       periodMs: 60_000,
       burst: 3,
+      buckets: 1,
       cost: 1,
       mode: "strict",
     });

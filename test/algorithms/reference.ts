@@ -27,22 +27,29 @@ export class Fraction {
   }
 }
 
-/** A sliding-window counter that keeps every admitted hit and recomputes its windows from them. */
+/**
+ * A sliding-window counter that keeps every admitted hit and recomputes its buckets from them:
+ * the buckets of the last period in full, the one before weighted by its remaining overlap.
+ */
 export class SlidingWindowModel {
   private readonly hits: { at: number; cost: number }[] = [];
   constructor(
     private readonly limit: number,
     private readonly periodMs: number,
+    private readonly buckets = 1,
   ) {}
 
   decide(cost: number, now: number): boolean {
-    const windowStart = Math.floor(now / this.periodMs) * this.periodMs;
+    const bucketOf = (t: number) => Math.floor((t * this.buckets) / this.periodMs);
+    const current = bucketOf(now);
     const sum = (from: number, to: number) =>
-      this.hits.filter((h) => h.at >= from && h.at < to).reduce((s, h) => s + h.cost, 0);
-    const current = sum(windowStart, windowStart + this.periodMs);
-    const previous = sum(windowStart - this.periodMs, windowStart);
-    const weight = new Fraction(BigInt(this.periodMs - (now - windowStart)), BigInt(this.periodMs));
-    const estimate = Fraction.of(previous).mul(weight).add(Fraction.of(current + cost));
+      this.hits.filter((h) => bucketOf(h.at) >= from && bucketOf(h.at) <= to).reduce((s, h) => s + h.cost, 0);
+    const inside = sum(current - this.buckets + 1, current);
+    const oldest = sum(current - this.buckets, current - this.buckets);
+    // How far `now` is into its bucket, as a fraction of the bucket's length.
+    const into = new Fraction(BigInt(now * this.buckets - current * this.periodMs), BigInt(this.periodMs));
+    const weight = Fraction.of(1).sub(into);
+    const estimate = Fraction.of(oldest).mul(weight).add(Fraction.of(inside + cost));
     const allowed = estimate.cmp(Fraction.of(this.limit)) <= 0;
     if (allowed) this.hits.push({ at: now, cost });
     return allowed;

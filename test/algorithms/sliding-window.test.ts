@@ -4,7 +4,13 @@ import { adjust, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
 import { SlidingWindowModel } from "./reference";
 
-const policy = (limit: number, periodMs: number): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit });
+const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
+  algorithm: "sliding-window",
+  limit,
+  periodMs,
+  burst: limit,
+  buckets,
+});
 const T0 = 1_700_000_040_000; // a multiple of 60 s: the start of a fixed window
 
 /** Runs requests at the given times, returning every decision and the final state. */
@@ -39,7 +45,7 @@ describe("sliding window", () => {
   it("does not count a denied request", () => {
     const p = policy(1, 60_000);
     const { state } = run(p, [T0, T0 + 1, T0 + 2, T0 + 3]);
-    expect(state).toMatchObject({ current: 1, previous: 0 });
+    expect(state).toMatchObject({ counts: [0, 1] });
   });
 
   it("forgets everything two windows later", () => {
@@ -89,6 +95,33 @@ describe("sliding window", () => {
     expect(decide(p, refunded, 1, T0 + 6).decision.allowed).toBe(true);
   });
 
+  it("forgets old hits sooner with more buckets", () => {
+    // 4 hits at the start of a window. A quarter into the next window, one bucket still weighs
+    // them at 3; four 15 s buckets have let them slide out entirely.
+    const later = T0 + 60_000 + 15_000;
+    const coarse = policy(4, 60_000, 1);
+    const fine = policy(4, 60_000, 4);
+    expect(decide(coarse, run(coarse, [T0, T0, T0, T0]).state, 2, later).decision.allowed).toBe(false);
+    expect(decide(fine, run(fine, [T0, T0, T0, T0]).state, 4, later).decision.allowed).toBe(true);
+  });
+
+  it("weights only the bucket sliding out of the window", () => {
+    // Buckets of 15 s: 4 hits in bucket 0; 7.5 s into bucket 4, bucket 0 weighs half: 2.
+    const p = policy(4, 60_000, 4);
+    const { state } = run(p, [T0, T0, T0, T0]);
+    expect(decide(p, state, 2, T0 + 67_500).decision.allowed).toBe(true);
+    expect(decide(p, state, 3, T0 + 67_500).decision.allowed).toBe(false);
+  });
+
+  it("handles buckets that are not a whole number of milliseconds", () => {
+    const p = policy(3, 1_000, 3);
+    const { state } = run(p, [T0, T0, T0]);
+    // Bucket 0 ends at 333.3 ms; the hits slide out of the window from 1 s on, fully by 1333.3 ms.
+    expect(peek(p, state, T0 + 999).remaining).toBe(0);
+    expect(peek(p, state, T0 + 1_334).remaining).toBe(3);
+    expect(run(p, [T0]).decisions[0]?.resetAt).toBe(T0 + 1_334);
+  });
+
   it("peeks without consuming", () => {
     const p = policy(2, 60_000);
     const { state } = run(p, [T0]);
@@ -100,7 +133,8 @@ describe("sliding window", () => {
 describe("sliding window properties", () => {
   const scenario = fc.record({
     limit: fc.integer({ min: 1, max: 20 }),
-    periodMs: fc.integer({ min: 1, max: 100_000 }),
+    buckets: fc.integer({ min: 1, max: 12 }),
+    periodMs: fc.integer({ min: 12, max: 100_000 }),
     /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
     steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 6 }) }), {
       maxLength: 200,
@@ -109,9 +143,9 @@ describe("sliding window properties", () => {
 
   it("decides exactly as the reference model that keeps every hit", () => {
     fc.assert(
-      fc.property(scenario, ({ limit, periodMs, steps }) => {
-        const p = policy(limit, periodMs);
-        const model = new SlidingWindowModel(limit, periodMs);
+      fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
+        const p = policy(limit, periodMs, buckets);
+        const model = new SlidingWindowModel(limit, periodMs, buckets);
         let state: LimiterState | undefined;
         let now = T0;
         for (const { gap, cost } of steps) {
@@ -127,8 +161,8 @@ describe("sliding window properties", () => {
 
   it("never admits more than the limit in a fixed window, nor twice it in any period-long interval", () => {
     fc.assert(
-      fc.property(scenario, ({ limit, periodMs, steps }) => {
-        const p = policy(limit, periodMs);
+      fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
+        const p = policy(limit, periodMs, buckets);
         const admitted: { at: number; cost: number }[] = [];
         let state: LimiterState | undefined;
         let now = T0;
@@ -152,8 +186,8 @@ describe("sliding window properties", () => {
 
   it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
     fc.assert(
-      fc.property(scenario, fc.integer({ min: 1, max: 6 }), ({ limit, periodMs, steps }, cost) => {
-        const p = policy(limit, periodMs);
+      fc.property(scenario, fc.integer({ min: 1, max: 6 }), ({ limit, periodMs, buckets, steps }, cost) => {
+        const p = policy(limit, periodMs, buckets);
         let state: LimiterState | undefined;
         let now = T0;
         for (const step of steps) {
@@ -171,8 +205,8 @@ describe("sliding window properties", () => {
 
   it("is back to the full limit at resetAt", () => {
     fc.assert(
-      fc.property(scenario, ({ limit, periodMs, steps }) => {
-        const p = policy(limit, periodMs);
+      fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
+        const p = policy(limit, periodMs, buckets);
         let state: LimiterState | undefined;
         let now = T0;
         let resetAt = now;

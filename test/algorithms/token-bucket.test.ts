@@ -9,6 +9,7 @@ const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   limit,
   periodMs,
   burst,
+  buckets: 1,
 });
 const T0 = 1_700_000_000_000;
 

@@ -40,6 +40,7 @@ const minimal: Rule = {
   limit: 10,
   periodMs: 60_000,
   burst: 10,
+  buckets: 1,
   cost: { units: 1 },
   mode: "strict",
 };
@@ -91,6 +92,7 @@ describe("accepted shapes", () => {
         limit: 1000,
         periodMs: 60_000,
         burst: 1000,
+        buckets: 1,
         cost: { units: 1 },
         mode: "fast",
       },
@@ -102,6 +104,7 @@ describe("accepted shapes", () => {
         limit: 5,
         periodMs: 60_000,
         burst: 5,
+        buckets: 1,
         cost: { units: 1 },
         mode: "strict",
       },
@@ -263,7 +266,7 @@ describe("unknown fields", () => {
   it("rejects an unknown rule field, listing the allowed ones", () => {
     const error = errorFor([rule({ limits: 5 })]);
     expect(error.field).toBe("rules[0].limits");
-    const allowed = "name, match, key, algorithm, limit, period, burst, cost, mode";
+    const allowed = "name, match, key, algorithm, limit, period, burst, buckets, cost, mode";
     expect(error.message).toContain(`allowed fields here are ${allowed}`);
   });
 
@@ -458,6 +461,27 @@ describe("limit, period and burst", () => {
     expect(error.message).toContain("burst applies to token-bucket only");
   });
 
+  it("defaults a sliding window's buckets and accepts more", () => {
+    expect(only([rule()]).buckets).toBe(1);
+    expect(only([rule({ buckets: 10 })]).buckets).toBe(10);
+  });
+
+  it.each([0, 1.5, "4", 61])("rejects the buckets %j", (buckets) => {
+    expect(fieldFor({ buckets })).toBe("rules[0].buckets");
+  });
+
+  it("rejects buckets on a token bucket", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", buckets: 4 })]);
+    expect(error.field).toBe("rules[0].buckets");
+    expect(error.message).toContain("sliding-window only");
+  });
+
+  it("rejects buckets shorter than a millisecond", () => {
+    const error = errorFor([rule({ period: "10ms", buckets: 20 })]);
+    expect(error.field).toBe("rules[0].buckets");
+    expect(error.message).toContain("at least 1ms");
+  });
+
   it("accepts limit × period exactly at the largest safe integer", () => {
     // 9007199254740991 = 6361 × 69431 × 20394401
     expect(only([rule({ limit: 6361 * 69431, period: "20394401ms" })]).periodMs).toBe(20_394_401);
@@ -508,6 +532,7 @@ describe("describeRule", () => {
       period: "1m",
       periodMs: 60_000,
       burst: 10,
+      buckets: 1,
       cost: 1,
       mode: "strict",
     });

@@ -2,8 +2,8 @@ import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject 
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
 
-const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3 };
-const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6 };
+const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
+const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6, buckets: 1 };
 const T0 = 1_700_000_040_000; // the start of a 60 s window
 
 const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
@@ -78,7 +78,7 @@ describe("RateLimiter", () => {
   });
 
   it("deletes its storage once the key has fully recovered", async () => {
-    const quick: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 100, burst: 10 };
+    const quick: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 100, burst: 10, buckets: 1 };
     const stub = limiter("cleanup/a");
     await stub.decide(quick, [10]);
     await new Promise((resolve) => setTimeout(resolve, 250));

@@ -1,0 +1,28 @@
+// Builds Rule objects for tests: sensible defaults, override only what the test is about.
+import type { Rule } from "../../src/config/types";
+
+/** Overrides for {@link rule}; `match` may be partial. */
+export type RuleOverrides = Partial<Omit<Rule, "match">> & { match?: Partial<Rule["match"]> };
+
+/**
+ * A complete, valid Rule as the config parser would produce it.
+ *
+ * @example
+ * rule({ name: "login", match: { path: "/login", methods: ["POST"] }, limit: 5 });
+ */
+export function rule(overrides: RuleOverrides = {}): Rule {
+  const { match, ...rest } = overrides;
+  return {
+    name: "test",
+    key: [{ source: "ip" }],
+    algorithm: "sliding-window",
+    limit: 10,
+    periodMs: 60_000,
+    burst: rest.limit ?? 10,
+    buckets: 1,
+    cost: { units: 1 },
+    mode: "strict",
+    ...rest,
+    match: { path: "*", methods: null, host: null, ...match },
+  };
+}
