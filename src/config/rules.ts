@@ -3,13 +3,20 @@ import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
-import type { Config, Cost, KeyPart, Mode, Rule } from "./types";
+import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
-const RULE_FIELDS = ["name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode"];
+const RULE_FIELDS = [
+  "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode", "sync", "onError", "timeout",
+];
 const MATCH_FIELDS = ["path", "methods", "host"];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket"];
 const MODES: Choices<Mode> = ["strict", "fast"];
+const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
+/** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
+const DEFAULT_SYNC_MS = 1_000;
+/** How long a decision may wait for the Durable Object before the rule's onError policy decides. */
+const DEFAULT_TIMEOUT_MS = 1_000;
 const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
 const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
 
@@ -39,6 +46,10 @@ export interface RuleDescription {
   /** units per request, or "header:<name>" */
   cost: number | string;
   mode: Mode;
+  /** fast mode only, e.g. "1s" */
+  sync?: string;
+  onError: OnError;
+  timeout: string;
 }
 
 /**
@@ -75,6 +86,9 @@ export function describeRule(rule: Rule): RuleDescription {
     buckets: rule.buckets,
     cost: "units" in cost ? cost.units : `header:${cost.header}`,
     mode: rule.mode,
+    ...(rule.mode === "fast" ? { sync: formatDuration(rule.syncMs) } : {}),
+    onError: rule.onError,
+    timeout: formatDuration(rule.timeoutMs),
   };
 }
 
@@ -128,7 +142,10 @@ function parseRule(value: unknown, index: number): Rule {
   requireExactArithmetic(limit, burst, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
-  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode };
+  const syncMs = parseSync(fields.get("sync"), mode, at);
+  const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
+  const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
+  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs };
 }
 
 function parseName(value: unknown, at: RuleRef): string {
@@ -264,9 +281,19 @@ function parseCount(value: unknown, at: RuleRef, field: string): number {
 
 function parsePeriod(value: unknown, at: RuleRef): number {
   if (value === undefined) fail(at, "period", `required: a duration like "1m" or "10s", or a number of seconds`);
+  return parseDurationField(value, at, "period");
+}
+
+function parseDurationField(value: unknown, at: RuleRef, field: string): number {
   const parsed = parseDuration(value);
-  if (!parsed.ok) fail(at, "period", parsed.problem);
+  if (!parsed.ok) fail(at, field, parsed.problem);
   return parsed.ms;
+}
+
+function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
+  if (value === undefined) return DEFAULT_SYNC_MS;
+  if (mode !== "fast") fail(at, "sync", `sync applies to fast mode only; remove it, or set "mode": "fast"`);
+  return parseDurationField(value, at, "sync");
 }
 
 function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {

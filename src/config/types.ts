@@ -11,6 +11,9 @@ export type Cost = { units: number } | { header: string };
 
 export type Mode = "strict" | "fast";
 
+/** What a rule decides when its Durable Object fails or is slower than `timeout`. */
+export type OnError = "local" | "allow" | "deny";
+
 export interface Rule {
   name: string;
   match: {
@@ -30,6 +33,12 @@ export interface Rule {
   buckets: number;
   cost: Cost;
   mode: Mode;
+  /** fast mode: how often an isolate reconciles with the Durable Object */
+  syncMs: number;
+  /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */
+  onError: OnError;
+  /** how long a decision waits for the Durable Object before `onError` applies */
+  timeoutMs: number;
 }
 
 export interface Config {

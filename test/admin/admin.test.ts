@@ -50,6 +50,8 @@ describe("admin API", () => {
       buckets: 1,
       cost: 1,
       mode: "strict",
+      onError: "local",
+      timeout: "1s",
     });
     expect(body.rules[1]).toMatchObject({ key: ["ip", "header:x-api-key"], burst: 8, cost: "header:x-cost", match: { methods: ["GET", "POST"] } });
   });

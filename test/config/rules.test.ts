@@ -43,6 +43,9 @@ const minimal: Rule = {
   buckets: 1,
   cost: { units: 1 },
   mode: "strict",
+  syncMs: 1_000,
+  onError: "local",
+  timeoutMs: 1_000,
 };
 
 describe("accepted shapes", () => {
@@ -95,6 +98,9 @@ describe("accepted shapes", () => {
         buckets: 1,
         cost: { units: 1 },
         mode: "fast",
+        syncMs: 1_000,
+        onError: "local",
+        timeoutMs: 1_000,
       },
       {
         name: "login",
@@ -107,6 +113,9 @@ describe("accepted shapes", () => {
         buckets: 1,
         cost: { units: 1 },
         mode: "strict",
+        syncMs: 1_000,
+        onError: "local",
+        timeoutMs: 1_000,
       },
     ]);
   });
@@ -266,7 +275,7 @@ describe("unknown fields", () => {
   it("rejects an unknown rule field, listing the allowed ones", () => {
     const error = errorFor([rule({ limits: 5 })]);
     expect(error.field).toBe("rules[0].limits");
-    const allowed = "name, match, key, algorithm, limit, period, burst, buckets, cost, mode";
+    const allowed = "name, match, key, algorithm, limit, period, burst, buckets, cost, mode, sync, onError, timeout";
     expect(error.message).toContain(`allowed fields here are ${allowed}`);
   });
 
@@ -521,6 +530,40 @@ describe("cost", () => {
   });
 });
 
+describe("failure handling and fast mode", () => {
+  it("defaults onError to local and timeout to 1s", () => {
+    expect(only([rule()])).toMatchObject({ onError: "local", timeoutMs: 1_000 });
+  });
+
+  it("accepts onError allow and deny, and a timeout duration", () => {
+    expect(only([rule({ onError: "deny", timeout: "250ms" })])).toMatchObject({ onError: "deny", timeoutMs: 250 });
+    expect(only([rule({ onError: "allow" })]).onError).toBe("allow");
+  });
+
+  it.each(["open", true, 1])("rejects the onError %j", (onError) => {
+    expect(fieldFor({ onError })).toBe("rules[0].onError");
+  });
+
+  it.each(["soon", 0, "0ms"])("rejects the timeout %j", (timeout) => {
+    expect(fieldFor({ timeout })).toBe("rules[0].timeout");
+  });
+
+  it("reads a fast rule's sync interval, 1s by default", () => {
+    expect(only([rule({ mode: "fast" })]).syncMs).toBe(1_000);
+    expect(only([rule({ mode: "fast", sync: "250ms" })]).syncMs).toBe(250);
+  });
+
+  it("rejects a sync interval on a strict rule", () => {
+    const error = errorFor([rule({ sync: "1s" })]);
+    expect(error.field).toBe("rules[0].sync");
+    expect(error.message).toContain("fast mode only");
+  });
+
+  it.each(["often", -1])("rejects the sync %j", (sync) => {
+    expect(fieldFor({ mode: "fast", sync })).toBe("rules[0].sync");
+  });
+});
+
 describe("describeRule", () => {
   it("shows a minimal rule in the user-facing format with every default", () => {
     expect(describeRule(minimal)).toEqual({
@@ -535,6 +578,8 @@ describe("describeRule", () => {
       buckets: 1,
       cost: 1,
       mode: "strict",
+      onError: "local",
+      timeout: "1s",
     });
   });
 

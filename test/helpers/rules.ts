@@ -22,6 +22,9 @@ export function rule(overrides: RuleOverrides = {}): Rule {
     buckets: 1,
     cost: { units: 1 },
     mode: "strict",
+    syncMs: 1_000,
+    onError: "local",
+    timeoutMs: 1_000,
     ...rest,
     match: { path: "*", methods: null, host: null, ...match },
   };

@@ -1,0 +1,121 @@
+/** The one error type for HTTP answers: an RFC 9457 problem that knows how to become a Response. */
+
+const PROBLEM_TYPES = "https://floodgate.dev/problems/";
+
+/** What a problem is made of; `extras` become further members of the JSON body. */
+export interface ProblemInit {
+  /** the last segment of the type URI, e.g. `rate-limited` */
+  type: string;
+  status: number;
+  title: string;
+  detail: string;
+  extras?: Record<string, unknown>;
+  /** headers the response always carries, e.g. `WWW-Authenticate` on a 401 */
+  headers?: Record<string, string>;
+}
+
+/**
+ * An HTTP error answer. Throw it or return `problem.toResponse()`; the body is
+ * `{type, title, status, detail, ...extras}` as `application/problem+json`.
+ *
+ * @example
+ * throw new HttpProblem({ type: "invalid-request", status: 400, title: "Invalid request", detail: "…" });
+ * // at the edge:
+ * catch (e) { if (e instanceof HttpProblem) return e.toResponse(); throw e; }
+ */
+export class HttpProblem extends Error {
+  override readonly name = "HttpProblem";
+  /** the problem type's URI */
+  readonly type: string;
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  readonly extras: Readonly<Record<string, unknown>>;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(init: ProblemInit) {
+    super(init.detail);
+    this.type = PROBLEM_TYPES + init.type;
+    this.status = init.status;
+    this.title = init.title;
+    this.detail = init.detail;
+    this.extras = init.extras ?? {};
+    this.headers = init.headers ?? {};
+  }
+
+  /**
+   * The problem as a Response. `headers` (rate-limit headers, say) are added to the problem's
+   * own; Content-Type is always `application/problem+json`, and extras never replace the
+   * standard members.
+   *
+   * @example
+   * rateLimited(["login"], "Too many login attempts.").toResponse(rateLimitHeaders(rule, decision, now));
+   */
+  toResponse(headers?: HeadersInit): Response {
+    const body: Record<string, unknown> = { type: this.type, title: this.title, status: this.status, detail: this.detail };
+    for (const [member, value] of Object.entries(this.extras)) if (!Object.hasOwn(body, member)) body[member] = value;
+    const responseHeaders = new Headers(this.headers);
+    new Headers(headers).forEach((value, name) => responseHeaders.set(name, value));
+    responseHeaders.set("Content-Type", "application/problem+json");
+    return new Response(JSON.stringify(body), { status: this.status, headers: responseHeaders });
+  }
+}
+
+/**
+ * 429: the request was denied; `violatedPolicies` are the names of the rules that denied it.
+ *
+ * @example
+ * rateLimited(["api-per-key"], "Rate limit exceeded for api-per-key; retry in 12 s.");
+ */
+export function rateLimited(violatedPolicies: string[], detail: string): HttpProblem {
+  return new HttpProblem({
+    type: "rate-limited", status: 429, title: "Too Many Requests", detail,
+    extras: { "violated-policies": violatedPolicies },
+  });
+}
+
+/**
+ * 500: the configuration is invalid; `detail` names the rule and field at fault.
+ *
+ * @example
+ * invalidConfig("rules[1].period: expected seconds or a duration such as 10s, got \"soon\"");
+ */
+export function invalidConfig(detail: string): HttpProblem {
+  return new HttpProblem({ type: "invalid-config", status: 500, title: "Invalid Configuration", detail });
+}
+
+/**
+ * 400: the request's input is invalid for a rule (a bad cost header, say).
+ *
+ * @example
+ * invalidRequest('rule "upload": header x-cost: expected a positive integer, got "abc"');
+ */
+export function invalidRequest(detail: string): HttpProblem {
+  return new HttpProblem({ type: "invalid-request", status: 400, title: "Invalid Request", detail });
+}
+
+/**
+ * 401 for the admin API. The same answer whether the token was missing, malformed or wrong,
+ * so it tells a caller nothing about the token.
+ *
+ * @example
+ * if (!(await tokenMatches(request, env.ADMIN_TOKEN))) return unauthorized().toResponse();
+ */
+export function unauthorized(): HttpProblem {
+  return new HttpProblem({
+    type: "unauthorized", status: 401, title: "Unauthorized",
+    detail: "This endpoint needs a valid bearer token.",
+    // RFC 9110 §15.5.2: a 401 must say which scheme to use.
+    headers: { "WWW-Authenticate": 'Bearer realm="floodgate"' },
+  });
+}
+
+/**
+ * 404, revealing nothing about what exists (the admin API without ADMIN_TOKEN answers this).
+ *
+ * @example
+ * if (env.ADMIN_TOKEN === undefined) return notFound().toResponse();
+ */
+export function notFound(): HttpProblem {
+  return new HttpProblem({ type: "not-found", status: 404, title: "Not Found", detail: "There is nothing here." });
+}

@@ -1,0 +1,158 @@
+/** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
+import type { Cost, KeyPart } from "../config/types";
+
+/**
+ * What a key part becomes when the request lacks it. Real values always have `#` escaped, so
+ * this marker never equals one.
+ */
+export const MISSING_PART = "#none";
+
+/** Keys longer than this (UTF-8 bytes) are hashed before they name a Durable Object. */
+export const MAX_KEY_BYTES = 1024;
+
+/**
+ * Builds a rule's key: each part's value, escaped, joined with `|`.
+ *
+ * Values are taken as-is except that `%`, `|` and `#` become `%25`, `%7C` and `%23`, so the key
+ * splits back into exactly its parts and stays readable (an IPv6 address is unchanged).
+ *
+ * `ip` is `CF-Connecting-IP` and nothing else: X-Forwarded-For and friends are set by clients.
+ *
+ * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP)
+ * becomes {@link MISSING_PART}. All requests lacking it therefore share ONE bucket under the
+ * rule: they are limited together, never let through unlimited, and omitting a header cannot
+ * buy a fresh quota.
+ *
+ * @example
+ * // key: [header:x-api-key, method] on `GET /` with `x-api-key: k|1`
+ * buildKey(rule.key, request); // "k%7C1|GET"
+ * // the same request without x-api-key
+ * buildKey(rule.key, request); // "#none|GET"
+ */
+export function buildKey(parts: readonly KeyPart[], request: Request): string {
+  let url: URL | undefined;
+  const requestUrl = () => (url ??= new URL(request.url));
+  return parts
+    .map((part) => {
+      const value = partValue(part, request, requestUrl);
+      return value === null ? MISSING_PART : escapeValue(value);
+    })
+    .join("|");
+}
+
+function partValue(part: KeyPart, request: Request, url: () => URL): string | null {
+  switch (part.source) {
+    case "ip":
+      return request.headers.get("CF-Connecting-IP");
+    case "header":
+      return request.headers.get(part.name);
+    case "query":
+      return url().searchParams.get(part.name);
+    case "cookie":
+      return cookieValue(request.headers.get("Cookie"), part.name);
+    case "path":
+      return url().pathname;
+    case "method":
+      return request.method.toUpperCase();
+    case "host":
+      return url().host.toLowerCase();
+    case "global":
+      return "global";
+  }
+}
+
+function escapeValue(value: string): string {
+  return value.replace(/[%|#]/g, (c) => (c === "%" ? "%25" : c === "|" ? "%7C" : "%23"));
+}
+
+/**
+ * The value of the first cookie called `name` (names are case-sensitive), or null. Pairs are
+ * split on `;` and trimmed; pairs without `=` are skipped; a value in double quotes loses them,
+ * as the origin's cookie parser would, so `"abc"` and `abc` are the same client.
+ */
+function cookieValue(header: string | null, name: string): string | null {
+  if (header === null) return null;
+  for (const pair of header.split(";")) {
+    const eq = pair.indexOf("=");
+    if (eq === -1 || trimOws(pair.slice(0, eq)) !== name) continue;
+    const value = trimOws(pair.slice(eq + 1));
+    return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+  }
+  return null;
+}
+
+/** Trims HTTP optional whitespace (space and tab) only; a loop, as a trimming regex can go quadratic. */
+function trimOws(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && (s[start] === " " || s[start] === "\t")) start++;
+  while (end > start && (s[end - 1] === " " || s[end - 1] === "\t")) end--;
+  return s.slice(start, end);
+}
+
+/**
+ * The name that addresses the Durable Object owning (rule, key): `<rule>/<key>`, or, when the key
+ * is longer than {@link MAX_KEY_BYTES} in UTF-8, `<rule>/#sha256:<hex>`. Rule names cannot
+ * contain `/`, so two rules never share an object; and a real key cannot start with `#sha256:`
+ * (its only `#` is in `#none`), so a hashed name never meets an unhashed one.
+ *
+ * @example
+ * await durableObjectName("login", "203.0.113.9"); // "login/203.0.113.9"
+ * await durableObjectName("api", "x".repeat(2000)); // "api/#sha256:5d1e…"
+ */
+export async function durableObjectName(ruleName: string, key: string): Promise<string> {
+  const bytes = new TextEncoder().encode(key);
+  return bytes.length <= MAX_KEY_BYTES ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
+}
+
+/**
+ * A key as it may appear in logs and metrics: a short prefix, `…`, and the first 12 hex digits
+ * of the key's SHA-256.
+ *
+ * The prefix is at most 8 characters and at most a quarter of the key, so no key (an API key,
+ * say) is ever shown whole and a long secret keeps most of its entropy hidden; characters
+ * outside printable ASCII show as `?`, so a key cannot forge log lines. The hash tells keys
+ * apart and lets an operator find a known key's entries (`displayKey(known)` gives the same
+ * string); it hides secrets, not small spaces like IPv4 addresses, which can be enumerated.
+ *
+ * @example
+ * await displayKey("sk_live_0123456789abcdef0123456789"); // "sk_live_…" + 12 hex digits
+ * await displayKey("203.0.113.9");                         // "20…" + 12 hex digits
+ */
+export async function displayKey(key: string): Promise<string> {
+  const prefix = key.slice(0, Math.min(8, Math.floor(key.length / 4))).replace(/[^\x20-\x7e]/g, "?");
+  const hash = await sha256Hex(new TextEncoder().encode(key));
+  return `${prefix}…${hash.slice(0, 12)}`;
+}
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const MAX_QUOTED_VALUE = 32;
+
+/**
+ * The units a request consumes under a rule's `cost`.
+ *
+ * `header:<name>` reads a positive decimal integer (ASCII digits, optional surrounding spaces or
+ * tabs, at most Number.MAX_SAFE_INTEGER). A request without that header costs 1, like a rule
+ * without `cost`: leaving the header out must not make a request free. Any other value is an
+ * error for a 400, quoting at most 32 characters of what was sent.
+ *
+ * @example
+ * requestCost({ units: 5 }, request);         // { units: 5 }
+ * requestCost({ header: "x-cost" }, request);  // `x-cost: 3` → { units: 3 }; absent → { units: 1 }
+ * // `x-cost: abc` → { error: 'header x-cost: expected a positive integer, got "abc"' }
+ */
+export function requestCost(cost: Cost, request: Request): { units: number } | { error: string } {
+  if ("units" in cost) return { units: cost.units };
+  const raw = request.headers.get(cost.header);
+  if (raw === null) return { units: 1 };
+  // Anchored at the start, and the digit class is disjoint from the space classes: no backtracking.
+  const digits = /^[ \t]*([0-9]+)[ \t]*$/.exec(raw)?.[1];
+  const units = digits === undefined ? 0 : Number(digits);
+  if (units >= 1 && units <= Number.MAX_SAFE_INTEGER) return { units };
+  const shown = raw.length > MAX_QUOTED_VALUE ? `${raw.slice(0, MAX_QUOTED_VALUE - 1)}…` : raw;
+  return { error: `header ${cost.header}: expected a positive integer, got ${JSON.stringify(shown)}` };
+}

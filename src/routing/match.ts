@@ -1,0 +1,75 @@
+/** Which rules apply to a request: path glob, method and host, as the Rules table defines them. */
+import type { Rule } from "../config/types";
+import { compileGlob, type PathMatcher } from "./glob";
+
+/** The parts of a request that `match` looks at. */
+export interface MatchTarget {
+  /** the request method, any case */
+  method: string;
+  /** the URL pathname as received (`new URL(request.url).pathname`), not percent-decoded */
+  path: string;
+  /** the URL host, any case, with its port if it has one (`new URL(request.url).host`) */
+  host: string;
+}
+
+interface CompiledMatch {
+  path: PathMatcher;
+  methods: ReadonlySet<string> | null;
+  host: string | null;
+  hostHasPort: boolean;
+}
+
+// Rules are immutable once parsed, so each one is compiled the first time it is matched; the
+// WeakMap lets a reloaded config's rules be collected with their compiled forms.
+const compiled = new WeakMap<Rule, CompiledMatch>();
+
+/**
+ * Every rule whose `match` fits the request, in the rules' order.
+ *
+ * Methods compare upper-case. Hosts compare lower-case and without the port, unless the rule's
+ * host names a port, in which case the request's port must be the same. A trailing dot (the
+ * fully-qualified form) is ignored on both sides, so `api.example.com.` cannot dodge a rule.
+ *
+ * @example
+ * const url = new URL(request.url);
+ * matchingRules(config.rules, { method: request.method, path: url.pathname, host: url.host });
+ */
+export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rule[] {
+  const method = request.method.toUpperCase();
+  const host = normalizeHost(request.host);
+  const hostWithoutPort = stripPort(host);
+  return rules.filter((rule) => {
+    const match = compiledMatch(rule);
+    if (match.methods !== null && !match.methods.has(method)) return false;
+    if (match.host !== null && match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
+    return match.path(request.path);
+  });
+}
+
+function compiledMatch(rule: Rule): CompiledMatch {
+  let match = compiled.get(rule);
+  if (match === undefined) {
+    const host = rule.match.host === null ? null : normalizeHost(rule.match.host);
+    match = {
+      path: compileGlob(rule.match.path),
+      // The parser upper-cases methods already; doing it here too keeps hand-built rules honest.
+      methods: rule.match.methods === null ? null : new Set(rule.match.methods.map((m) => m.toUpperCase())),
+      host,
+      hostHasPort: host !== null && stripPort(host) !== host,
+    };
+    compiled.set(rule, match);
+  }
+  return match;
+}
+
+function normalizeHost(host: string): string {
+  const lower = host.toLowerCase();
+  const name = stripPort(lower);
+  return (name.endsWith(".") ? name.slice(0, -1) : name) + lower.slice(name.length);
+}
+
+/** `example.com:8787` → `example.com`; `[::1]:8787` → `[::1]`: IPv6 literals come bracketed, as in URLs. */
+function stripPort(host: string): string {
+  const colon = host.lastIndexOf(":");
+  return colon === -1 || colon < host.lastIndexOf("]") ? host : host.slice(0, colon);
+}

@@ -1,0 +1,283 @@
+// Keys, Durable Object names, display keys and request costs.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { KeyPart } from "../../src/config/types";
+import {
+  MAX_KEY_BYTES,
+  MISSING_PART,
+  buildKey,
+  displayKey,
+  durableObjectName,
+  requestCost,
+} from "../../src/routing/key";
+
+const request = (headers: Record<string, string> = {}, url = "https://api.example.com/v1/items?page=2", method = "GET") =>
+  new Request(url, { method, headers });
+
+const header = (name: string): KeyPart => ({ source: "header", name });
+const query = (name: string): KeyPart => ({ source: "query", name });
+const cookie = (name: string): KeyPart => ({ source: "cookie", name });
+const IP: KeyPart = { source: "ip" };
+
+describe("buildKey", () => {
+  it("takes ip from CF-Connecting-IP", () => {
+    expect(buildKey([IP], request({ "CF-Connecting-IP": "203.0.113.9" }))).toBe("203.0.113.9");
+  });
+
+  it("leaves an IPv6 address readable", () => {
+    expect(buildKey([IP], request({ "CF-Connecting-IP": "2001:db8::1" }))).toBe("2001:db8::1");
+  });
+
+  it("ignores client-set address headers when CF-Connecting-IP is absent", () => {
+    const spoofed = request({ "X-Forwarded-For": "198.51.100.1", "True-Client-IP": "198.51.100.2", "X-Real-IP": "198.51.100.3" });
+    expect(buildKey([IP], spoofed)).toBe(MISSING_PART);
+  });
+
+  it("ignores client-set address headers when CF-Connecting-IP is present", () => {
+    const spoofed = request({ "CF-Connecting-IP": "203.0.113.9", "X-Forwarded-For": "198.51.100.1", "True-Client-IP": "198.51.100.2" });
+    expect(buildKey([IP], spoofed)).toBe("203.0.113.9");
+  });
+
+  it("reads a header by case-insensitive name", () => {
+    expect(buildKey([header("x-api-key")], request({ "X-API-Key": "k-123" }))).toBe("k-123");
+  });
+
+  it("marks a missing header as #none", () => {
+    expect(buildKey([header("x-api-key")], request())).toBe("#none");
+  });
+
+  it("puts every request lacking a part in one shared bucket", () => {
+    const parts = [header("x-api-key"), { source: "method" } as const];
+    expect(buildKey(parts, request({ "x-other": "1" }))).toBe(buildKey(parts, request({ "x-other": "2" })));
+  });
+
+  it("keeps an empty header value apart from a missing header", () => {
+    expect(buildKey([header("x-api-key")], request({ "x-api-key": "" }))).toBe("");
+  });
+
+  it("takes the first value of a query parameter, decoded", () => {
+    const req = request({}, "https://x.test/?k=a%20b+c&k=second");
+    expect(buildKey([query("k")], req)).toBe("a b c");
+  });
+
+  it("marks a missing query parameter as #none", () => {
+    expect(buildKey([query("k")], request({}, "https://x.test/?other=1"))).toBe("#none");
+  });
+
+  it("reads a cookie from the Cookie header", () => {
+    expect(buildKey([cookie("session")], request({ Cookie: "theme=dark; session=s-42; lang=en" }))).toBe("s-42");
+  });
+
+  it("takes the first of repeated cookies", () => {
+    expect(buildKey([cookie("session")], request({ Cookie: "session=first; session=second" }))).toBe("first");
+  });
+
+  it("matches cookie names exactly, not by prefix, suffix or case", () => {
+    const req = request({ Cookie: "xsession=a; sessionx=b; Session=c; session=d" });
+    expect(buildKey([cookie("session")], req)).toBe("d");
+  });
+
+  it("tolerates stray whitespace, empty pairs and pairs without =", () => {
+    const req = request({ Cookie: " ;flag;  ; \tsession \t=\t s-42 ;" });
+    expect(buildKey([cookie("session")], req)).toBe("s-42");
+  });
+
+  it("keeps = inside a cookie value", () => {
+    expect(buildKey([cookie("t")], request({ Cookie: "t=a=b==" }))).toBe("a=b==");
+  });
+
+  it("drops the double quotes around a quoted cookie value", () => {
+    expect(buildKey([cookie("session")], request({ Cookie: 'session="s-42"' }))).toBe("s-42");
+  });
+
+  it("marks a missing cookie as #none, with or without a Cookie header", () => {
+    expect(buildKey([cookie("session")], request({ Cookie: "theme=dark" }))).toBe("#none");
+    expect(buildKey([cookie("session")], request())).toBe("#none");
+  });
+
+  it("takes path as the URL pathname without the query", () => {
+    expect(buildKey([{ source: "path" }], request())).toBe("/v1/items");
+  });
+
+  it("takes method upper-case", () => {
+    expect(buildKey([{ source: "method" }], request({}, "https://x.test/", "patch"))).toBe("PATCH");
+  });
+
+  it("takes host lower-case, with its port", () => {
+    expect(buildKey([{ source: "host" }], request({}, "https://API.Example.com:8443/"))).toBe("api.example.com:8443");
+  });
+
+  it("makes global the same literal for every request", () => {
+    expect(buildKey([{ source: "global" }], request())).toBe("global");
+  });
+
+  it("joins parts with |", () => {
+    const req = request({ "CF-Connecting-IP": "203.0.113.9" });
+    expect(buildKey([IP, { source: "method" }, { source: "path" }], req)).toBe("203.0.113.9|GET|/v1/items");
+  });
+
+  it("escapes %, | and # inside values, and nothing else", () => {
+    expect(buildKey([header("x-k")], request({ "x-k": "a|b%c#d :/?=;, [::1]" }))).toBe("a%7Cb%25c%23d :/?=;, [::1]");
+  });
+
+  it("never turns a real value into #none", () => {
+    expect(buildKey([header("x-k")], request({ "x-k": "#none" }))).toBe("%23none");
+  });
+
+  // A tiny alphabet of what escaping is about (the separators and their escapes), so that a
+  // careless encoding collides within a run; Unicode strings and the marker itself ride along.
+  const special = fc.constantFrom("|", "%", "#", "%7C", "%23", "%25", "a");
+  const value = fc.option(
+    fc.oneof(
+      { arbitrary: fc.string({ unit: special, maxLength: 2 }), weight: 6 },
+      { arbitrary: fc.string({ unit: "grapheme", maxLength: 4 }), weight: 1 },
+      { arbitrary: fc.constant("#none"), weight: 1 },
+    ),
+    { nil: null },
+  );
+  const tupleOf = (n: number) => fc.array(value, { minLength: n, maxLength: n });
+  // Query parameters carry any Unicode; a null value leaves the parameter out.
+  const keyOf = (values: (string | null)[]) => {
+    const url = new URL("https://x.test/");
+    values.forEach((v, i) => { if (v !== null) url.searchParams.append(`p${i}`, v); });
+    return buildKey(values.map((_, i) => query(`p${i}`)), new Request(url));
+  };
+
+  it("gives different value tuples different keys", () => {
+    // Many distinct tuples per run: every pair among them is a chance to collide.
+    const distinctTuples = fc.integer({ min: 2, max: 3 }).chain((n) =>
+      fc.uniqueArray(tupleOf(n), { selector: (t) => JSON.stringify(t), minLength: 50, maxLength: 150 }));
+    fc.assert(
+      fc.property(distinctTuples, (tuples) => {
+        expect(new Set(tuples.map(keyOf)).size).toBe(tuples.length);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("gives keys that split back into exactly their values", () => {
+    const unescape = (s: string) => s.replace(/%7C|%23|%25/g, (e) => decodeURIComponent(e));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 3 }).chain(tupleOf), (values) => {
+        const decoded = keyOf(values).split("|").map((part) => (part === MISSING_PART ? null : unescape(part)));
+        expect(decoded).toEqual(values);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
+describe("durableObjectName", () => {
+  it("is <rule>/<key> for a short key", async () => {
+    expect(await durableObjectName("login", "203.0.113.9")).toBe("login/203.0.113.9");
+  });
+
+  it("keeps a key of exactly MAX_KEY_BYTES unhashed", async () => {
+    const key = "a".repeat(MAX_KEY_BYTES);
+    expect(await durableObjectName("r", key)).toBe(`r/${key}`);
+  });
+
+  it("hashes a key longer than MAX_KEY_BYTES with SHA-256", async () => {
+    expect(await durableObjectName("r", "a".repeat(MAX_KEY_BYTES + 1))).toBe(
+      "r/#sha256:4a82297889eb505cf6b5cbdf69977afab4632d6557539782f657bd7dc78091a5",
+    );
+  });
+
+  it("measures the key in UTF-8 bytes, not characters", async () => {
+    const key = "€".repeat(342); // 342 characters, 1026 bytes
+    expect(await durableObjectName("r", key)).toMatch(/^r\/#sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe("displayKey", () => {
+  it("shows a short prefix and a 12-digit hash", async () => {
+    expect(await displayKey("sk_live_0123456789abcdef0123456789")).toBe("sk_live_…183b830ac155");
+  });
+
+  it("never shows more than a quarter of the key, nor more than 8 characters", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: "grapheme-ascii", maxLength: 80 }), async (key) => {
+        const shown = (await displayKey(key)).split("…")[0]!;
+        expect(key.startsWith(shown)).toBe(true);
+        expect(shown.length).toBeLessThanOrEqual(Math.min(8, key.length / 4));
+      }),
+    );
+  });
+
+  it("shows nothing of a key of 3 characters or fewer", async () => {
+    expect(await displayKey("abc")).toMatch(/^…[0-9a-f]{12}$/);
+  });
+
+  it("replaces characters outside printable ASCII, so a key cannot forge log lines", async () => {
+    expect(await displayKey("a\nb\u2026cdefghijklmnop")).toMatch(/^a\?b\?…[0-9a-f]{12}$/);
+  });
+
+  it("tells keys with the same prefix apart", async () => {
+    expect(await displayKey("sk_live_aaaaaaaaaaaaaaaaaaaaaaaa")).not.toBe(await displayKey("sk_live_bbbbbbbbbbbbbbbbbbbbbbbb"));
+  });
+});
+
+describe("requestCost", () => {
+  const headerCost = { header: "x-cost" };
+  const withCost = (value: string) => request({ "x-cost": value });
+
+  it("returns a fixed cost as is", () => {
+    expect(requestCost({ units: 5 }, request())).toEqual({ units: 5 });
+  });
+
+  it("reads a positive integer from the header", () => {
+    expect(requestCost(headerCost, withCost("3"))).toEqual({ units: 3 });
+  });
+
+  it("charges 1 when the header is missing", () => {
+    expect(requestCost(headerCost, request())).toEqual({ units: 1 });
+  });
+
+  it("accepts surrounding spaces and tabs", () => {
+    expect(requestCost(headerCost, withCost(" \t42\t "))).toEqual({ units: 42 });
+  });
+
+  it("accepts leading zeros", () => {
+    expect(requestCost(headerCost, withCost("007"))).toEqual({ units: 7 });
+  });
+
+  it("accepts Number.MAX_SAFE_INTEGER", () => {
+    expect(requestCost(headerCost, withCost(String(Number.MAX_SAFE_INTEGER)))).toEqual({ units: Number.MAX_SAFE_INTEGER });
+  });
+
+  it("rejects a value above Number.MAX_SAFE_INTEGER", () => {
+    expect(requestCost(headerCost, withCost("9007199254740992"))).toHaveProperty("error");
+  });
+
+  it.each(["0", "000", "-1", "+1", "1.5", "1e3", "0x10", "1 2", "1,000", "1_000", "", "abc"])("rejects %j", (value) => {
+    expect(requestCost(headerCost, withCost(value))).toEqual({
+      error: `header x-cost: expected a positive integer, got ${JSON.stringify(value)}`,
+    });
+  });
+
+  it("quotes at most 32 characters of a long bad value", () => {
+    const result = requestCost(headerCost, withCost("x".repeat(100)));
+    expect(result).toEqual({ error: `header x-cost: expected a positive integer, got "${"x".repeat(31)}…"` });
+  });
+
+  it("escapes quotes in the quoted value", () => {
+    expect(requestCost(headerCost, withCost('1"2'))).toEqual({ error: 'header x-cost: expected a positive integer, got "1\\"2"' });
+  });
+
+  it("never throws, and returns either a safe positive integer or an error", () => {
+    // ASCII without NUL, CR or LF: what a header can carry without workerd's non-ASCII warning.
+    const ascii = fc.integer({ min: 1, max: 0x7f }).filter((c) => c !== 10 && c !== 13).map((c) => String.fromCharCode(c));
+    const digitsAndSpace = fc.constantFrom("0", "1", "9", " ", "\t", "-", "+");
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: ascii }), fc.string({ unit: digitsAndSpace })), (value) => {
+        const result = requestCost(headerCost, withCost(value));
+        if ("units" in result) {
+          expect(Number.isSafeInteger(result.units) && result.units >= 1).toBe(true);
+        } else {
+          expect(result.error).toMatch(/^header x-cost: expected a positive integer, got "/);
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+});

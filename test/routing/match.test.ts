@@ -1,0 +1,81 @@
+// Which rules apply to a request: path, method and host matching.
+import { describe, expect, it } from "vitest";
+import { matchingRules } from "../../src/routing/match";
+import { rule } from "../helpers/rules";
+
+const get = (path: string, host = "api.example.com") => ({ method: "GET", path, host });
+
+describe("matchingRules", () => {
+  it("applies a rule without constraints to every request", () => {
+    const r = rule();
+    expect(matchingRules([r], { method: "PATCH", path: "/anything", host: "x.test" })).toEqual([r]);
+  });
+
+  it("returns every matching rule, in the rules' order", () => {
+    const all = rule({ name: "all" });
+    const api = rule({ name: "api", match: { path: "/api/*" } });
+    const login = rule({ name: "login", match: { path: "/login" } });
+    expect(matchingRules([all, login, api], get("/api/users"))).toEqual([all, api]);
+  });
+
+  it("returns no rules when none match", () => {
+    expect(matchingRules([rule({ match: { path: "/api/*" } })], get("/health"))).toEqual([]);
+  });
+
+  it("matches the path glob against the pathname as received, not decoded", () => {
+    const encoded = rule({ match: { path: "/files/a%20b" } });
+    const decoded = rule({ match: { path: "/files/a b" } });
+    expect(matchingRules([encoded, decoded], get("/files/a%20b"))).toEqual([encoded]);
+  });
+
+  it("matches methods regardless of the request method's case", () => {
+    const post = rule({ match: { methods: ["POST"] } });
+    expect(matchingRules([post], { method: "post", path: "/", host: "x.test" })).toEqual([post]);
+  });
+
+  it("skips a rule whose methods do not include the request's", () => {
+    expect(matchingRules([rule({ match: { methods: ["POST", "PUT"] } })], get("/"))).toEqual([]);
+  });
+
+  it("matches the host regardless of case", () => {
+    const r = rule({ match: { host: "api.example.com" } });
+    expect(matchingRules([r], get("/", "API.Example.COM"))).toEqual([r]);
+  });
+
+  it("skips a rule for another host", () => {
+    expect(matchingRules([rule({ match: { host: "api.example.com" } })], get("/", "www.example.com"))).toEqual([]);
+  });
+
+  it("ignores the request's port when the rule's host has none", () => {
+    const r = rule({ match: { host: "api.example.com" } });
+    expect(matchingRules([r], get("/", "api.example.com:8443"))).toEqual([r]);
+  });
+
+  it("requires the same port when the rule's host names one", () => {
+    const r = rule({ match: { host: "localhost:8787" } });
+    expect(matchingRules([r], get("/", "localhost:8787"))).toEqual([r]);
+    expect(matchingRules([r], get("/", "localhost:9000"))).toEqual([]);
+    expect(matchingRules([r], get("/", "localhost"))).toEqual([]);
+  });
+
+  it("does not mistake an IPv6 literal's colons for a port", () => {
+    const r = rule({ match: { host: "[::1]" } });
+    expect(matchingRules([r], get("/", "[::1]"))).toEqual([r]);
+    expect(matchingRules([r], get("/", "[::1]:8787"))).toEqual([r]);
+  });
+
+  it("does not let a trailing dot on the host dodge a rule", () => {
+    const r = rule({ match: { host: "api.example.com" } });
+    expect(matchingRules([r], get("/", "api.example.com."))).toEqual([r]);
+    expect(matchingRules([r], get("/", "api.example.com.:443"))).toEqual([r]);
+  });
+
+  it("requires path, method and host to fit together", () => {
+    const r = rule({ match: { path: "/login", methods: ["POST"], host: "api.example.com" } });
+    const post = (path: string, host: string) => ({ method: "POST", path, host });
+    expect(matchingRules([r], post("/login", "api.example.com"))).toEqual([r]);
+    expect(matchingRules([r], post("/login", "other.example.com"))).toEqual([]);
+    expect(matchingRules([r], post("/logout", "api.example.com"))).toEqual([]);
+    expect(matchingRules([r], get("/login"))).toEqual([]);
+  });
+});
