@@ -9,4 +9,6 @@ export interface Env {
   RATE_LIMIT_RULES?: unknown;
   /** enables the admin API when set */
   ADMIN_TOKEN?: string;
+  /** fast mode: how many keys one isolate tracks (default 20000) */
+  FAST_MAX_KEYS?: string;
 }

@@ -3,6 +3,7 @@ import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
 import { loadSettings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
+import { setCapacity } from "./fast";
 import { enforce } from "./gate/enforce";
 import { demoOrigin } from "./http/demo-origin";
 import { HttpProblem, invalidConfig, rateLimited } from "./http/problem";
@@ -33,6 +34,7 @@ export default {
 
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const settings = loadSettings(env);
+  setCapacity(settings.fastMaxKeys);
   if (new URL(request.url).pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
   const verdict = await enforce(request, settings.rules, env, ctx);
   const now = Date.now();

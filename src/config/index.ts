@@ -7,9 +7,13 @@ import type { Config } from "./types";
 
 export interface Settings extends Config {
   origin: Origin;
+  /** fast-mode keys tracked per isolate; undefined for the default */
+  fastMaxKeys: number | undefined;
 }
 
-let cached: { rules: unknown; origin: unknown; rulesText: string; result: Settings | ConfigError } | undefined;
+let cached:
+  | { rules: unknown; origin: unknown; maxKeys: unknown; rulesText: string; result: Settings | ConfigError }
+  | undefined;
 
 /**
  * The validated settings for these bindings. Parsing happens once per isolate; a later call with
@@ -18,20 +22,37 @@ let cached: { rules: unknown; origin: unknown; rulesText: string; result: Settin
  */
 export function loadSettings(env: Env): Settings {
   const rules = env.RATE_LIMIT_RULES;
-  if (!cached || cached.origin !== env.ORIGIN_URL || (cached.rules !== rules && cached.rulesText !== textOf(rules))) {
-    cached = { rules, origin: env.ORIGIN_URL, rulesText: textOf(rules), result: parse(env) };
-  }
-  if (cached.result instanceof ConfigError) throw cached.result;
-  return cached.result;
+  const same =
+    cached !== undefined &&
+    cached.origin === env.ORIGIN_URL &&
+    cached.maxKeys === env.FAST_MAX_KEYS &&
+    (cached.rules === rules || cached.rulesText === textOf(rules));
+  if (!same) cached = { rules, origin: env.ORIGIN_URL, maxKeys: env.FAST_MAX_KEYS, rulesText: textOf(rules), result: parse(env) };
+  const { result } = cached!;
+  if (result instanceof ConfigError) throw result;
+  return result;
 }
 
 function parse(env: Env): Settings | ConfigError {
   try {
-    return { ...parseConfig(env.RATE_LIMIT_RULES), origin: parseOrigin(env.ORIGIN_URL) };
+    return {
+      ...parseConfig(env.RATE_LIMIT_RULES),
+      origin: parseOrigin(env.ORIGIN_URL),
+      fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
+    };
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
   }
+}
+
+function parseMaxKeys(raw: unknown): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const value = typeof raw === "number" ? raw : typeof raw === "string" && /^[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw ConfigError.topLevel(`expected a positive whole number of keys like "20000", got ${JSON.stringify(raw)}`, "FAST_MAX_KEYS");
+  }
+  return value;
 }
 
 function textOf(raw: unknown): string {

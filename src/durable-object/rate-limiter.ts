@@ -3,12 +3,16 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import type { Env } from "../env";
+import { grantLease, livePeers, type Lease, type Peer, type SyncRequest } from "../fast/lease";
 
 /** One decision as the object made it; `countedAt` lets the caller refund it to the right window. */
 export interface Decided {
   decision: Decision;
   countedAt: number;
 }
+
+/** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
+const RETRY_WINDOW_MS = 60_000;
 
 interface Stored {
   policy: Policy;
@@ -23,6 +27,8 @@ interface Stored {
  */
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
+  /** fast-mode isolates: their demand, and their last lease for retried syncs */
+  private peers = new Map<string, Peer>();
   private alarmAt: number | null = null;
   /** The table is made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
@@ -35,6 +41,10 @@ export class RateLimiter extends DurableObject<Env> {
         ? ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0]
         : undefined;
       this.stored = row ? (JSON.parse(row.value) as Stored) : undefined;
+      if (this.hasTable) {
+        const rows = ctx.storage.sql.exec<{ isolate: string; value: string }>("SELECT isolate, value FROM peers").toArray();
+        this.peers = livePeers(new Map(rows.map((r) => [r.isolate, JSON.parse(r.value) as Peer])), Date.now());
+      }
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
@@ -52,6 +62,27 @@ export class RateLimiter extends DurableObject<Env> {
     return results;
   }
 
+  /**
+   * Reconciles one fast-mode isolate: takes back its unspent units and leases it more, sized by
+   * its demand. A retried sync (same isolate and seq) gets the same answer and changes nothing.
+   */
+  sync(policy: Policy, request: SyncRequest): Lease {
+    const now = Date.now();
+    const stored = this.stateFor(policy);
+    const { state, peer, lease } = grantLease(policy, stored, this.peers, request, now);
+    if (peer === this.peers.get(request.isolate)) return lease;
+    this.peers.set(request.isolate, peer);
+    if (state && state !== stored) this.save(policy, state);
+    else this.ensureTables();
+    this.ctx.storage.sql.exec(
+      "INSERT INTO peers (isolate, value) VALUES (?, ?) ON CONFLICT (isolate) DO UPDATE SET value = excluded.value",
+      request.isolate,
+      JSON.stringify(peer),
+    );
+    if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
+    return lease;
+  }
+
   /** Gives back units a request took here when another rule denied it. */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
@@ -66,18 +97,25 @@ export class RateLimiter extends DurableObject<Env> {
   /** Forgets the key: its next request starts from a full quota. */
   async reset(): Promise<void> {
     this.stored = undefined;
+    this.peers = new Map();
     this.alarmAt = null;
     this.hasTable = false;
     await this.ctx.storage.deleteAll();
   }
 
-  /** Deletes the state once the key is back to its full quota; otherwise looks again when it will be. */
+  /**
+   * Deletes everything once the key is back to its full quota and no isolate has synced for a
+   * minute (long enough for any retry to find its answer); otherwise looks again when that will be.
+   */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
-    if (!this.stored) return;
-    const { resetAt } = peek(this.stored.policy, this.stored.state, Date.now());
-    if (resetAt <= Date.now()) await this.reset();
-    else this.schedule(resetAt);
+    const now = Date.now();
+    const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
+    const lastSync = Math.max(0, ...[...this.peers.values()].map((p) => p.seenAt));
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS);
+    if (due <= now) return this.reset();
+    this.forgetSilentPeers(now);
+    this.schedule(due);
   }
 
   private stateFor(policy: Policy): LimiterState | undefined {
@@ -86,15 +124,27 @@ export class RateLimiter extends DurableObject<Env> {
 
   private save(policy: Policy, state: LimiterState): void {
     this.stored = { policy, state };
-    if (!this.hasTable) {
-      this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
-      this.hasTable = true;
-    }
+    this.ensureTables();
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
       JSON.stringify(this.stored),
     );
     if (this.alarmAt === null) this.schedule(peek(policy, state, Date.now()).resetAt);
+  }
+
+  private forgetSilentPeers(now: number): void {
+    const live = livePeers(this.peers, now);
+    for (const isolate of this.peers.keys()) {
+      if (!live.has(isolate)) this.ctx.storage.sql.exec("DELETE FROM peers WHERE isolate = ?", isolate);
+    }
+    this.peers = live;
+  }
+
+  private ensureTables(): void {
+    if (this.hasTable) return;
+    this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
+    this.ctx.storage.sql.exec("CREATE TABLE peers (isolate TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    this.hasTable = true;
   }
 
   private schedule(at: number): void {

@@ -2,11 +2,14 @@
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
+import { decideFast, peersOf, refundFast, type FastContext } from "../fast";
 import { invalidRequest } from "../http/problem";
 import { metrics } from "../metrics/metrics";
 import { matchingRules } from "../routing/match";
 import { buildKey, durableObjectName, requestCost } from "../routing/key";
 import { decideStrict, refundStrict } from "../strict";
+import { withTimeout } from "../strict/timeout";
+import { onErrorDecision } from "./on-error";
 
 /** One applicable rule and what it decided for the request. */
 export interface Enforced {
@@ -26,6 +29,12 @@ interface Ask {
   cost: number;
 }
 
+/** A decision, and for a strict one that took units, when the object counted them. */
+interface Taken {
+  decision: Decision;
+  countedAt?: number;
+}
+
 /**
  * Evaluates every rule whose `match` fits. The request is allowed only if every rule allows it;
  * when one denies, the units the others took are given back, so a client blocked by one rule does
@@ -36,29 +45,14 @@ export async function enforce(request: Request, rules: readonly Rule[], env: Env
   const url = new URL(request.url);
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host });
   const asks = await Promise.all(applicable.map((rule) => ask(rule, request)));
-  const waitUntil = (promise: Promise<unknown>) => ctx.waitUntil(promise);
-  const decided = await Promise.all(
-    asks.map(async (a) => {
-      try {
-        return await decideStrict(env.LIMITER, a.objectName, a.rule, a.cost, waitUntil);
-      } catch (error) {
-        return { decision: failOpen(a.rule, error), countedAt: 0 };
-      }
-    }),
-  );
-  const allowed = decided.every((d) => d.decision.allowed);
-  const entries = asks.map((a, i) => ({ rule: a.rule, decision: decided[i]!.decision }));
+  const fast: FastContext = { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) };
+  const taken = await Promise.all(asks.map((a) => take(a, fast)));
+  const allowed = taken.every((t) => t.decision.allowed);
+  const entries = asks.map((a, i) => ({ rule: a.rule, decision: taken[i]!.decision }));
   for (const { rule, decision } of entries) {
     metrics.count("floodgate_decisions_total", { rule: rule.name, decision: decision.allowed ? "allowed" : "denied" });
   }
-  if (!allowed) {
-    asks.forEach((a, i) => {
-      const { decision, countedAt } = decided[i]!;
-      if (decision.allowed && decision.reason !== "error") {
-        ctx.waitUntil(refundStrict(env.LIMITER, a.objectName, a.rule, a.cost, countedAt).catch(countError("refund")));
-      }
-    });
-  }
+  if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, fast));
   return { allowed, entries };
 }
 
@@ -69,10 +63,23 @@ async function ask(rule: Rule, request: Request): Promise<Ask> {
   return { rule, objectName, cost: cost.units };
 }
 
-/** A Durable Object that cannot answer must not take the API down: the rule lets the request through. */
-function failOpen(rule: Rule, error: unknown): Decision {
-  countError("durable_object")(error);
-  return { allowed: true, limit: rule.limit, remaining: rule.limit, resetAt: Date.now(), retryAfter: 0, reason: "error" };
+/** One rule's decision by its mode; when the object fails or is too slow, by its onError policy. */
+async function take(a: Ask, fast: FastContext): Promise<Taken> {
+  try {
+    if (a.rule.mode === "fast") return { decision: await decideFast(fast, a.rule, a.objectName, a.cost) };
+    return await withTimeout(decideStrict(fast.namespace, a.objectName, a.rule, a.cost, fast.waitUntil), a.rule.timeoutMs);
+  } catch (error) {
+    countError("durable_object")(error);
+    const peers = a.rule.mode === "fast" ? peersOf(a.objectName) : 1;
+    return { decision: onErrorDecision(a.rule, a.objectName, a.cost, peers, Date.now()) };
+  }
+}
+
+/** Returns what an allowed rule took for a request that another rule denied. */
+function giveBack(a: Ask, { decision, countedAt }: Taken, fast: FastContext): void {
+  if (!decision.allowed || decision.reason === "error") return;
+  if (countedAt === undefined) return refundFast(a.objectName, a.cost);
+  fast.waitUntil(refundStrict(fast.namespace, a.objectName, a.rule, a.cost, countedAt).catch(countError("refund")));
 }
 
 function countError(kind: string): (error: unknown) => void {

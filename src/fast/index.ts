@@ -1,0 +1,151 @@
+/** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
+import type { Decision } from "../algorithms";
+import type { Rule } from "../config/types";
+import type { Env } from "../env";
+import { metrics } from "../metrics/metrics";
+import { policyOf } from "../strict";
+import { withTimeout } from "../strict/timeout";
+import type { Lease } from "./lease";
+import {
+  applyLease,
+  decideLocally,
+  freshKey,
+  fromLease,
+  hasPending,
+  nextSync,
+  refundLocally,
+  surrender,
+  syncDue,
+  syncFailed,
+  type LocalKey,
+} from "./local";
+import { DEFAULT_MAX_KEYS, LruTable } from "./table";
+
+/** Names this isolate to the objects, which keep one lease and one retry cache per isolate. */
+const ISOLATE = crypto.randomUUID();
+
+interface Entry {
+  rule: Rule;
+  objectName: string;
+  key: LocalKey;
+  /** the sync in flight, which waiting requests join rather than start another */
+  inflight: Promise<void> | null;
+}
+
+/** What a fast decision needs from the request it serves. */
+export interface FastContext {
+  namespace: Env["LIMITER"];
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** The number of keys this isolate tracks; FAST_MAX_KEYS changes it. */
+export function setCapacity(maxKeys: number | undefined): void {
+  table.capacity = maxKeys ?? DEFAULT_MAX_KEYS;
+}
+
+let evicted: Entry[] = [];
+const table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
+  metrics.count("floodgate_key_evictions_total");
+  if (hasPending(entry.key)) evicted.push(entry);
+});
+let lastSweep = 0;
+
+/**
+ * Decides a request for a fast-mode rule. A key this isolate knows is decided from its lease with
+ * no call on the request's path; a background sync returns what went unspent and fetches more
+ * once per `sync` interval, or sooner when the lease runs low. Only a key with no lease left and
+ * no denial from the object waits for a sync. Throws when the object cannot be reached in time
+ * and nothing local can decide; the caller applies the rule's onError policy.
+ */
+export async function decideFast(context: FastContext, rule: Rule, objectName: string, cost: number): Promise<Decision> {
+  const now = Date.now();
+  const entry = entryFor(rule, objectName, now);
+  flushEvicted(context);
+  sweep(context, now);
+  const local = decideLocally(entry.key, rule, cost, now);
+  if (local) {
+    metrics.count("floodgate_local_decisions_total", { rule: rule.name });
+    if (syncDue(entry.key, rule, now)) context.waitUntil(sync(context, entry, 0));
+    return local;
+  }
+  for (let attempt = 0; attempt < 2; attempt++) {
+    await withTimeout(sync(context, entry, cost, true), rule.timeoutMs);
+    const decided = fromLease(entry.key, rule, cost, Date.now());
+    if (decided) return { ...decided, reason: decided.allowed ? "local" : "limit" };
+  }
+  // Requests queued behind the same syncs spent their grants first: this one is told to come back.
+  return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
+}
+
+/** Gives back what a fast decision spent, when another rule denied the request. */
+export function refundFast(objectName: string, units: number): void {
+  const entry = table.get(objectName);
+  if (entry) refundLocally(entry.key, units, Date.now());
+}
+
+/** This isolate's view of a fast key: how many isolates share it, by the object's last count. */
+export function peersOf(objectName: string): number {
+  return table.get(objectName)?.key.peers ?? 1;
+}
+
+function entryFor(rule: Rule, objectName: string, now: number): Entry {
+  const known = table.get(objectName);
+  if (known && known.rule === rule) return known;
+  // A rule edited since the key was seen starts from the object's state, not from the old lease.
+  const entry: Entry = { rule, objectName, key: known?.key ?? freshKey(now), inflight: known?.inflight ?? null };
+  table.set(objectName, entry);
+  return entry;
+}
+
+/**
+ * Runs one sync for the key, or joins the one in flight. `onPath` syncs (a request waiting) throw
+ * on failure; background ones record it and leave the retry to the next request.
+ */
+function sync(context: FastContext, entry: Entry, need: number, onPath = false): Promise<void> {
+  entry.inflight ??= (async () => {
+    const request = nextSync(entry.key, entry.rule, ISOLATE, need, Date.now());
+    try {
+      metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
+      const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));
+      const lease: Lease = await stub.sync(policyOf(entry.rule), request);
+      applyLease(entry.key, lease, Date.now());
+      metrics.count("floodgate_syncs_total", { result: "ok" });
+    } catch (error) {
+      syncFailed(entry.key, entry.rule, Date.now());
+      metrics.count("floodgate_syncs_total", { result: "failed" });
+      throw error;
+    } finally {
+      entry.inflight = null;
+    }
+  })();
+  const running = entry.inflight;
+  if (!onPath) return running.catch(() => undefined);
+  return running;
+}
+
+/** Keys pushed out of the table give back their unspent lease in the background. */
+function flushEvicted(context: FastContext): void {
+  if (evicted.length === 0) return;
+  const batch = evicted;
+  evicted = [];
+  for (const entry of batch) {
+    surrender(entry.key);
+    context.waitUntil(sync(context, entry, 0));
+  }
+}
+
+/**
+ * Once a second, idle keys whose lease expired give it back, so units an isolate no longer needs
+ * return to the others. Least recently used first, a bounded number per sweep.
+ */
+function sweep(context: FastContext, now: number): void {
+  if (now - lastSweep < 1_000) return;
+  lastSweep = now;
+  let budget = 32;
+  for (const entry of table.values()) {
+    if (budget === 0) break;
+    if (entry.inflight || !syncDue(entry.key, entry.rule, now) || now - entry.key.lastSyncAt < entry.rule.syncMs) continue;
+    budget--;
+    context.waitUntil(sync(context, entry, 0));
+  }
+}

@@ -1,0 +1,185 @@
+/** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
+import type { Decision } from "../algorithms";
+import type { Rule } from "../config/types";
+import type { Lease, Returned, SyncRequest } from "./lease";
+
+/** Leased units the isolate may spend until `expiresAt`; `countedAt` says where to give back the rest. */
+interface Lot extends Returned {
+  expiresAt: number;
+}
+
+/** Plain per-key state, changed only by the functions below, each given the time. */
+export interface LocalKey {
+  lots: Lot[];
+  /** units in the last grant; a sync starts early once fewer than half of them are left */
+  granted: number;
+  /** the object said the key is denied until then: deny locally, no call */
+  blockedUntil: number;
+  retryAfter: number;
+  /** the last global standing the object reported */
+  standing: Decision | null;
+  peers: number;
+  /** units asked since `since` (admitted or not), for the object to size the next lease */
+  demand: number;
+  since: number;
+  /** unspent units of expired lots, to return with the next sync */
+  returns: Returned[];
+  /** a sync sent and not yet answered: retried as it is, so the object applies it once */
+  outbox: SyncRequest | null;
+  seq: number;
+  lastSyncAt: number;
+  /** after a failed sync, none is tried before then */
+  retryAt: number;
+  failures: number;
+}
+
+export function freshKey(now: number): LocalKey {
+  return {
+    lots: [],
+    granted: 0,
+    blockedUntil: 0,
+    retryAfter: 0,
+    standing: null,
+    peers: 1,
+    demand: 0,
+    since: now,
+    returns: [],
+    outbox: null,
+    seq: 0,
+    lastSyncAt: Number.NEGATIVE_INFINITY,
+    retryAt: 0,
+    failures: 0,
+  };
+}
+
+/**
+ * Decides a request from the key's lease: admitted if enough leased units are left, denied while
+ * the object's denial holds, and `undefined` when only a sync can tell (no lease left, no denial).
+ */
+export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: number): Decision | undefined {
+  key.demand += cost;
+  return fromLease(key, rule, cost, now);
+}
+
+/** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
+export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number): Decision | undefined {
+  expireLots(key, now);
+  const left = leaseLeft(key);
+  if (left >= cost) {
+    spend(key, cost);
+    return standing(key, rule, true, now, "local");
+  }
+  if (now < key.blockedUntil) return standing(key, rule, false, now, "cache");
+  return undefined;
+}
+
+/** Whether a background sync is due: the interval has passed, the lease runs low, or a retry waits. */
+export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
+  if (now < key.retryAt) return false;
+  if (key.outbox) return true;
+  if (now - key.lastSyncAt >= rule.syncMs) return key.demand > 0 || key.returns.length > 0 || leaseLeft(key) > 0;
+  return key.granted > 0 && leaseLeft(key) * 2 < key.granted && now >= key.blockedUntil;
+}
+
+/**
+ * The sync to send now: the unanswered one again if there is one (same seq, so the object
+ * applies it once), otherwise a new one carrying the returns and demand gathered since.
+ */
+export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: number, now: number): SyncRequest {
+  if (key.outbox) return key.outbox;
+  expireLots(key, now);
+  key.outbox = {
+    isolate,
+    seq: key.seq + 1,
+    returns: key.returns,
+    demand: key.demand,
+    elapsedMs: Math.max(0, now - key.since),
+    need,
+    horizonMs: 2 * rule.syncMs,
+  };
+  key.returns = [];
+  key.demand = 0;
+  key.since = now;
+  return key.outbox;
+}
+
+/** Takes the object's answer: new leased units, its denial if any, and its view of the key. */
+export function applyLease(key: LocalKey, lease: Lease, now: number): void {
+  if (!key.outbox || lease.seq !== key.outbox.seq) return;
+  key.outbox = null;
+  key.seq = lease.seq;
+  key.lastSyncAt = now;
+  key.failures = 0;
+  key.retryAt = 0;
+  key.standing = lease.standing;
+  key.peers = lease.peers;
+  if (lease.units > 0) key.lots.push({ units: lease.units, countedAt: lease.countedAt, expiresAt: lease.expiresAt });
+  key.granted = lease.units;
+  key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
+  key.blockedUntil = lease.units > 0 ? 0 : now + key.retryAfter;
+}
+
+/** A sync failed: keep everything it carried for the retry, and back off. */
+export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
+  key.failures++;
+  key.retryAt = now + Math.min(rule.syncMs * 2 ** (key.failures - 1), 30_000);
+}
+
+/**
+ * Gives back units a request spent from the lease when another rule denied it: into the newest
+ * live lot, or, when none is left, to the object with the next sync.
+ */
+export function refundLocally(key: LocalKey, units: number, now: number): void {
+  expireLots(key, now);
+  const newest = key.lots.at(-1);
+  if (newest) newest.units += units;
+  else key.returns.push({ units, countedAt: now });
+}
+
+/** Hands every unspent leased unit to `returns`, as when the key leaves the table. */
+export function surrender(key: LocalKey): void {
+  for (const lot of key.lots) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
+  key.lots = [];
+}
+
+/** Whether the key still holds something the object should hear about. */
+export function hasPending(key: LocalKey): boolean {
+  return key.outbox !== null || key.returns.length > 0 || key.lots.length > 0 || key.demand > 0;
+}
+
+export function leaseLeft(key: LocalKey): number {
+  return key.lots.reduce((sum, lot) => sum + lot.units, 0);
+}
+
+function expireLots(key: LocalKey, now: number): void {
+  const live = key.lots.filter((lot) => lot.expiresAt > now);
+  if (live.length === key.lots.length) return;
+  for (const lot of key.lots) if (lot.expiresAt <= now) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
+  key.lots = live;
+}
+
+/** Spends from the lots that expire first. */
+function spend(key: LocalKey, cost: number): void {
+  let owed = cost;
+  for (const lot of key.lots) {
+    const take = Math.min(lot.units, owed);
+    lot.units -= take;
+    owed -= take;
+    if (owed === 0) break;
+  }
+  key.lots = key.lots.filter((lot) => lot.units > 0);
+}
+
+/** A decision in the shared shape, from the lease left and the object's last word. */
+function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache"): Decision {
+  const global = key.standing;
+  const decision: Decision = {
+    allowed,
+    limit: rule.limit,
+    remaining: leaseLeft(key) + (global?.allowed ? global.remaining : 0),
+    resetAt: Math.max(global?.resetAt ?? now, now),
+    retryAfter: allowed ? 0 : Math.max(1, key.blockedUntil - now),
+    reason,
+  };
+  return decision;
+}

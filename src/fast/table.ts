@@ -1,0 +1,45 @@
+/** The isolate's fast-mode keys: a bounded table that forgets the least recently used first. */
+
+/** Keys tracked per isolate when FAST_MAX_KEYS is not set: a few MB of a 128 MB isolate. */
+export const DEFAULT_MAX_KEYS = 20_000;
+
+/**
+ * A Map kept in recency order (a hit moves the entry to the end). Adding past `capacity` evicts
+ * the least recently used entry and hands it to `onEvict`, so its pending work can be flushed.
+ */
+export class LruTable<V> {
+  private readonly entries = new Map<string, V>();
+
+  constructor(
+    public capacity: number,
+    private readonly onEvict: (key: string, value: V) => void,
+  ) {}
+
+  get(key: string): V | undefined {
+    const value = this.entries.get(key);
+    if (value !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    while (this.entries.size > this.capacity) {
+      const [oldest, evicted] = this.entries.entries().next().value as [string, V];
+      this.entries.delete(oldest);
+      this.onEvict(oldest, evicted);
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Entries from least to most recently used, without touching their recency. */
+  values(): IterableIterator<V> {
+    return this.entries.values();
+  }
+}

@@ -1,0 +1,31 @@
+/** What a rule decides when its Durable Object fails or is too slow: its `onError` policy. */
+import { decide, type Decision, type LimiterState } from "../algorithms";
+import type { Rule } from "../config/types";
+import { LruTable } from "../fast/table";
+import { policyOf } from "../strict";
+
+/** Keys the local fallback tracks at once; the oldest is forgotten first. */
+const FALLBACK_KEYS = 10_000;
+const fallback = new LruTable<LimiterState>(FALLBACK_KEYS, () => undefined);
+
+/**
+ * The decision when the object cannot answer. `allow` lets the request through and `deny` refuses
+ * it for a second. `local` (the default) limits from this isolate's own counters: the rule's limit
+ * divided among the isolates the object last reported for the key (fast mode; 1 for strict, which
+ * never learns it), so an outage neither opens the gate to abusers nor takes the API down.
+ */
+export function onErrorDecision(rule: Rule, objectName: string, cost: number, peers: number, now: number): Decision {
+  switch (rule.onError) {
+    case "allow":
+      return { allowed: true, limit: rule.limit, remaining: rule.limit, resetAt: now, retryAfter: 0, reason: "error" };
+    case "deny":
+      return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, retryAfter: 1_000, reason: "error" };
+    case "local": {
+      const policy = policyOf(rule);
+      const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: Math.max(1, Math.floor(policy.burst / peers)) };
+      const outcome = decide(share, fallback.get(objectName), cost, now);
+      fallback.set(objectName, outcome.state);
+      return { ...outcome.decision, limit: rule.limit, reason: "error" };
+    }
+  }
+}

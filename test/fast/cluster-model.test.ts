@@ -1,0 +1,123 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { grantLease, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncDue, syncFailed, type LocalKey } from "../../src/fast/local";
+import { rule } from "../helpers/rules";
+
+const T0 = 1_700_000_000_000;
+
+/** How a sync goes: answered, lost before the object saw it, or applied there and the answer lost. */
+type Fate = "ok" | "lost-before" | "lost-after";
+
+/**
+ * Several isolates and one object, wired with the real lease and local-key functions and nothing
+ * else: every sync that reaches the object goes through grantLease, as the Durable Object runs it.
+ */
+class Cluster {
+  private state: LimiterState | undefined;
+  private readonly peers = new Map<string, Peer>();
+  readonly keys: LocalKey[];
+  readonly admitted: { at: number; cost: number }[] = [];
+
+  constructor(
+    private readonly policy: Policy,
+    private readonly fastRule: ReturnType<typeof rule>,
+    isolates: number,
+  ) {
+    this.keys = Array.from({ length: isolates }, () => freshKey(T0));
+  }
+
+  request(isolate: number, cost: number, now: number, fate: Fate): void {
+    const key = this.keys[isolate]!;
+    let decision = decideLocally(key, this.fastRule, cost, now);
+    if (!decision && this.sync(isolate, cost, now, fate)) decision = fromLease(key, this.fastRule, cost, now);
+    if (decision?.allowed) this.admitted.push({ at: now, cost });
+    if (syncDue(key, this.fastRule, now)) this.sync(isolate, 0, now, fate);
+  }
+
+  /** One sync as the isolate's shell runs it; true when the answer arrived. */
+  private sync(isolate: number, need: number, now: number, fate: Fate): boolean {
+    const key = this.keys[isolate]!;
+    const request: SyncRequest = nextSync(key, this.fastRule, `iso-${isolate}`, need, now);
+    let lease: Lease | undefined;
+    if (fate !== "lost-before") {
+      const result = grantLease(this.policy, this.state, this.peers, request, now);
+      this.state = result.state;
+      this.peers.set(request.isolate, result.peer);
+      lease = result.lease;
+    }
+    if (fate !== "ok" || !lease) {
+      syncFailed(key, this.fastRule, now);
+      return false;
+    }
+    applyLease(key, lease, now);
+    return true;
+  }
+}
+
+describe("fast mode across isolates (model of the real functions)", () => {
+  const scenario = fc.record({
+    isolates: fc.integer({ min: 1, max: 6 }),
+    limit: fc.integer({ min: 1, max: 40 }),
+    periodMs: fc.integer({ min: 500, max: 5_000 }),
+    buckets: fc.integer({ min: 1, max: 5 }),
+    syncMs: fc.integer({ min: 20, max: 1_000 }),
+    events: fc.array(
+      fc.record({
+        gap: fc.nat({ max: 120 }),
+        isolate: fc.nat({ max: 5 }),
+        cost: fc.integer({ min: 1, max: 3 }),
+        fate: fc.constantFrom<Fate>("ok", "ok", "ok", "ok", "ok", "ok", "lost-before", "lost-after"),
+      }),
+      { maxLength: 400 },
+    ),
+  });
+
+  it("never admits more than the limit in any fixed window, whatever syncs are lost or retried", () => {
+    fc.assert(
+      fc.property(scenario, ({ isolates, limit, periodMs, buckets, syncMs, events }) => {
+        const policy: Policy = { algorithm: "sliding-window", limit, periodMs, burst: limit, buckets };
+        const fastRule = rule({ mode: "fast", limit, periodMs, buckets, syncMs });
+        const cluster = new Cluster(policy, fastRule, isolates);
+        let now = T0;
+        for (const e of events) {
+          now += e.gap;
+          cluster.request(e.isolate % isolates, e.cost, now, e.fate);
+        }
+        const perWindow = new Map<number, number>();
+        for (const { at, cost } of cluster.admitted) {
+          const w = Math.floor(at / periodMs);
+          perWindow.set(w, (perWindow.get(w) ?? 0) + cost);
+        }
+        for (const total of perWindow.values()) expect(total).toBeLessThanOrEqual(limit);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never admits more than the token bucket allows, whatever syncs are lost or retried", () => {
+    fc.assert(
+      fc.property(scenario, ({ isolates, limit, periodMs, syncMs, events }) => {
+        const policy: Policy = { algorithm: "token-bucket", limit, periodMs, burst: limit, buckets: 1 };
+        const fastRule = rule({ mode: "fast", algorithm: "token-bucket", limit, periodMs, syncMs });
+        const cluster = new Cluster(policy, fastRule, isolates);
+        let now = T0;
+        for (const e of events) {
+          now += e.gap;
+          cluster.request(e.isolate % isolates, e.cost, now, e.fate);
+        }
+        const { admitted } = cluster;
+        for (const from of admitted) {
+          const upTo = admitted.filter((h) => h.at >= from.at);
+          let taken = 0;
+          for (const h of upTo) {
+            taken += h.cost;
+            expect(taken).toBeLessThanOrEqual(limit + ((h.at - from.at) * limit) / periodMs);
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+import type { Lease } from "../../src/fast/lease";
+import {
+  applyLease,
+  decideLocally,
+  freshKey,
+  leaseLeft,
+  nextSync,
+  refundLocally,
+  surrender,
+  syncDue,
+  syncFailed,
+} from "../../src/fast/local";
+import { rule } from "../helpers/rules";
+
+const T0 = 1_700_000_000_000;
+const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
+const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
+  seq,
+  units,
+  countedAt: T0,
+  expiresAt: T0 + 2_000,
+  standing: { allowed: true, limit: 100, remaining: 50, resetAt: T0 + 60_000, retryAfter: 0 },
+  peers: 1,
+  ...overrides,
+});
+
+/** A key that has been through one sync and holds `units` leased units. */
+function leased(units: number, overrides: Partial<Lease> = {}) {
+  const key = freshKey(T0);
+  nextSync(key, fast, "iso", 1, T0);
+  applyLease(key, lease(1, units, overrides), T0);
+  return key;
+}
+
+describe("a fast key in one isolate", () => {
+  it("has nothing to decide from before its first sync", () => {
+    expect(decideLocally(freshKey(T0), fast, 1, T0)).toBeUndefined();
+  });
+
+  it("admits from its lease without a sync", () => {
+    const key = leased(3);
+    expect(decideLocally(key, fast, 2, T0 + 1)).toMatchObject({ allowed: true, reason: "local" });
+    expect(leaseLeft(key)).toBe(1);
+  });
+
+  it("needs a sync once the lease cannot cover the cost", () => {
+    const key = leased(1);
+    expect(decideLocally(key, fast, 2, T0 + 1)).toBeUndefined();
+  });
+
+  it("denies from the object's denial until it expires, with no sync", () => {
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 700 };
+    const key = leased(0, { standing: denied });
+    expect(decideLocally(key, fast, 1, T0 + 699)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
+    expect(decideLocally(key, fast, 1, T0 + 700)).toBeUndefined();
+  });
+
+  it("gives unspent units of an expired lease back with the next sync", () => {
+    const key = leased(5);
+    decideLocally(key, fast, 2, T0 + 1);
+    const next = nextSync(key, fast, "iso", 0, T0 + 2_000);
+    expect(next.returns).toEqual([{ units: 3, countedAt: T0 }]);
+    expect(leaseLeft(key)).toBe(0);
+  });
+
+  it("reports the demand it saw, admitted or not, since the last sync", () => {
+    const key = leased(1);
+    decideLocally(key, fast, 1, T0 + 100);
+    decideLocally(key, fast, 1, T0 + 200);
+    expect(nextSync(key, fast, "iso", 0, T0 + 500)).toMatchObject({ demand: 2, elapsedMs: 500, seq: 2 });
+  });
+
+  it("syncs in the background once per interval", () => {
+    const key = leased(100);
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 999)).toBe(false);
+    expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
+  });
+
+  it("syncs early when less than half the lease is left", () => {
+    const key = leased(10);
+    for (let i = 0; i < 6; i++) decideLocally(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 11)).toBe(true);
+  });
+
+  it("retries an unanswered sync as it was, so the object applies it once", () => {
+    const key = leased(0);
+    key.returns.push({ units: 4, countedAt: T0 });
+    const first = nextSync(key, fast, "iso", 0, T0 + 1_000);
+    syncFailed(key, fast, T0 + 1_001);
+    refundLocally(key, 2, T0 + 1_002);
+    const again = nextSync(key, fast, "iso", 0, T0 + 3_000);
+    expect(again).toBe(first);
+    expect(again.returns).toEqual([{ units: 4, countedAt: T0 }]);
+  });
+
+  it("backs off after a failed sync", () => {
+    const key = leased(5);
+    nextSync(key, fast, "iso", 0, T0 + 1_000);
+    syncFailed(key, fast, T0 + 1_000);
+    expect(syncDue(key, fast, T0 + 1_999)).toBe(false);
+    expect(syncDue(key, fast, T0 + 2_000)).toBe(true);
+  });
+
+  it("ignores an answer to a sync it did not send", () => {
+    const key = leased(2);
+    applyLease(key, lease(7, 50), T0 + 5);
+    expect(leaseLeft(key)).toBe(2);
+  });
+
+  it("surrenders its whole lease when it leaves the table", () => {
+    const key = leased(6);
+    surrender(key);
+    expect(leaseLeft(key)).toBe(0);
+    expect(key.returns).toEqual([{ units: 6, countedAt: T0 }]);
+  });
+});
