@@ -61,6 +61,11 @@ export function adjustSlidingWindow(
   return { ...state, counts };
 }
 
+/** When the bucket holding `now` ends: units counted now stop being "current" then. */
+export function nextBucketStart(policy: Policy, now: number): number {
+  return bucketStart(policy, bucketIndex(policy, now) + 1);
+}
+
 function bucketIndex(policy: Policy, t: number): number {
   return Math.floor((t * policy.buckets) / policy.periodMs);
 }
