@@ -1,16 +1,40 @@
-// Every test runs inside workerd with the real RateLimiter Durable Object and its SQLite storage.
+// Two projects: "workers" runs inside workerd with the real RateLimiter Durable Object and its SQLite
+// storage; "harness" runs in Node and drives many isolates of the built Worker through Miniflare.
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      main: "./src/index.ts",
-      wrangler: { configPath: "./wrangler.toml" },
-    }),
-  ],
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["./test/setup/global.ts"],
+    projects: [
+      {
+        plugins: [
+          cloudflareTest({
+            main: "./test/fixtures/main.ts",
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              durableObjects: {
+                FLAKY: { className: "FlakyLimiter", useSQLite: true },
+                SLOW: { className: "SlowLimiter", useSQLite: true },
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "test/harness/**"],
+          globalSetup: ["./test/setup/global.ts"],
+        },
+      },
+      {
+        test: {
+          name: "harness",
+          environment: "node",
+          include: ["test/harness/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+    ],
   },
 });

@@ -4,6 +4,7 @@ import { describeRule } from "../config/rules";
 import type { Env } from "../env";
 import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { metrics } from "../metrics/metrics";
+import { forgetLocal, localView } from "../fast";
 import { durableObjectName } from "../routing/key";
 import { policyOf } from "../strict";
 
@@ -43,9 +44,14 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
   if (method === "DELETE") {
     await stub.reset();
+    // Other isolates keep their leases and denials until these run out (at most two sync intervals).
+    forgetLocal(objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }
-  return Response.json({ rule: rule.name, key, state: await stub.peek(policyOf(rule)) });
+  const state = await stub.peek(policyOf(rule));
+  // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
+  const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
+  return Response.json({ rule: rule.name, key, state, ...(isolate === undefined ? {} : { isolate }) });
 }
 
 /**

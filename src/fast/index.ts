@@ -12,6 +12,7 @@ import {
   freshKey,
   fromLease,
   hasPending,
+  leaseLeft,
   nextSync,
   refundLocally,
   surrender,
@@ -83,9 +84,22 @@ export function refundFast(objectName: string, units: number): void {
   if (entry) refundLocally(entry.key, units, Date.now());
 }
 
+/** What this isolate holds for a fast key, as the admin API shows it; undefined if it tracks none. */
+export function localView(objectName: string): { leased: number; returning: number; blockedUntil: number; lastSyncAt: number } | undefined {
+  const key = table.peek(objectName)?.key;
+  if (!key) return undefined;
+  const returning = [...key.returns, ...(key.outbox?.returns ?? [])].reduce((sum, r) => sum + r.units, 0);
+  return { leased: leaseLeft(key), returning, blockedUntil: key.blockedUntil, lastSyncAt: key.lastSyncAt };
+}
+
+/** Drops this isolate's lease and denial for a key whose object was reset. */
+export function forgetLocal(objectName: string): void {
+  table.delete(objectName);
+}
+
 /** This isolate's view of a fast key: how many isolates share it, by the object's last count. */
 export function peersOf(objectName: string): number {
-  return table.get(objectName)?.key.peers ?? 1;
+  return table.peek(objectName)?.key.peers ?? 1;
 }
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {

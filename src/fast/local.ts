@@ -136,10 +136,11 @@ export function refundLocally(key: LocalKey, units: number, now: number): void {
   else key.returns.push({ units, countedAt: now });
 }
 
-/** Hands every unspent leased unit to `returns`, as when the key leaves the table. */
+/** Hands every unspent leased unit to `returns` and asks for nothing more, as when the key leaves the table. */
 export function surrender(key: LocalKey): void {
   for (const lot of key.lots) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
   key.lots = [];
+  key.demand = 0;
 }
 
 /** Whether the key still holds something the object should hear about. */

@@ -24,6 +24,11 @@ export class LruTable<V> {
     return value;
   }
 
+  /** The entry, without making it recent. */
+  peek(key: string): V | undefined {
+    return this.entries.get(key);
+  }
+
   set(key: string, value: V): void {
     this.entries.delete(key);
     this.entries.set(key, value);
@@ -32,6 +37,10 @@ export class LruTable<V> {
       this.entries.delete(oldest);
       this.onEvict(oldest, evicted);
     }
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
   }
 
   get size(): number {

@@ -10,10 +10,13 @@ export function originUrl(): string {
 }
 
 /**
- * Sends one request through floodgate with the given rules and bindings, waiting for its
- * `waitUntil` work (refunds) to finish, as the runtime would before the isolate moves on.
+ * Sends one request through floodgate with the given rules and bindings, and returns its response
+ * as soon as there is one; `settled` resolves once its `waitUntil` work (syncs, refunds) is done.
  */
-export async function send(request: Request, bindings: Partial<Env> & { rules?: unknown } = {}): Promise<Response> {
+export async function dispatch(
+  request: Request,
+  bindings: Partial<Env> & { rules?: unknown } = {},
+): Promise<{ response: Response; settled: Promise<void> }> {
   const { rules, ...rest } = bindings;
   const testEnv: Env = {
     ...(env as unknown as Env),
@@ -23,7 +26,13 @@ export async function send(request: Request, bindings: Partial<Env> & { rules?: 
   };
   const ctx = createExecutionContext();
   const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, testEnv, ctx);
-  await waitOnExecutionContext(ctx);
+  return { response, settled: waitOnExecutionContext(ctx) };
+}
+
+/** {@link dispatch}, waiting for the request's `waitUntil` work as the runtime would before moving on. */
+export async function send(request: Request, bindings: Partial<Env> & { rules?: unknown } = {}): Promise<Response> {
+  const { response, settled } = await dispatch(request, bindings);
+  await settled;
   return response;
 }
 

@@ -1,0 +1,73 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { localView } from "../../src/fast";
+import { metrics } from "../../src/metrics/metrics";
+import { originLog, send } from "../helpers/worker";
+
+const get = (path: string, ip = "192.0.2.1") => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const syncs = () => metrics.value("floodgate_durable_object_calls_total", { method: "sync" });
+const peek = (objectName: string, policy: Parameters<ReturnType<typeof env.LIMITER.get>["peek"]>[0]) =>
+  env.LIMITER.get(env.LIMITER.idFromName(objectName)).peek(policy);
+
+describe("fast mode in the real runtime", () => {
+  it("decides a known key in the isolate, without an object call per request", async () => {
+    const rules = [{ name: "fast-local", mode: "fast", limit: 1_000, period: "1m" }];
+    await send(get("/fl/0"), { rules });
+    const before = syncs();
+    const local = () => metrics.value("floodgate_local_decisions_total", { rule: "fast-local" });
+    const localBefore = local();
+    for (let i = 0; i < 30; i++) expect((await send(get(`/fl/${i}`), { rules })).status).toBe(200);
+    expect(local() - localBefore).toBeGreaterThanOrEqual(25);
+    expect(syncs() - before).toBeLessThan(6);
+  });
+
+  it("admits exactly the limit, then denies from the object's answer", async () => {
+    const rules = [{ name: "fast-exact", mode: "fast", limit: 5, period: "1m" }];
+    const statuses = [];
+    for (let i = 0; i < 12; i++) statuses.push((await send(get("/fe/x"), { rules })).status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(5);
+    expect(statuses.slice(5).every((s) => s === 429)).toBe(true);
+    expect(await originLog("fe")).toHaveLength(5);
+  });
+
+  it("admits exactly the limit out of 100 concurrent requests", async () => {
+    const rules = [{ name: "fast-conc", mode: "fast", limit: 20, period: "1m" }];
+    const responses = await Promise.all(Array.from({ length: 100 }, () => send(get("/fc/x"), { rules })));
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(20);
+  });
+
+  it("keeps a key's state when its rule switches from strict to fast", async () => {
+    const strict = [{ name: "switch", limit: 5, period: "1m" }];
+    const fast = [{ name: "switch", mode: "fast", limit: 5, period: "1m" }];
+    for (let i = 0; i < 3; i++) await send(get("/sw/x", "192.0.2.30"), { rules: strict });
+    const after = [];
+    for (let i = 0; i < 4; i++) after.push((await send(get("/sw/x", "192.0.2.30"), { rules: fast })).status);
+    expect(after).toEqual([200, 200, 429, 429]);
+  });
+
+  it("gives back an evicted key's unspent lease", async () => {
+    const rules = [{ name: "evict", mode: "fast", algorithm: "token-bucket", limit: 50, period: "1h", sync: "10s" }];
+    const policy = { algorithm: "token-bucket", limit: 50, periodMs: 3_600_000, burst: 50, buckets: 1 } as const;
+    for (let i = 0; i < 5; i++) await send(get("/ev/a", "192.0.2.40"), { rules, FAST_MAX_KEYS: "1" });
+    expect(localView("evict/192.0.2.40")?.leased).toBeGreaterThan(0);
+    const evictions = metrics.value("floodgate_key_evictions_total");
+    await send(get("/ev/b", "192.0.2.41"), { rules, FAST_MAX_KEYS: "1" });
+    expect(metrics.value("floodgate_key_evictions_total")).toBe(evictions + 1);
+    expect((await peek("evict/192.0.2.40", policy)).remaining).toBe(45);
+  });
+
+  it("syncs again after the interval and returns what it did not spend", async () => {
+    const rules = [{ name: "resync", mode: "fast", algorithm: "token-bucket", limit: 100, period: "1h", sync: "50ms" }];
+    const policy = { algorithm: "token-bucket", limit: 100, periodMs: 3_600_000, burst: 100, buckets: 1 } as const;
+    let admitted = 0;
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 5; i++) if ((await send(get("/rs/x", "192.0.2.50"), { rules })).status === 200) admitted++;
+      await sleep(120);
+    }
+    const view = localView("resync/192.0.2.50")!;
+    const { remaining } = await peek("resync/192.0.2.50", policy);
+    expect(admitted).toBe(20);
+    expect(remaining + admitted + view.leased + view.returning).toBe(100);
+  });
+});

@@ -1,0 +1,94 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../src/env";
+import { localView } from "../../src/fast";
+import { metrics } from "../../src/metrics/metrics";
+import { dispatch, originLog, send } from "../helpers/worker";
+
+const get = (path: string, ip: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
+const flaky = (objectName: string) => env.FLAKY.get(env.FLAKY.idFromName(objectName));
+const withFlaky = { LIMITER: env.FLAKY as unknown as Env["LIMITER"] };
+const withSlow = { LIMITER: env.SLOW as unknown as Env["LIMITER"] };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
+  const out = [];
+  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
+  return out;
+}
+
+describe("when the Durable Object fails", () => {
+  it("lets requests through with onError allow", async () => {
+    await flaky("f-allow/192.0.2.80").fail(100, "before");
+    const rules = [{ name: "f-allow", limit: 1, period: "1m", onError: "allow" }];
+    expect(await statuses(3, () => get("/fa/x", "192.0.2.80"), { rules, ...withFlaky })).toEqual([200, 200, 200]);
+    expect(await originLog("fa")).toHaveLength(3);
+  });
+
+  it("denies requests with onError deny, never reaching the origin", async () => {
+    await flaky("f-deny/192.0.2.81").fail(100, "before");
+    const rules = [{ name: "f-deny", limit: 10, period: "1m", onError: "deny" }];
+    const res = await send(get("/fd/x", "192.0.2.81"), { rules, ...withFlaky });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("Retry-After")).toBe("1");
+    expect(await originLog("fd")).toEqual([]);
+  });
+
+  it("limits from the isolate's own counters with onError local, the default", async () => {
+    await flaky("f-local/192.0.2.82").fail(100, "before");
+    const rules = [{ name: "f-local", limit: 2, period: "1m" }];
+    expect(await statuses(4, () => get("/fl2/x", "192.0.2.82"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
+  });
+
+  it("counts each failure in the metrics", async () => {
+    await flaky("f-count/192.0.2.83").fail(100, "before");
+    const before = metrics.value("floodgate_errors_total", { kind: "durable_object" });
+    await send(get("/fcnt/x", "192.0.2.83"), { rules: [{ name: "f-count", limit: 5, period: "1m" }], ...withFlaky });
+    expect(metrics.value("floodgate_errors_total", { kind: "durable_object" })).toBe(before + 1);
+  });
+
+  it("answers within the timeout when the object is slow", async () => {
+    const rules = [{ name: "f-slow", limit: 5, period: "1m", timeout: "100ms", onError: "allow" }];
+    const started = Date.now();
+    const { response, settled } = await dispatch(get("/fs/x", "192.0.2.84"), { rules, ...withSlow });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await settled;
+  });
+
+  it("answers within the timeout in fast mode too", async () => {
+    const rules = [{ name: "f-slow-fast", mode: "fast", limit: 5, period: "1m", timeout: "100ms", onError: "deny" }];
+    const started = Date.now();
+    const res = await send(get("/fsf/x", "192.0.2.85"), { rules, ...withSlow });
+    expect(res.status).toBe(429);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("recovers when the object answers again", async () => {
+    await flaky("f-recover/192.0.2.86").fail(2, "before");
+    const rules = [{ name: "f-recover", limit: 3, period: "1m", onError: "allow" }];
+    expect(await statuses(6, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+});
+
+describe("fast mode when syncs fail", () => {
+  // onError deny: every admission then comes from a lease, so the object's books must balance exactly.
+  const rules = [{ name: "f-sync", mode: "fast", algorithm: "token-bucket", limit: 40, period: "1h", sync: "50ms", onError: "deny" }];
+  const policy = { algorithm: "token-bucket", limit: 40, periodMs: 3_600_000, burst: 40, buckets: 1 } as const;
+
+  it("keeps deciding from its lease while syncs fail, and counts nothing twice once they succeed", async () => {
+    const ip = "192.0.2.90";
+    const request = () => get("/fsync/x", ip);
+    let admitted = (await statuses(3, request, { rules, ...withFlaky })).filter((s) => s === 200).length;
+    // Each of the next two syncs is applied by the object, but its answer is lost: the isolate retries it.
+    await flaky(`f-sync/${ip}`).fail(2, "after");
+    for (let round = 0; round < 6; round++) {
+      admitted += (await statuses(3, request, { rules, ...withFlaky })).filter((s) => s === 200).length;
+      await sleep(60);
+    }
+    const view = localView(`f-sync/${ip}`)!;
+    const { remaining } = await flaky(`f-sync/${ip}`).peek(policy);
+    expect(admitted).toBeGreaterThan(10);
+    expect(remaining + admitted + view.leased + view.returning).toBe(40);
+  });
+});
