@@ -22,15 +22,20 @@ import {
 } from "./local";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
 
-/** Names this isolate to the objects, which keep one lease and one retry cache per isolate. */
-const ISOLATE = crypto.randomUUID();
+/**
+ * Names this isolate to the objects, which keep one lease and one retry cache per isolate. Made on
+ * first use: Workers allows no random values at module scope.
+ */
+let isolateId: string | undefined;
+const isolate = () => (isolateId ??= crypto.randomUUID());
 
 interface Entry {
   rule: Rule;
   objectName: string;
   key: LocalKey;
-  /** the sync in flight, which waiting requests join rather than start another */
+  /** the sync in flight, which waiting requests join rather than start another, and when it began */
   inflight: Promise<void> | null;
+  inflightSince: number;
 }
 
 /** What a fast decision needs from the request it serves. */
@@ -66,11 +71,11 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   const local = decideLocally(entry.key, rule, cost, now);
   if (local) {
     metrics.count("floodgate_local_decisions_total", { rule: rule.name });
-    if (syncDue(entry.key, rule, now)) context.waitUntil(sync(context, entry, 0));
+    if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
     return local;
   }
   for (let attempt = 0; attempt < 2; attempt++) {
-    await withTimeout(sync(context, entry, cost, true), rule.timeoutMs);
+    await withTimeout(sync(context, entry, cost), rule.timeoutMs);
     const decided = fromLease(entry.key, rule, cost, Date.now());
     if (decided) return { ...decided, reason: decided.allowed ? "local" : "limit" };
   }
@@ -106,18 +111,29 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
   const known = table.get(objectName);
   if (known && known.rule === rule) return known;
   // A rule edited since the key was seen starts from the object's state, not from the old lease.
-  const entry: Entry = { rule, objectName, key: known?.key ?? freshKey(now), inflight: known?.inflight ?? null };
+  const entry: Entry = {
+    rule,
+    objectName,
+    key: known?.key ?? freshKey(now),
+    inflight: known?.inflight ?? null,
+    inflightSince: known?.inflightSince ?? 0,
+  };
   table.set(objectName, entry);
   return entry;
 }
 
 /**
- * Runs one sync for the key, or joins the one in flight. `onPath` syncs (a request waiting) throw
- * on failure; background ones record it and leave the retry to the next request.
+ * Runs one sync for the key, or joins the one in flight. The sync is handed to `waitUntil`, so it
+ * completes even if the request that started it is answered or cancelled; one that has made no
+ * progress for two timeouts is presumed lost with its request and replaced (the replacement resends
+ * the same unanswered sync, which the object applies once).
  */
-function sync(context: FastContext, entry: Entry, need: number, onPath = false): Promise<void> {
-  entry.inflight ??= (async () => {
-    const request = nextSync(entry.key, entry.rule, ISOLATE, need, Date.now());
+function sync(context: FastContext, entry: Entry, need: number): Promise<void> {
+  const now = Date.now();
+  if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
+  // Started on the next microtask, so `run` exists before the body can finish.
+  const run: Promise<void> = Promise.resolve().then(async () => {
+    const request = nextSync(entry.key, entry.rule, isolate(), need, Date.now());
     try {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));
@@ -129,12 +145,13 @@ function sync(context: FastContext, entry: Entry, need: number, onPath = false):
       metrics.count("floodgate_syncs_total", { result: "failed" });
       throw error;
     } finally {
-      entry.inflight = null;
+      if (entry.inflight === run) entry.inflight = null;
     }
-  })();
-  const running = entry.inflight;
-  if (!onPath) return running.catch(() => undefined);
-  return running;
+  });
+  entry.inflight = run;
+  entry.inflightSince = now;
+  context.waitUntil(run.catch(() => undefined));
+  return run;
 }
 
 /** Keys pushed out of the table give back their unspent lease in the background. */
@@ -144,7 +161,7 @@ function flushEvicted(context: FastContext): void {
   evicted = [];
   for (const entry of batch) {
     surrender(entry.key);
-    context.waitUntil(sync(context, entry, 0));
+    void sync(context, entry, 0).catch(() => undefined);
   }
 }
 
@@ -160,6 +177,6 @@ function sweep(context: FastContext, now: number): void {
     if (budget === 0) break;
     if (entry.inflight || !syncDue(entry.key, entry.rule, now) || now - entry.key.lastSyncAt < entry.rule.syncMs) continue;
     budget--;
-    context.waitUntil(sync(context, entry, 0));
+    void sync(context, entry, 0).catch(() => undefined);
   }
 }

@@ -8,7 +8,6 @@ import { metrics } from "../metrics/metrics";
 import { matchingRules } from "../routing/match";
 import { buildKey, durableObjectName, requestCost } from "../routing/key";
 import { decideStrict, refundStrict } from "../strict";
-import { withTimeout } from "../strict/timeout";
 import { onErrorDecision } from "./on-error";
 
 /** One applicable rule and what it decided for the request. */
@@ -67,7 +66,7 @@ async function ask(rule: Rule, request: Request): Promise<Ask> {
 async function take(a: Ask, fast: FastContext): Promise<Taken> {
   try {
     if (a.rule.mode === "fast") return { decision: await decideFast(fast, a.rule, a.objectName, a.cost) };
-    return await withTimeout(decideStrict(fast.namespace, a.objectName, a.rule, a.cost, fast.waitUntil), a.rule.timeoutMs);
+    return await decideStrict(fast.namespace, a.objectName, a.rule, a.cost, fast.waitUntil);
   } catch (error) {
     countError("durable_object")(error);
     const peers = a.rule.mode === "fast" ? peersOf(a.objectName) : 1;

@@ -1,21 +1,28 @@
 /** Coalesces concurrent strict decisions for one Durable Object into ordered batches, one call in flight each. */
 import type { Policy } from "../algorithms";
 import type { Decided } from "../durable-object/rate-limiter";
+import { TimeoutError } from "./timeout";
 
 /** Sends one batch of costs to the named object and returns its decisions in the same order. */
 export type BatchCall = (name: string, policy: Policy, costs: number[]) => Promise<Decided[]>;
 
-type Turn = { lead: Waiter[] } | { decided: Decided };
-
 interface Waiter {
   cost: number;
-  resolve(turn: Turn): void;
+  resolve(decided: Decided): void;
   reject(error: unknown): void;
 }
 
 interface Lane {
-  busy: boolean;
   waiting: Waiter[];
+  /** a drain is running; `progressAt` is when it last sent a batch */
+  busy: boolean;
+  progressAt: number;
+}
+
+/** The request handing a batch to the object, and keeping that work alive past its own response. */
+export interface BatchContext {
+  timeoutMs: number;
+  waitUntil(promise: Promise<unknown>): void;
 }
 
 /**
@@ -24,8 +31,11 @@ interface Lane {
  * object still decides one by one, in arrival order. Under load this turns N calls into a few, and
  * with no load it adds nothing.
  *
- * The batch is sent by one of its own requests (the first), so the call runs in a live request's
- * context: Workers cancels I/O that belongs to a request which has finished.
+ * Workers ties work to the request that started it, so the request that starts a drain hands it to
+ * `waitUntil`: the batches go on even when that request is answered or its client hangs up. A
+ * waiter that runs out of time leaves the queue (and is decided by the rule's onError policy); a
+ * drain that stops making progress, as when its request was cancelled, is replaced by the next
+ * request that arrives.
  */
 export class Coalescer {
   private readonly lanes = new Map<string, Lane>();
@@ -33,34 +43,47 @@ export class Coalescer {
   constructor(private readonly maxBatch = 128) {}
 
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
-  async decide(call: BatchCall, name: string, policy: Policy, cost: number): Promise<Decided> {
+  decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
     const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}`;
     let lane = this.lanes.get(laneKey);
-    if (!lane) this.lanes.set(laneKey, (lane = { busy: false, waiting: [] }));
-    const turn = new Promise<Turn>((resolve, reject) => lane.waiting.push({ cost, resolve, reject }));
-    if (!lane.busy) this.promote(laneKey, lane);
-    const mine = await turn;
-    if ("decided" in mine) return mine.decided;
-    try {
-      const results = await call(name, policy, mine.lead.map((w) => w.cost));
-      mine.lead.forEach((waiter, i) => i > 0 && waiter.resolve({ decided: results[i]! }));
-      return results[0]!;
-    } catch (error) {
-      mine.lead.slice(1).forEach((waiter) => waiter.reject(error));
-      throw error;
-    } finally {
-      this.promote(laneKey, lane);
+    if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], busy: false, progressAt: 0 }));
+    const queue = lane;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const decided = new Promise<Decided>((resolve, reject) => {
+      const waiter: Waiter = { cost, resolve, reject };
+      queue.waiting.push(waiter);
+      // The timer also keeps this request alive while it waits on I/O another request started.
+      timer = setTimeout(() => {
+        const at = queue.waiting.indexOf(waiter);
+        if (at !== -1) queue.waiting.splice(at, 1);
+        reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
+      }, context.timeoutMs);
+    }).finally(() => clearTimeout(timer!));
+    const now = Date.now();
+    if (!queue.busy || now - queue.progressAt > 2 * context.timeoutMs) {
+      queue.busy = true;
+      queue.progressAt = now;
+      context.waitUntil(this.drain(call, name, policy, laneKey, queue));
     }
+    return decided;
   }
 
-  /** Hands the next batch to its first waiter, or retires the lane when nobody waits. */
-  private promote(laneKey: string, lane: Lane): void {
-    const batch = lane.waiting.splice(0, this.maxBatch);
-    lane.busy = batch.length > 0;
-    if (!lane.busy) {
-      this.lanes.delete(laneKey);
-      return;
+  /** Sends batches until nobody waits; a failed call fails its own batch only. */
+  private async drain(call: BatchCall, name: string, policy: Policy, laneKey: string, lane: Lane): Promise<void> {
+    try {
+      while (lane.waiting.length > 0) {
+        const batch = lane.waiting.splice(0, this.maxBatch);
+        lane.progressAt = Date.now();
+        try {
+          const results = await call(name, policy, batch.map((w) => w.cost));
+          batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+        } catch (error) {
+          for (const waiter of batch) waiter.reject(error);
+        }
+      }
+    } finally {
+      lane.busy = false;
+      if (lane.waiting.length === 0 && this.lanes.get(laneKey) === lane) this.lanes.delete(laneKey);
     }
-    batch[0]!.resolve({ lead: batch });
   }
 }

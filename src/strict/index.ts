@@ -14,8 +14,8 @@ export function policyOf(rule: Rule): Policy {
 }
 
 /**
- * Asks the named object to decide one request. The call that carries a batch is handed to
- * `waitUntil`, so a client that hangs up cannot cancel the decisions of the requests batched with it.
+ * Asks the named object to decide one request, batched with concurrent requests for the same key.
+ * Rejects with a TimeoutError when no decision comes within the rule's timeout.
  */
 export function decideStrict(
   namespace: Env["LIMITER"],
@@ -24,17 +24,11 @@ export function decideStrict(
   cost: number,
   waitUntil: (promise: Promise<unknown>) => void,
 ): Promise<Decided> {
-  return coalescer.decide(
-    (name, policy, costs) => {
-      metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
-      const call = namespace.get(namespace.idFromName(name)).decide(policy, costs);
-      waitUntil(call.catch(() => undefined));
-      return call;
-    },
-    objectName,
-    policyOf(rule),
-    cost,
-  );
+  const call = (name: string, policy: Policy, costs: number[]) => {
+    metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
+    return namespace.get(namespace.idFromName(name)).decide(policy, costs);
+  };
+  return coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
 }
 
 /** Gives back what a request took at the named object, when another rule denied it. */

@@ -16,17 +16,19 @@ export interface Received {
 
 /**
  * Starts the origin. `GET /__origin/log?tag=<t>` answers the requests recorded whose path contains
- * `/<t>/` (so each test reads only its own traffic); every other request is recorded and
+ * `/<t>/` (so each test reads only its own traffic), `GET /__origin/count?tag=<t>` just how many
+ * there are, as `{"count": n}`; every other request is recorded and
  * answered 200 with a small JSON body and a header `x-origin: yes`. `/<t>/redirect` answers 302.
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://origin");
-    if (url.pathname === "/__origin/log") {
+    if (url.pathname === "/__origin/log" || url.pathname === "/__origin/count") {
       const tag = `/${url.searchParams.get("tag")}/`;
+      const tagged = log.filter((r) => r.url.includes(tag));
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify(log.filter((r) => r.url.includes(tag))));
+      res.end(JSON.stringify(url.pathname === "/__origin/log" ? tagged : { count: tagged.length }));
       return;
     }
     const body = await readBody(req);
