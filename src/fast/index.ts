@@ -138,7 +138,7 @@ function sync(context: FastContext, entry: Entry, need: number): Promise<void> {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));
       const lease: Lease = await stub.sync(policyOf(entry.rule), request);
-      applyLease(entry.key, lease, Date.now());
+      applyLease(entry.key, entry.rule, lease, Date.now());
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
       syncFailed(entry.key, entry.rule, Date.now());

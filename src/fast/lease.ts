@@ -19,7 +19,7 @@ export interface SyncRequest {
   elapsedMs: number;
   /** units a waiting request needs now; 0 when the sync is in the background */
   need: number;
-  /** how long the lease should last: two sync intervals */
+  /** how long the lease should last: one sync interval */
   horizonMs: number;
 }
 

@@ -77,8 +77,10 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
   if (key.outbox) return true;
-  if (now - key.lastSyncAt >= rule.syncMs) return key.demand > 0 || key.returns.length > 0 || leaseLeft(key) > 0;
-  return key.granted > 0 && leaseLeft(key) * 2 < key.granted && now >= key.blockedUntil;
+  const since = now - key.lastSyncAt;
+  if (since >= rule.syncMs) return key.demand > 0 || key.returns.length > 0 || leaseLeft(key) > 0;
+  // Running low: top up early, but no more than four times an interval.
+  return since * 4 >= rule.syncMs && key.granted > 0 && leaseLeft(key) * 2 < key.granted && now >= key.blockedUntil;
 }
 
 /**
@@ -95,7 +97,7 @@ export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: numbe
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
-    horizonMs: 2 * rule.syncMs,
+    horizonMs: rule.syncMs,
   };
   key.returns = [];
   key.demand = 0;
@@ -103,8 +105,12 @@ export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: numbe
   return key.outbox;
 }
 
-/** Takes the object's answer: new leased units, its denial if any, and its view of the key. */
-export function applyLease(key: LocalKey, lease: Lease, now: number): void {
+/**
+ * Takes the object's answer: new leased units, its denial if any, and its view of the key. A denial
+ * holds for at least one sync interval: units freed sooner go to whichever isolate syncs next, and
+ * an isolate that asked again each time one unit came free would call the object per request.
+ */
+export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number): void {
   if (!key.outbox || lease.seq !== key.outbox.seq) return;
   key.outbox = null;
   key.seq = lease.seq;
@@ -116,7 +122,7 @@ export function applyLease(key: LocalKey, lease: Lease, now: number): void {
   if (lease.units > 0) key.lots.push({ units: lease.units, countedAt: lease.countedAt, expiresAt: lease.expiresAt });
   key.granted = lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
-  key.blockedUntil = lease.units > 0 ? 0 : now + key.retryAfter;
+  key.blockedUntil = lease.units > 0 ? 0 : now + Math.max(key.retryAfter, rule.syncMs);
 }
 
 /** A sync failed: keep everything it carried for the retry, and back off. */

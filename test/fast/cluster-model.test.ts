@@ -51,7 +51,7 @@ class Cluster {
       syncFailed(key, this.fastRule, now);
       return false;
     }
-    applyLease(key, lease, now);
+    applyLease(key, this.fastRule, lease, now);
     return true;
   }
 }

@@ -29,7 +29,7 @@ const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Leas
 function leased(units: number, overrides: Partial<Lease> = {}) {
   const key = freshKey(T0);
   nextSync(key, fast, "iso", 1, T0);
-  applyLease(key, lease(1, units, overrides), T0);
+  applyLease(key, fast, lease(1, units, overrides), T0);
   return key;
 }
 
@@ -50,10 +50,17 @@ describe("a fast key in one isolate", () => {
   });
 
   it("denies from the object's denial until it expires, with no sync", () => {
-    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 700 };
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 1_700 };
     const key = leased(0, { standing: denied });
-    expect(decideLocally(key, fast, 1, T0 + 699)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
-    expect(decideLocally(key, fast, 1, T0 + 700)).toBeUndefined();
+    expect(decideLocally(key, fast, 1, T0 + 1_699)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
+    expect(decideLocally(key, fast, 1, T0 + 1_700)).toBeUndefined();
+  });
+
+  it("holds a denial for at least one sync interval", () => {
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 20 };
+    const key = leased(0, { standing: denied });
+    expect(decideLocally(key, fast, 1, T0 + 999)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
+    expect(decideLocally(key, fast, 1, T0 + 1_000)).toBeUndefined();
   });
 
   it("gives unspent units of an expired lease back with the next sync", () => {
@@ -78,10 +85,11 @@ describe("a fast key in one isolate", () => {
     expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
   });
 
-  it("syncs early when less than half the lease is left", () => {
+  it("syncs early when less than half the lease is left, at most four times an interval", () => {
     const key = leased(10);
     for (let i = 0; i < 6; i++) decideLocally(key, fast, 1, T0 + 10);
-    expect(syncDue(key, fast, T0 + 11)).toBe(true);
+    expect(syncDue(key, fast, T0 + 249)).toBe(false);
+    expect(syncDue(key, fast, T0 + 250)).toBe(true);
   });
 
   it("retries an unanswered sync as it was, so the object applies it once", () => {
@@ -105,7 +113,7 @@ describe("a fast key in one isolate", () => {
 
   it("ignores an answer to a sync it did not send", () => {
     const key = leased(2);
-    applyLease(key, lease(7, 50), T0 + 5);
+    applyLease(key, fast, lease(7, 50), T0 + 5);
     expect(leaseLeft(key)).toBe(2);
   });
 

@@ -5,6 +5,8 @@ import type { AddressInfo } from "node:net";
 
 /** What the origin saw of one request. */
 export interface Received {
+  /** when it arrived, epoch ms */
+  at: number;
   method: string;
   url: string;
   headers: Record<string, string | string[] | undefined>;
@@ -31,8 +33,9 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
       res.end(JSON.stringify(url.pathname === "/__origin/log" ? tagged : { count: tagged.length }));
       return;
     }
+    const at = Date.now();
     const body = await readBody(req);
-    log.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, ...body });
+    log.push({ at, method: req.method ?? "", url: req.url ?? "", headers: req.headers, ...body });
     if (url.pathname.endsWith("/redirect")) {
       res.writeHead(302, { location: "/elsewhere" }).end();
       return;
