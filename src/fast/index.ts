@@ -74,10 +74,12 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
     return local;
   }
+  // After a failed sync the object is left alone until the backoff ends: onError decides at once.
+  if (now < entry.key.retryAt) throw new Error(`object unavailable; next attempt in ${entry.key.retryAt - now}ms`);
   for (let attempt = 0; attempt < 2; attempt++) {
     await withTimeout(sync(context, entry, cost), rule.timeoutMs);
     const decided = fromLease(entry.key, rule, cost, Date.now());
-    if (decided) return { ...decided, reason: decided.allowed ? "local" : "limit" };
+    if (decided) return decided.allowed ? decided : { ...decided, reason: "limit" };
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
   return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
@@ -110,7 +112,7 @@ export function peersOf(objectName: string): number {
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
   const known = table.get(objectName);
   if (known && known.rule === rule) return known;
-  // A rule edited since the key was seen starts from the object's state, not from the old lease.
+  // A re-read configuration makes new Rule objects: the key keeps its lease and sync state.
   const entry: Entry = {
     rule,
     objectName,

@@ -73,6 +73,16 @@ describe("when the Durable Object fails", () => {
 });
 
 describe("fast mode when syncs fail", () => {
+  it("leaves a failing object alone while it backs off, deciding by onError at once", async () => {
+    await flaky("f-backoff/192.0.2.91").fail(100, "before");
+    const rules = [{ name: "f-backoff", mode: "fast", limit: 5, period: "1m", sync: "10s", onError: "allow" }];
+    const syncs = () => metrics.value("floodgate_durable_object_calls_total", { method: "sync" });
+    expect((await send(get("/fbo/x", "192.0.2.91"), { rules, ...withFlaky })).status).toBe(200);
+    const before = syncs();
+    expect(await statuses(5, () => get("/fbo/x", "192.0.2.91"), { rules, ...withFlaky })).toEqual([200, 200, 200, 200, 200]);
+    expect(syncs()).toBe(before);
+  });
+
   // onError deny: every admission then comes from a lease, so the object's books must balance exactly.
   const rules = [{ name: "f-sync", mode: "fast", algorithm: "token-bucket", limit: 40, period: "1h", sync: "50ms", onError: "deny" }];
   const policy = { algorithm: "token-bucket", limit: 40, periodMs: 3_600_000, burst: 40, buckets: 1 } as const;
