@@ -1,5 +1,5 @@
 /** Sliding-window counter: whole buckets inside the window, plus the oldest bucket weighted by its overlap. */
-import type { Decision, Outcome, Policy, SlidingWindowState } from "./types";
+import type { Outcome, Policy, SlidingWindowState } from "./types";
 
 /** Buckets per period when a rule names none. */
 export const DEFAULT_BUCKETS = 1;
@@ -26,18 +26,24 @@ export function slidingWindow(
   now: number,
 ): Outcome<SlidingWindowState> {
   const state = roll(policy, stored, now);
-  const at = Math.max(now, bucketStart(policy, state.index));
-  const allowed = usedScaled(policy, state, at) + cost * policy.periodMs <= policy.limit * policy.periodMs;
-  const next = allowed ? withCurrent(state, cost) : state;
-  const decision: Decision = {
-    allowed,
-    limit: policy.limit,
-    remaining: remaining(policy, next, at),
-    resetAt: resetAt(policy, next, at),
-    retryAfter: allowed ? 0 : retryAfter(policy, next, cost, at),
-  };
-  if (!allowed) decision.reason = cost > policy.limit ? "cost-exceeds-capacity" : "limit";
-  return { decision, state: next };
+  const start = bucketStart(policy, state.index);
+  const at = now > start ? now : start;
+  const used = usedScaled(policy, state, at);
+  const allowed = used + cost * policy.periodMs <= policy.limit * policy.periodMs;
+  let next = state;
+  if (allowed) {
+    // roll hands back a new state unless the bucket is unchanged; the caller's own state is never mutated.
+    const counts = state === stored ? state.counts.slice() : state.counts;
+    counts[policy.buckets]! += cost;
+    next = { algorithm: "sliding-window", periodMs: policy.periodMs, index: state.index, counts };
+  }
+  const usedNext = allowed ? used + cost * policy.periodMs : used;
+  const remaining = Math.max(0, Math.floor((policy.limit * policy.periodMs - usedNext) / policy.periodMs));
+  const reset = resetAt(policy, next, at);
+  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, retryAfter: 0 }, state: next };
+  const reason = cost > policy.limit ? "cost-exceeds-capacity" : "limit";
+  const wait = retryAfter(policy, next, cost, at);
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, retryAfter: wait, reason }, state: next };
 }
 
 /**
@@ -79,40 +85,32 @@ function bucketStart(policy: Policy, index: number): number {
 function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
   const { buckets, periodMs } = policy;
   const index = bucketIndex(policy, now);
-  const fresh: SlidingWindowState = { algorithm: "sliding-window", periodMs, index, counts: new Array<number>(buckets + 1).fill(0) };
-  if (!stored) return fresh;
-  if (stored.periodMs !== periodMs || stored.counts.length !== buckets + 1) {
-    // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
-    fresh.counts[buckets] = stored.counts.slice(1).reduce((sum, n) => sum + n, 0);
-    return fresh;
+  if (stored && stored.periodMs === periodMs && stored.counts.length === buckets + 1) {
+    if (stored.index >= index) return stored;
+    const shift = index - stored.index;
+    const counts = new Array<number>(buckets + 1);
+    for (let i = 0; i <= buckets; i++) counts[i] = i + shift <= buckets ? stored.counts[i + shift]! : 0;
+    return { algorithm: "sliding-window", periodMs, index, counts };
   }
-  if (stored.index >= index) return stored;
-  const shift = index - stored.index;
-  if (shift > buckets) return fresh;
-  return { ...fresh, counts: [...stored.counts.slice(shift), ...new Array<number>(shift).fill(0)] };
-}
-
-function withCurrent(state: SlidingWindowState, cost: number): SlidingWindowState {
-  const counts = state.counts.slice();
-  counts[counts.length - 1]! += cost;
-  return { ...state, counts };
+  const counts = new Array<number>(buckets + 1).fill(0);
+  // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
+  if (stored) counts[buckets] = stored.counts.slice(1).reduce((total, n) => total + n, 0);
+  return { algorithm: "sliding-window", periodMs, index, counts };
 }
 
 /** The estimated use × period at `at`, which must fall in the state's current bucket. */
 function usedScaled(policy: Policy, state: SlidingWindowState, at: number): number {
   const elapsedScaled = at * policy.buckets - state.index * policy.periodMs;
-  const [oldest = 0, ...inside] = state.counts;
-  return oldest * (policy.periodMs - elapsedScaled) + sum(inside) * policy.periodMs;
-}
-
-function remaining(policy: Policy, state: SlidingWindowState, at: number): number {
-  const free = policy.limit * policy.periodMs - usedScaled(policy, state, at);
-  return Math.max(0, Math.floor(free / policy.periodMs));
+  const counts = state.counts;
+  let inside = 0;
+  for (let i = 1; i < counts.length; i++) inside += counts[i]!;
+  return (counts[0] ?? 0) * (policy.periodMs - elapsedScaled) + inside * policy.periodMs;
 }
 
 /** When the estimate reaches zero: the newest counted bucket has then slid out of the window. */
 function resetAt(policy: Policy, state: SlidingWindowState, at: number): number {
-  const newest = state.counts.findLastIndex((n) => n > 0);
+  let newest = policy.buckets;
+  while (newest >= 0 && state.counts[newest]! <= 0) newest--;
   if (newest === -1) return at;
   const bucket = state.index - policy.buckets + newest;
   return bucketStart(policy, bucket + policy.buckets + 1);
@@ -127,11 +125,15 @@ function resetAt(policy: Policy, state: SlidingWindowState, at: number): number 
 function retryAfter(policy: Policy, state: SlidingWindowState, cost: number, at: number): number {
   const { limit, periodMs, buckets } = policy;
   if (cost > limit) return periodMs;
+  const counts = state.counts;
+  // after[s]: what stays inside the window once it has moved s buckets on, i.e. counts[s + 1..buckets].
+  let after = 0;
+  for (let i = 1; i <= buckets; i++) after += counts[i]!;
   for (let shift = 0; shift <= buckets + 1; shift++) {
     const index = state.index + shift;
-    const counts = [...state.counts.slice(Math.min(shift, buckets + 1)), ...new Array<number>(Math.min(shift, buckets + 1)).fill(0)];
-    const [oldest = 0, ...inside] = counts;
-    const headroom = (limit - sum(inside) - cost) * periodMs;
+    const oldest = shift <= buckets ? counts[shift]! : 0;
+    const headroom = (limit - after - cost) * periodMs;
+    if (shift + 1 <= buckets) after -= counts[shift + 1]!;
     if (headroom < 0) continue;
     const from = Math.max(at, bucketStart(policy, index));
     // Smallest elapsed × buckets at which oldest × (period − elapsed × buckets) ≤ headroom.
@@ -140,8 +142,4 @@ function retryAfter(policy: Policy, state: SlidingWindowState, cost: number, at:
     if (when < bucketStart(policy, index + 1)) return when - at;
   }
   return periodMs;
-}
-
-function sum(counts: number[]): number {
-  return counts.reduce((total, n) => total + n, 0);
 }

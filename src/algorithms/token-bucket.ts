@@ -1,5 +1,5 @@
 /** Token bucket: lazy refill of `limit` units per period up to `burst`, in exact fractional tokens. */
-import type { Decision, Outcome, Policy, TokenBucketState } from "./types";
+import type { Outcome, Policy, TokenBucketState } from "./types";
 
 /**
  * Decides one request of `cost` units at `now` (epoch ms). A request that costs more than the
@@ -20,20 +20,17 @@ export function tokenBucket(
   const state = refill(policy, stored, now);
   const need = cost * policy.periodMs;
   const allowed = state.level >= need;
-  const next = allowed ? { ...state, level: state.level - need } : state;
-  const decision: Decision = {
-    allowed,
-    limit: policy.limit,
-    remaining: Math.max(0, Math.floor(next.level / policy.periodMs)),
-    resetAt: next.updatedAt + Math.ceil((capacity(policy) - next.level) / policy.limit),
-    retryAfter: 0,
-  };
-  if (allowed) return { decision, state: next };
+  const next: TokenBucketState = allowed
+    ? { algorithm: "token-bucket", periodMs: state.periodMs, level: state.level - need, updatedAt: state.updatedAt }
+    : state;
+  const remaining = Math.max(0, Math.floor(next.level / policy.periodMs));
+  const resetAt = next.updatedAt + Math.ceil((capacity(policy) - next.level) / policy.limit);
+  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, retryAfter: 0 }, state: next };
   // A cost above the capacity never fits; it is told to wait one period rather than forever.
   const fits = cost <= policy.burst;
-  decision.reason = fits ? "limit" : "cost-exceeds-capacity";
-  decision.retryAfter = fits ? Math.ceil((need - next.level) / policy.limit) : policy.periodMs;
-  return { decision, state: next };
+  const reason = fits ? "limit" : "cost-exceeds-capacity";
+  const retryAfter = fits ? Math.ceil((need - next.level) / policy.limit) : policy.periodMs;
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt, retryAfter, reason }, state: next };
 }
 
 /**
