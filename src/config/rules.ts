@@ -138,11 +138,11 @@ function parseRule(value: unknown, index: number): Rule {
   const limit = parseLimit(fields.get("limit"), at);
   const periodMs = parsePeriod(fields.get("period"), at);
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
-  const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   requireExactArithmetic(limit, burst, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
   const syncMs = parseSync(fields.get("sync"), mode, at);
+  const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, mode === "fast" ? syncMs : undefined, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
   const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
   return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs };
@@ -305,8 +305,23 @@ function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at:
   return burst;
 }
 
-function parseBuckets(value: unknown, algorithm: AlgorithmName, periodMs: number, at: RuleRef): number {
-  if (value === undefined) return algorithm === "sliding-window" ? DEFAULT_BUCKETS : 1;
+/**
+ * The default is the bucket count the accuracy benchmark chose (bench/RESULTS.md), with each bucket
+ * at least 1 ms long, and in fast mode at least two sync intervals long: an isolate's view is only
+ * as fresh as its last sync, so finer buckets would only cut its leases short.
+ */
+function parseBuckets(
+  value: unknown,
+  algorithm: AlgorithmName,
+  periodMs: number,
+  syncMs: number | undefined,
+  at: RuleRef,
+): number {
+  if (value === undefined) {
+    if (algorithm !== "sliding-window") return 1;
+    const finest = syncMs === undefined ? periodMs : Math.floor(periodMs / (2 * syncMs));
+    return Math.max(1, Math.min(DEFAULT_BUCKETS, finest));
+  }
   const buckets = parseCount(value, at, "buckets");
   if (algorithm !== "sliding-window" && buckets !== 1) {
     fail(at, "buckets", `buckets applies to sliding-window only; remove it, or set "algorithm": "sliding-window"`);

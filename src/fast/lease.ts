@@ -51,8 +51,8 @@ export const PEER_TTL_MS = 10 * 60_000;
  * plus enough for its recent demand over the horizon, but never more than its demand-weighted
  * share of what is left, so a busy isolate gets more and an idle one holds nothing. Granted units
  * are counted at once, as the strict path would count them: whatever the isolates do with their
- * leases, the object never admits more than the limit. A lease ends by the close of the current
- * sliding-window bucket, so units are spent in the bucket that counted them.
+ * leases, the object never admits more than the limit. A lease ends after one sync interval, and
+ * on a sliding window by the close of the bucket that counted it, so units are spent there.
  */
 export function grantLease(
   policy: Policy,
@@ -64,7 +64,11 @@ export function grantLease(
   const known = peers.get(sync.isolate);
   if (known && known.lease.seq >= sync.seq) return { state: stored, peer: known, lease: known.lease };
   let state = stored;
-  for (const back of sync.returns) state = adjust(policy, state, -back.units, back.countedAt, now);
+  // A token bucket that refilled to the brim while tokens were out on lease would overflow if they
+  // came back now: unspent leased tokens are forfeited instead (a small, bounded under-admission).
+  if (policy.algorithm === "sliding-window") {
+    for (const back of sync.returns) state = adjust(policy, state, -back.units, back.countedAt, now);
+  }
   const rate = sync.elapsedMs > 0 ? sync.demand / sync.elapsedMs : 0;
   const active = [...peers].filter(([id, p]) => id !== sync.isolate && p.seenAt >= now - 2 * sync.horizonMs);
   const totalRate = active.reduce((sum, [, p]) => sum + p.rate, rate);

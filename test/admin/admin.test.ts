@@ -47,7 +47,7 @@ describe("admin API", () => {
       period: "1m",
       periodMs: 60_000,
       burst: 3,
-      buckets: 1,
+      buckets: 60,
       cost: 1,
       mode: "strict",
       onError: "local",

@@ -138,6 +138,7 @@ describe("sliding window properties", () => {
     /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
     steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 6 }) }), {
       maxLength: 200,
+      size: "max",
     }),
   });
 

@@ -102,6 +102,7 @@ describe("token bucket properties", () => {
     /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
     steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 8 }) }), {
       maxLength: 200,
+      size: "max",
     }),
   });
 

@@ -40,7 +40,7 @@ const minimal: Rule = {
   limit: 10,
   periodMs: 60_000,
   burst: 10,
-  buckets: 1,
+  buckets: 60,
   cost: { units: 1 },
   mode: "strict",
   syncMs: 1_000,
@@ -95,7 +95,7 @@ describe("accepted shapes", () => {
         limit: 1000,
         periodMs: 60_000,
         burst: 1000,
-        buckets: 1,
+        buckets: 30,
         cost: { units: 1 },
         mode: "fast",
         syncMs: 1_000,
@@ -470,9 +470,18 @@ describe("limit, period and burst", () => {
     expect(error.message).toContain("burst applies to token-bucket only");
   });
 
-  it("defaults a sliding window's buckets and accepts more", () => {
-    expect(only([rule()]).buckets).toBe(1);
+  it("defaults a sliding window's buckets and accepts others", () => {
+    expect(only([rule()]).buckets).toBe(60);
     expect(only([rule({ buckets: 10 })]).buckets).toBe(10);
+  });
+
+  it("keeps default buckets at least 1ms long", () => {
+    expect(only([rule({ period: "20ms" })]).buckets).toBe(20);
+  });
+
+  it("keeps a fast rule's default buckets at least two sync intervals long", () => {
+    expect(only([rule({ mode: "fast", period: "1m", sync: "1s" })]).buckets).toBe(30);
+    expect(only([rule({ mode: "fast", period: "1s", sync: "1s" })]).buckets).toBe(1);
   });
 
   it.each([0, 1.5, "4", 61])("rejects the buckets %j", (buckets) => {
@@ -575,7 +584,7 @@ describe("describeRule", () => {
       period: "1m",
       periodMs: 60_000,
       burst: 10,
-      buckets: 1,
+      buckets: 60,
       cost: 1,
       mode: "strict",
       onError: "local",

@@ -70,7 +70,7 @@ describe("fast mode across isolates (model of the real functions)", () => {
         cost: fc.integer({ min: 1, max: 3 }),
         fate: fc.constantFrom<Fate>("ok", "ok", "ok", "ok", "ok", "ok", "lost-before", "lost-after"),
       }),
-      { maxLength: 400 },
+      { minLength: 50, maxLength: 400, size: "max" },
     ),
   });
 
@@ -94,9 +94,11 @@ describe("fast mode across isolates (model of the real functions)", () => {
       }),
       { numRuns: 300 },
     );
-  });
+  }, 30_000);
 
-  it("never admits more than the token bucket allows, whatever syncs are lost or retried", () => {
+  // Leased tokens are taken when granted and may be spent up to a lease (one sync interval) later,
+  // so a burst may carry that much refill on top of `burst`; the long-run rate is exact.
+  it("never admits more than the token bucket allows plus one sync interval of refill, whatever syncs are lost", () => {
     fc.assert(
       fc.property(scenario, ({ isolates, limit, periodMs, syncMs, events }) => {
         const policy: Policy = { algorithm: "token-bucket", limit, periodMs, burst: limit, buckets: 1 };
@@ -108,16 +110,16 @@ describe("fast mode across isolates (model of the real functions)", () => {
           cluster.request(e.isolate % isolates, e.cost, now, e.fate);
         }
         const { admitted } = cluster;
-        for (const from of admitted) {
-          const upTo = admitted.filter((h) => h.at >= from.at);
+        for (let i = 0; i < admitted.length; i++) {
           let taken = 0;
-          for (const h of upTo) {
-            taken += h.cost;
-            expect(taken).toBeLessThanOrEqual(limit + ((h.at - from.at) * limit) / periodMs);
+          for (let j = i; j < admitted.length; j++) {
+            taken += admitted[j]!.cost;
+            const allowance = limit + ((admitted[j]!.at - admitted[i]!.at + syncMs) * limit) / periodMs;
+            if (taken > allowance) expect(taken).toBeLessThanOrEqual(allowance);
           }
         }
       }),
       { numRuns: 150 },
     );
-  });
+  }, 30_000);
 });

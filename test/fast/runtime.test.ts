@@ -47,8 +47,8 @@ describe("fast mode in the real runtime", () => {
   });
 
   it("gives back an evicted key's unspent lease", async () => {
-    const rules = [{ name: "evict", mode: "fast", algorithm: "token-bucket", limit: 50, period: "1h", sync: "10s" }];
-    const policy = { algorithm: "token-bucket", limit: 50, periodMs: 3_600_000, burst: 50, buckets: 1 } as const;
+    const rules = [{ name: "evict", mode: "fast", limit: 50, period: "1h", sync: "10s" }];
+    const policy = { algorithm: "sliding-window", limit: 50, periodMs: 3_600_000, burst: 50, buckets: 1 } as const;
     for (let i = 0; i < 5; i++) await send(get("/ev/a", "192.0.2.40"), { rules, FAST_MAX_KEYS: "1" });
     expect(localView("evict/192.0.2.40")?.leased).toBeGreaterThan(0);
     const evictions = metrics.value("floodgate_key_evictions_total");
@@ -58,8 +58,8 @@ describe("fast mode in the real runtime", () => {
   });
 
   it("syncs again after the interval and returns what it did not spend", async () => {
-    const rules = [{ name: "resync", mode: "fast", algorithm: "token-bucket", limit: 100, period: "1h", sync: "50ms" }];
-    const policy = { algorithm: "token-bucket", limit: 100, periodMs: 3_600_000, burst: 100, buckets: 1 } as const;
+    const rules = [{ name: "resync", mode: "fast", limit: 100, period: "1h", sync: "50ms" }];
+    const policy = { algorithm: "sliding-window", limit: 100, periodMs: 3_600_000, burst: 100, buckets: 1 } as const;
     let admitted = 0;
     for (let round = 0; round < 4; round++) {
       for (let i = 0; i < 5; i++) if ((await send(get("/rs/x", "192.0.2.50"), { rules })).status === 200) admitted++;

@@ -84,8 +84,8 @@ describe("fast mode when syncs fail", () => {
   });
 
   // onError deny: every admission then comes from a lease, so the object's books must balance exactly.
-  const rules = [{ name: "f-sync", mode: "fast", algorithm: "token-bucket", limit: 40, period: "1h", sync: "50ms", onError: "deny" }];
-  const policy = { algorithm: "token-bucket", limit: 40, periodMs: 3_600_000, burst: 40, buckets: 1 } as const;
+  const rules = [{ name: "f-sync", mode: "fast", limit: 40, period: "1h", sync: "50ms", onError: "deny" }];
+  const policy = { algorithm: "sliding-window", limit: 40, periodMs: 3_600_000, burst: 40, buckets: 1 } as const;
 
   it("keeps deciding from its lease while syncs fail, and counts nothing twice once they succeed", async () => {
     const ip = "192.0.2.90";
