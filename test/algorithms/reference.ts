@@ -1,4 +1,5 @@
 // Exact reference models, written the obvious way with rational arithmetic, to check the algorithms against.
+import { decide, type LimiterState, type Policy } from "../../src/algorithms";
 
 /** A non-negative rational number over BigInt, just enough arithmetic for the models. */
 export class Fraction {
@@ -78,4 +79,31 @@ export class TokenBucketModel {
     if (allowed) this.tokens = this.tokens.sub(Fraction.of(cost));
     return allowed;
   }
+}
+
+/** One request of a generated scenario: its gap after the previous one, in thousandths of a period. */
+export interface Step {
+  gap: number;
+  cost: number;
+}
+
+/**
+ * Runs a scenario through the real algorithm from `start`, returning every request's time, cost
+ * and decision, the final state and the final time.
+ */
+export function replay(policy: Policy, steps: Step[], start: number) {
+  let state: LimiterState | undefined;
+  let now = start;
+  const requests = steps.map(({ gap, cost }) => {
+    now += Math.floor((gap * policy.periodMs) / 1_000);
+    const outcome = decide(policy, state, cost, now);
+    state = outcome.state;
+    return { at: now, cost, decision: outcome.decision };
+  });
+  return { requests, state, now };
+}
+
+/** Units admitted with `at` in [from, to). */
+export function admittedWithin(requests: ReturnType<typeof replay>["requests"], from: number, to: number): number {
+  return requests.filter((r) => r.decision.allowed && r.at >= from && r.at < to).reduce((sum, r) => sum + r.cost, 0);
 }

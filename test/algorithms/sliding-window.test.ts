@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { SlidingWindowModel } from "./reference";
+import { admittedWithin, replay, SlidingWindowModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
   algorithm: "sliding-window",
@@ -145,15 +145,9 @@ describe("sliding window properties", () => {
   it("decides exactly as the reference model that keeps every hit", () => {
     fc.assert(
       fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
-        const p = policy(limit, periodMs, buckets);
         const model = new SlidingWindowModel(limit, periodMs, buckets);
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const { gap, cost } of steps) {
-          now += Math.floor((gap * periodMs) / 1_000);
-          const outcome = decide(p, state, cost, now);
-          state = outcome.state;
-          expect(outcome.decision.allowed).toBe(model.decide(cost, now));
+        for (const { at, cost, decision } of replay(policy(limit, periodMs, buckets), steps, T0).requests) {
+          expect(decision.allowed).toBe(model.decide(cost, at));
         }
       }),
       { numRuns: 300 },
@@ -163,22 +157,11 @@ describe("sliding window properties", () => {
   it("never admits more than the limit in a fixed window, nor twice it in any period-long interval", () => {
     fc.assert(
       fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
-        const p = policy(limit, periodMs, buckets);
-        const admitted: { at: number; cost: number }[] = [];
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const { gap, cost } of steps) {
-          now += Math.floor((gap * periodMs) / 1_000);
-          const outcome = decide(p, state, cost, now);
-          state = outcome.state;
-          if (outcome.decision.allowed) admitted.push({ at: now, cost });
-        }
-        const within = (from: number, to: number) =>
-          admitted.filter((h) => h.at >= from && h.at < to).reduce((s, h) => s + h.cost, 0);
-        for (const { at } of admitted) {
+        const { requests } = replay(policy(limit, periodMs, buckets), steps, T0);
+        for (const { at } of requests.filter((r) => r.decision.allowed)) {
           const windowStart = at - (at % periodMs);
-          expect(within(windowStart, windowStart + periodMs)).toBeLessThanOrEqual(limit);
-          expect(within(at, at + periodMs)).toBeLessThanOrEqual(2 * limit);
+          expect(admittedWithin(requests, windowStart, windowStart + periodMs)).toBeLessThanOrEqual(limit);
+          expect(admittedWithin(requests, at, at + periodMs)).toBeLessThanOrEqual(2 * limit);
         }
       }),
       { numRuns: 300 },
@@ -189,12 +172,7 @@ describe("sliding window properties", () => {
     fc.assert(
       fc.property(scenario, fc.integer({ min: 1, max: 6 }), ({ limit, periodMs, buckets, steps }, cost) => {
         const p = policy(limit, periodMs, buckets);
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const step of steps) {
-          now += Math.floor((step.gap * periodMs) / 1_000);
-          state = decide(p, state, step.cost, now).state;
-        }
+        const { state, now } = replay(p, steps, T0);
         const denied = decide(p, state, cost, now).decision;
         if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
         expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
@@ -208,15 +186,8 @@ describe("sliding window properties", () => {
     fc.assert(
       fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
         const p = policy(limit, periodMs, buckets);
-        let state: LimiterState | undefined;
-        let now = T0;
-        let resetAt = now;
-        for (const step of steps) {
-          now += Math.floor((step.gap * periodMs) / 1_000);
-          const outcome = decide(p, state, step.cost, now);
-          state = outcome.state;
-          resetAt = outcome.decision.resetAt;
-        }
+        const { requests, state } = replay(p, steps, T0);
+        const resetAt = requests.at(-1)?.decision.resetAt ?? T0;
         expect(peek(p, state, resetAt).remaining).toBe(limit);
       }),
       { numRuns: 300 },

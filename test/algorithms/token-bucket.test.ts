@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { TokenBucketModel } from "./reference";
+import { admittedWithin, replay, TokenBucketModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   algorithm: "token-bucket",
@@ -109,15 +109,9 @@ describe("token bucket properties", () => {
   it("decides exactly as a continuous-time model with rational tokens", () => {
     fc.assert(
       fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
-        const p = policy(limit, periodMs, burst);
         const model = new TokenBucketModel(limit, periodMs, burst);
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const { gap, cost } of steps) {
-          now += Math.floor((gap * periodMs) / 1_000);
-          const outcome = decide(p, state, cost, now);
-          state = outcome.state;
-          expect(outcome.decision.allowed).toBe(model.decide(cost, now));
+        for (const { at, cost, decision } of replay(policy(limit, periodMs, burst), steps, T0).requests) {
+          expect(decision.allowed).toBe(model.decide(cost, at));
         }
       }),
       { numRuns: 300 },
@@ -128,12 +122,7 @@ describe("token bucket properties", () => {
     fc.assert(
       fc.property(scenario, fc.integer({ min: 1, max: 8 }), ({ limit, periodMs, burst, steps }, cost) => {
         const p = policy(limit, periodMs, burst);
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const step of steps) {
-          now += Math.floor((step.gap * periodMs) / 1_000);
-          state = decide(p, state, step.cost, now).state;
-        }
+        const { state, now } = replay(p, steps, T0);
         const denied = decide(p, state, cost, now).decision;
         if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
         expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
@@ -146,20 +135,10 @@ describe("token bucket properties", () => {
   it("never admits more than burst plus the refill over any interval", () => {
     fc.assert(
       fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
-        const p = policy(limit, periodMs, burst);
-        const admitted: { at: number; cost: number }[] = [];
-        let state: LimiterState | undefined;
-        let now = T0;
-        for (const { gap, cost } of steps) {
-          now += Math.floor((gap * periodMs) / 1_000);
-          const outcome = decide(p, state, cost, now);
-          state = outcome.state;
-          if (outcome.decision.allowed) admitted.push({ at: now, cost });
-        }
-        for (const from of admitted) {
-          for (const to of admitted) {
-            if (to.at < from.at) continue;
-            const taken = admitted.filter((h) => h.at >= from.at && h.at <= to.at).reduce((s, h) => s + h.cost, 0);
+        const { requests } = replay(policy(limit, periodMs, burst), steps, T0);
+        for (const from of requests.filter((r) => r.decision.allowed)) {
+          for (const to of requests.filter((r) => r.decision.allowed && r.at >= from.at)) {
+            const taken = admittedWithin(requests, from.at, to.at + 1);
             expect(taken).toBeLessThanOrEqual(burst + ((to.at - from.at) * limit) / periodMs);
           }
         }
