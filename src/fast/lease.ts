@@ -21,6 +21,8 @@ export interface SyncRequest {
   need: number;
   /** how long the lease should last: one sync interval */
   horizonMs: number;
+  /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
+  release?: boolean;
 }
 
 /** Units the isolate may admit on its own until `expiresAt`, counted at the object when granted. */
@@ -74,8 +76,11 @@ export function grantLease(
   const totalRate = active.reduce((sum, [, p]) => sum + p.rate, rate);
   const available = peek(policy, state, now).remaining;
   const fairShare = totalRate > 0 ? (available * rate) / totalRate : available / (active.length + 1);
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(rate * sync.horizonMs), Math.ceil(fairShare)));
-  const units = available >= sync.need ? Math.min(available, wanted) : 0;
+  // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
+  // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
+  const slack = Math.floor(available / (16 * (active.length + 1)));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
+  const units = sync.release ? 0 : available >= sync.need ? Math.min(available, wanted) : 0;
   if (units > 0) state = decide(policy, state, units, now).state;
   const standing =
     units >= sync.need || sync.need === 0 ? peek(policy, state, now) : decide(policy, state, sync.need, now).decision;

@@ -24,6 +24,8 @@ export interface LocalKey {
   since: number;
   /** unspent units of expired lots, to return with the next sync */
   returns: Returned[];
+  /** the key left the table: its last sync settles and asks for nothing */
+  released: boolean;
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   seq: number;
@@ -44,6 +46,7 @@ export function freshKey(now: number): LocalKey {
     demand: 0,
     since: now,
     returns: [],
+    released: false,
     outbox: null,
     seq: 0,
     lastSyncAt: Number.NEGATIVE_INFINITY,
@@ -98,6 +101,7 @@ export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: numbe
     elapsedMs: Math.max(0, now - key.since),
     need,
     horizonMs: rule.syncMs,
+    ...(key.released ? { release: true } : {}),
   };
   key.returns = [];
   key.demand = 0;
@@ -147,6 +151,7 @@ export function surrender(key: LocalKey): void {
   for (const lot of key.lots) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
   key.lots = [];
   key.demand = 0;
+  key.released = true;
 }
 
 /** Whether the key still holds something the object should hear about. */

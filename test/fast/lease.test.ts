@@ -17,10 +17,17 @@ const sync = (overrides: Partial<SyncRequest> = {}): SyncRequest => ({
 const remaining = (state: LimiterState | undefined, at = T0) => peek(window, state, at).remaining;
 
 describe("leases", () => {
-  it("grants what a waiting request needs to an isolate with no history", () => {
-    const { lease, state } = grantLease(window, undefined, new Map(), sync({ need: 3 }), T0);
-    expect(lease.units).toBe(3);
-    expect(remaining(state)).toBe(97);
+  it("grants an isolate with no history what it needs, or a sixteenth of the headroom if that is more", () => {
+    const small = grantLease(window, undefined, new Map(), sync({ need: 3 }), T0);
+    expect(small.lease.units).toBe(6);
+    expect(remaining(small.state)).toBe(94);
+    expect(grantLease(window, undefined, new Map(), sync({ need: 9 }), T0).lease.units).toBe(9);
+  });
+
+  it("grants nothing to an isolate letting the key go", () => {
+    const { lease, state } = grantLease(window, undefined, new Map(), sync({ need: 0, release: true }), T0);
+    expect(lease.units).toBe(0);
+    expect(remaining(state)).toBe(100);
   });
 
   it("sizes a lease by the isolate's demand over the horizon", () => {
@@ -60,13 +67,14 @@ describe("leases", () => {
     const returning = sync({ seq: 2, need: 0, returns: [{ units: 20, countedAt: T0 }] });
     const applied = grantLease(window, first.state, new Map([["a", first.peer]]), returning, T0 + 5);
     const retried = grantLease(window, applied.state, new Map([["a", applied.peer]]), returning, T0 + 6);
-    expect(remaining(retried.state, T0 + 6)).toBe(90);
+    expect(retried.state).toBe(applied.state);
+    expect(remaining(retried.state, T0 + 6)).toBe(90 - applied.lease.units);
   });
 
   it("gives returned units back to the bucket that counted them", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
     const peers = new Map([["a", first.peer]]);
-    const back = grantLease(window, first.state, peers, sync({ seq: 2, need: 0, returns: [{ units: 25, countedAt: T0 }] }), T0 + 5);
+    const back = grantLease(window, first.state, peers, sync({ seq: 2, need: 0, returns: [{ units: 25, countedAt: T0 }], release: true }), T0 + 5);
     expect(remaining(back.state, T0 + 5)).toBe(95);
   });
 
