@@ -130,12 +130,12 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
  * progress for two timeouts is presumed lost with its request and replaced (the replacement resends
  * the same unanswered sync, which the object applies once).
  */
-function sync(context: FastContext, entry: Entry, need: number): Promise<void> {
+function sync(context: FastContext, entry: Entry, need: number, release = false): Promise<void> {
   const now = Date.now();
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
-    const request = nextSync(entry.key, entry.rule, isolate(), need, Date.now());
+    const request = nextSync(entry.key, entry.rule, isolate(), need, Date.now(), release);
     try {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));
@@ -163,13 +163,13 @@ function flushEvicted(context: FastContext): void {
   evicted = [];
   for (const entry of batch) {
     surrender(entry.key);
-    void sync(context, entry, 0).catch(() => undefined);
+    void sync(context, entry, 0, true).catch(() => undefined);
   }
 }
 
 /**
- * Once a second, idle keys whose lease expired give it back, so units an isolate no longer needs
- * return to the others. Least recently used first, a bounded number per sweep.
+ * Once a second, idle keys whose lease expired give it back, asking for no new one, so units an
+ * isolate no longer needs return to the others. Least recently used first, a bounded number per sweep.
  */
 function sweep(context: FastContext, now: number): void {
   if (now - lastSweep < 1_000) return;
@@ -179,6 +179,6 @@ function sweep(context: FastContext, now: number): void {
     if (budget === 0) break;
     if (entry.inflight || !syncDue(entry.key, entry.rule, now) || now - entry.key.lastSyncAt < entry.rule.syncMs) continue;
     budget--;
-    void sync(context, entry, 0).catch(() => undefined);
+    void sync(context, entry, 0, true).catch(() => undefined);
   }
 }

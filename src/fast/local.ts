@@ -24,8 +24,6 @@ export interface LocalKey {
   since: number;
   /** unspent units of expired lots, to return with the next sync */
   returns: Returned[];
-  /** the key left the table: its last sync settles and asks for nothing */
-  released: boolean;
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   seq: number;
@@ -46,7 +44,6 @@ export function freshKey(now: number): LocalKey {
     demand: 0,
     since: now,
     returns: [],
-    released: false,
     outbox: null,
     seq: 0,
     lastSyncAt: Number.NEGATIVE_INFINITY,
@@ -88,9 +85,10 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
 
 /**
  * The sync to send now: the unanswered one again if there is one (same seq, so the object
- * applies it once), otherwise a new one carrying the returns and demand gathered since.
+ * applies it once), otherwise a new one carrying the returns and demand gathered since. A
+ * `release` sync only settles: the key is leaving, or idle, and wants no new lease.
  */
-export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: number, now: number): SyncRequest {
+export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: number, now: number, release = false): SyncRequest {
   if (key.outbox) return key.outbox;
   expireLots(key, now);
   key.outbox = {
@@ -101,7 +99,7 @@ export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: numbe
     elapsedMs: Math.max(0, now - key.since),
     need,
     horizonMs: rule.syncMs,
-    ...(key.released ? { release: true } : {}),
+    ...(release ? { release } : {}),
   };
   key.returns = [];
   key.demand = 0;
@@ -126,7 +124,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   if (lease.units > 0) key.lots.push({ units: lease.units, countedAt: lease.countedAt, expiresAt: lease.expiresAt });
   key.granted = lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
-  key.blockedUntil = lease.units > 0 ? 0 : now + Math.max(key.retryAfter, rule.syncMs);
+  key.blockedUntil = lease.standing.allowed ? 0 : now + Math.max(key.retryAfter, rule.syncMs);
 }
 
 /** A sync failed: keep everything it carried for the retry, and back off. */
@@ -151,7 +149,6 @@ export function surrender(key: LocalKey): void {
   for (const lot of key.lots) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
   key.lots = [];
   key.demand = 0;
-  key.released = true;
 }
 
 /** Whether the key still holds something the object should hear about. */
