@@ -177,7 +177,8 @@ function sweep(context: FastContext, now: number): void {
   let budget = 32;
   for (const entry of table.values()) {
     if (budget === 0) break;
-    if (entry.inflight || !syncDue(entry.key, entry.rule, now) || now - entry.key.lastSyncAt < entry.rule.syncMs) continue;
+    const idle = entry.key.demand === 0 && now - entry.key.lastSyncAt >= entry.rule.syncMs;
+    if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now)) continue;
     budget--;
     void sync(context, entry, 0, true).catch(() => undefined);
   }

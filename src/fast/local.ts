@@ -124,7 +124,9 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   if (lease.units > 0) key.lots.push({ units: lease.units, countedAt: lease.countedAt, expiresAt: lease.expiresAt });
   key.granted = lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
-  key.blockedUntil = lease.standing.allowed ? 0 : now + Math.max(key.retryAfter, rule.syncMs);
+  // Only an empty grant with the key denied is a denial: units leased, or an empty background
+  // grant while the key has room, leave the isolate free to ask again.
+  key.blockedUntil = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
 }
 
 /** A sync failed: keep everything it carried for the retry, and back off. */
