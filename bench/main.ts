@@ -1,0 +1,256 @@
+/**
+ * The bench orchestrator (started by bench/run.mjs): runs each part in order, renders their charts,
+ * and writes bench/RESULTS.md and bench/results.json. A part that fails is reported as failed, with
+ * its error, and the run goes on.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { arch, cpus, platform, release, totalmem } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { bundleForNode } from "./lib/build";
+import { CHARTS, ROOT } from "./lib/paths";
+import type { ChartSpec, RunOptions, Section } from "./lib/section";
+import { renderChart } from "./lib/svg";
+
+/** What every part gets: the contract's options, plus the sections that ran before it (the cost part reads end-to-end's counters). */
+export interface OrchestratedOptions extends RunOptions {
+  earlier: Record<string, Section>;
+}
+
+interface PartEntry {
+  id: string;
+  title: string;
+  /** the part's source, relative to the repository root; it exports `run` */
+  file: string;
+  /** shown instead of a failure while the part's file does not exist */
+  placeholder?: string;
+}
+
+/** The parts, in the order they run and appear in RESULTS.md. */
+export const PARTS: PartEntry[] = [
+  { id: "decision-cost", title: "Decision cost", file: "bench/decision-cost.ts" },
+  { id: "accuracy", title: "Accuracy", file: "bench/accuracy.ts" },
+  { id: "end-to-end", title: "End to end through workerd", file: "bench/end-to-end.ts" },
+  {
+    id: "fast-path",
+    title: "Fast path",
+    file: "bench/fast-path.ts",
+    placeholder:
+      "Not yet measured: the fast path's own benchmark (`bench/fast-path.ts`) does not exist yet. " +
+      "It will plug in here by exporting `run(options): Promise<Section>` like every other part; nothing else needs to change.",
+  },
+  { id: "cost", title: "Cost", file: "bench/cost.ts" },
+];
+
+type Status = "ok" | "failed" | "placeholder" | "skipped";
+
+interface Outcome {
+  id: string;
+  title: string;
+  status: Status;
+  seconds: number;
+  section?: Section;
+  error?: string;
+  /** charts that could not be rendered */
+  chartErrors: string[];
+}
+
+/** Parses the flags, runs the parts, writes the report; resolves to the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const quick = argv.includes("--quick");
+  const onlyAt = argv.indexOf("--only");
+  const only = onlyAt >= 0 ? new Set((argv[onlyAt + 1] ?? "").split(",").filter(Boolean)) : undefined;
+  const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
+  const started = Date.now();
+  const timeLimitS = quick ? 240 : 900;
+
+  await mkdir(CHARTS, { recursive: true });
+  // A whole run replaces every chart; a partial one (--only) leaves the other parts' charts alone.
+  if (!only) for (const file of await readdir(CHARTS)) if (file.endsWith(".svg")) await rm(join(CHARTS, file));
+
+  const earlier: Record<string, Section> = {};
+  const outcomes: Outcome[] = [];
+  for (const part of PARTS) {
+    if (only && !only.has(part.id)) {
+      outcomes.push({ id: part.id, title: part.title, status: "skipped", seconds: 0, chartErrors: [] });
+      continue;
+    }
+    const outcome = await runPart(part, { quick, earlier, timeLimitS });
+    if (outcome.section) earlier[part.id] = outcome.section;
+    outcomes.push(outcome);
+  }
+
+  const totalS = (Date.now() - started) / 1000;
+  const machine = machineInfo();
+  await writeFile(join(ROOT, "bench/RESULTS.md"), renderResults(outcomes, { command, quick, totalS, machine }));
+  await writeFile(
+    join(ROOT, "bench/results.json"),
+    `${JSON.stringify(
+      {
+        generatedAt: new Date(started).toISOString(),
+        command,
+        quick,
+        seconds: round1(totalS),
+        machine,
+        parts: outcomes.map((o) => ({
+          id: o.id,
+          title: o.section?.title ?? o.title,
+          status: o.status,
+          seconds: round1(o.seconds),
+          ...(o.error ? { error: o.error } : {}),
+          charts: o.section?.charts ?? [],
+          data: o.section?.data ?? null,
+        })),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  const failed = outcomes.filter((o) => o.status === "failed");
+  console.error(`bench: done in ${round1(totalS)} s; ${failed.length ? `${failed.length} part(s) failed: ${failed.map((o) => o.id).join(", ")}; ` : ""}see bench/RESULTS.md`);
+  return failed.length ? 1 : 0;
+}
+
+async function runPart(part: PartEntry, context: { quick: boolean; earlier: Record<string, Section>; timeLimitS: number }): Promise<Outcome> {
+  const started = Date.now();
+  const elapsed = () => (Date.now() - started) / 1000;
+  const log = (line: string) => console.error(`[${part.id} ${elapsed().toFixed(0).padStart(3)} s] ${line}`);
+  if (!existsSync(join(ROOT, part.file))) {
+    if (part.placeholder) {
+      log("not yet measured (placeholder)");
+      return { id: part.id, title: part.title, status: "placeholder", seconds: 0, section: { id: part.id, title: part.title, markdown: part.placeholder, charts: [], data: null }, chartErrors: [] };
+    }
+    log(`${part.file} does not exist`);
+    return { id: part.id, title: part.title, status: "failed", seconds: 0, error: `${part.file} does not exist`, chartErrors: [] };
+  }
+  log("starting");
+  try {
+    const bundle = await bundleForNode(part.file, `parts/${part.id}`);
+    const module = (await import(`${pathToFileURL(bundle).href}?t=${Date.now()}`)) as { run?: (options: OrchestratedOptions) => Promise<Section> };
+    if (typeof module.run !== "function") throw new Error(`${part.file} does not export a run function`);
+    const section = await withTimeLimit(module.run({ quick: context.quick, log, earlier: context.earlier }), context.timeLimitS, part.id);
+    checkSection(section, part);
+    const chartErrors = await writeCharts(section.charts);
+    log(`done in ${elapsed().toFixed(1)} s`);
+    return { id: part.id, title: section.title, status: "ok", seconds: elapsed(), section, chartErrors };
+  } catch (error) {
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    log(`FAILED: ${text.split("\n")[0]}`);
+    return { id: part.id, title: part.title, status: "failed", seconds: elapsed(), error: text, chartErrors: [] };
+  }
+}
+
+function withTimeLimit<T>(promise: Promise<T>, seconds: number, id: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${id} did not finish within ${seconds} s`)), seconds * 1000);
+    timer.unref();
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+function checkSection(section: Section, part: PartEntry): void {
+  if (!section || typeof section !== "object") throw new Error(`${part.file}: run() resolved to ${String(section)}, not a Section`);
+  if (typeof section.markdown !== "string") throw new Error(`${part.file}: the section has no markdown`);
+  if (!Array.isArray(section.charts)) throw new Error(`${part.file}: the section's charts is not an array`);
+  section.title ||= part.title;
+}
+
+async function writeCharts(charts: ChartSpec[]): Promise<string[]> {
+  const errors: string[] = [];
+  for (const chart of charts) {
+    try {
+      if (!/^[\w.-]+$/.test(chart.file)) throw new Error(`chart file name ${JSON.stringify(chart.file)} is not a plain name`);
+      await writeFile(join(CHARTS, `${chart.file}.svg`), renderChart(chart));
+    } catch (error) {
+      errors.push(`${chart.file}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return errors;
+}
+
+interface Machine {
+  nproc: number;
+  cpuModel: string;
+  node: string;
+  os: string;
+  memoryGiB: number;
+  versions: Record<string, string>;
+  commit: string;
+}
+
+function machineInfo(): Machine {
+  const nproc = Number(spawnSync("nproc").stdout?.toString().trim()) || cpus().length;
+  const git = (args: string[]) => spawnSync("git", args, { cwd: ROOT }).stdout?.toString().trim() ?? "";
+  const commit = git(["rev-parse", "--short", "HEAD"]);
+  const dirty = git(["status", "--porcelain"]) ? " (with uncommitted changes)" : "";
+  return {
+    nproc,
+    cpuModel: cpus()[0]?.model.trim() ?? "unknown",
+    node: process.version,
+    os: `${platform()} ${release()} ${arch()}`,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    versions: Object.fromEntries(["workerd", "miniflare", "wrangler", "esbuild", "autocannon", "ioredis", "rate-limiter-flexible"].map((name) => [name, packageVersion(name)])),
+    commit: commit ? `${commit}${dirty}` : "unknown",
+  };
+}
+
+function packageVersion(name: string): string {
+  try {
+    const text = spawnSync(process.execPath, ["-p", `require(${JSON.stringify(`${name}/package.json`)}).version`], { cwd: ROOT }).stdout?.toString().trim();
+    return text || "not installed";
+  } catch {
+    return "not installed";
+  }
+}
+
+function renderResults(outcomes: Outcome[], run: { command: string; quick: boolean; totalS: number; machine: Machine }): string {
+  const m = run.machine;
+  const lines = [
+    "# floodgate benchmarks",
+    "",
+    `Generated ${new Date().toISOString().replace(/\.\d+Z$/, "Z")} by \`${run.command}\`${run.quick ? " (quick: smaller sizes, fewer repeats; indicative only)" : ""} in ${round1(run.totalS)} s. How to run and what each part measures: [README](README.md); raw numbers: [results.json](results.json).`,
+    "",
+    "| machine | |",
+    "| --- | --- |",
+    `| CPUs (\`nproc\`) | ${m.nproc} |`,
+    `| CPU model | ${m.cpuModel} |`,
+    `| memory | ${m.memoryGiB} GiB |`,
+    `| Node | ${m.node} |`,
+    `| OS | ${m.os} |`,
+    `| packages | ${Object.entries(m.versions).map(([k, v]) => `${k} ${v}`).join(", ")} |`,
+    `| commit | ${m.commit} |`,
+    "",
+    "| part | status | time |",
+    "| --- | --- | ---: |",
+    ...outcomes.map((o) => `| [${o.section?.title ?? o.title}](#${anchor(o.section?.title ?? o.title)}) | ${statusText(o.status)} | ${o.status === "ok" || o.status === "failed" ? `${round1(o.seconds)} s` : "—"} |`),
+  ];
+  for (const o of outcomes) {
+    if (o.status === "skipped") continue;
+    lines.push("", `## ${o.section?.title ?? o.title}`, "");
+    if (o.status === "failed") {
+      const [first, ...rest] = (o.error ?? "unknown error").split("\n");
+      lines.push(`**Failed** after ${round1(o.seconds)} s: ${first}`);
+      if (rest.length) lines.push("", "<details><summary>stack</summary>", "", "```", ...rest.map((l) => l.trim()), "```", "", "</details>");
+      continue;
+    }
+    lines.push(o.section!.markdown.trim());
+    if (o.chartErrors.length) lines.push("", `Charts that could not be drawn: ${o.chartErrors.join("; ")}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function statusText(status: Status): string {
+  return { ok: "ok", failed: "**failed**", placeholder: "not yet measured", skipped: "skipped (--only)" }[status];
+}
+
+/** GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens. */
+function anchor(title: string): string {
+  return title.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+}
+
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}

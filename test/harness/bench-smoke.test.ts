@@ -1,0 +1,66 @@
+// The bench's pieces start and produce numbers: the SVG renderer, and the end-to-end part at smoke-test size.
+import { describe, expect, it } from "vitest";
+import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
+import type { ChartSpec } from "../../bench/lib/section";
+import { renderChart } from "../../bench/lib/svg";
+
+describe("the bench's SVG renderer", () => {
+  it("draws a bar chart with its categories, both series in the legend, ticks from zero and escaped text", () => {
+    const spec: ChartSpec = {
+      file: "smoke",
+      title: "Throughput <relative> & more",
+      kind: "bar",
+      xLabel: "variant",
+      yLabel: "× bare",
+      categories: ["strict", "fast"],
+      series: [
+        { name: "1,000 IPs", points: [[0, 0.61], [1, 0.97]] },
+        { name: "hot key", points: [[0, 0.8], [1, 0.99]] },
+      ],
+    };
+    const svg = renderChart(spec);
+
+    expect(svg.startsWith("<svg xmlns=\"http://www.w3.org/2000/svg\"")).toBe(true);
+    expect(svg.trim().endsWith("</svg>")).toBe(true);
+    expect(svg).toContain("Throughput &lt;relative&gt; &amp; more");
+    for (const text of [">strict<", ">fast<", ">1,000 IPs<", ">hot key<", ">variant<", ">0<", ">0.97<"]) expect(svg).toContain(text);
+    expect(svg.match(/<rect [^>]*><title>/g)).toHaveLength(4);
+  });
+
+  it("draws a line chart on a log axis when x spans decades, and says so", () => {
+    const svg = renderChart({
+      file: "smoke-line",
+      title: "cost",
+      kind: "line",
+      xLabel: "keys",
+      yLabel: "ns",
+      series: [{ name: "a", points: [[10, 1], [10_000, 3]] }],
+    });
+    expect(svg).toContain("keys (log scale)");
+    expect(svg).toContain("<polyline");
+    expect(svg).toContain(">10k<");
+  });
+
+  it("says there is no data rather than drawing empty axes", () => {
+    const svg = renderChart({ file: "empty", title: "t", kind: "line", xLabel: "x", yLabel: "y", series: [{ name: "a", points: [[1, Number.NaN]] }] });
+    expect(svg).toContain("no data");
+  });
+});
+
+describe("the bench's end-to-end part", () => {
+  it("runs the bare Worker and floodgate strict through workerd and reports ratios", async () => {
+    const section = await endToEnd({ quick: true, tiny: true, log: () => undefined });
+    const data = section.data as EndToEndData;
+
+    expect(data.failures).toEqual([]);
+    const bare = data.summary.find((s) => s.variant === "bare" && s.phase === "saturated");
+    const strict = data.summary.find((s) => s.variant === "strict-ips" && s.phase === "saturated");
+    expect(bare?.rps).toBeGreaterThan(0);
+    expect(strict?.rps).toBeGreaterThan(0);
+    expect(strict?.rpsRatio).toBeGreaterThan(0);
+    expect(strict?.non2xx).toBe(0);
+    expect(data.counters["strict-ips"]?.durableObjectCalls.decide).toBeGreaterThan(0);
+    expect(section.markdown).toContain("floodgate strict");
+    expect(section.charts.map((c) => c.file)).toEqual(["e2e-throughput", "e2e-cpu", "e2e-latency"]);
+  }, 60_000);
+});
