@@ -19,6 +19,7 @@ import {
   syncDue,
   syncFailed,
   type LocalKey,
+  type Sender,
 } from "./local";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
 
@@ -26,8 +27,14 @@ import { DEFAULT_MAX_KEYS, LruTable } from "./table";
  * Names this isolate to the objects, which keep one lease and one retry cache per isolate. Made on
  * first use: Workers allows no random values at module scope.
  */
-let isolateId: string | undefined;
-const isolate = () => (isolateId ??= crypto.randomUUID());
+let sender: Sender | undefined;
+function self(): Sender {
+  if (!sender) {
+    let seq = 0;
+    sender = { isolate: crypto.randomUUID(), nextSeq: () => ++seq };
+  }
+  return sender;
+}
 
 interface Entry {
   rule: Rule;
@@ -135,7 +142,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
-    const request = nextSync(entry.key, entry.rule, isolate(), need, Date.now(), release);
+    const request = nextSync(entry.key, entry.rule, self(), need, Date.now(), release);
     try {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));

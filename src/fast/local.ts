@@ -8,6 +8,16 @@ interface Lot extends Returned {
   expiresAt: number;
 }
 
+/**
+ * Who sends syncs: the isolate's id, and a sequence that only rises across all its keys. A key
+ * forgotten and seen again starts afresh, and its object must still see a higher number than
+ * the last it answered from this isolate, or it would take the new sync for a retry.
+ */
+export interface Sender {
+  isolate: string;
+  nextSeq(): number;
+}
+
 /** Plain per-key state, changed only by the functions below, each given the time. */
 export interface LocalKey {
   lots: Lot[];
@@ -26,7 +36,6 @@ export interface LocalKey {
   returns: Returned[];
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
-  seq: number;
   lastSyncAt: number;
   /** after a failed sync, none is tried before then */
   retryAt: number;
@@ -45,7 +54,6 @@ export function freshKey(now: number): LocalKey {
     since: now,
     returns: [],
     outbox: null,
-    seq: 0,
     lastSyncAt: Number.NEGATIVE_INFINITY,
     retryAt: 0,
     failures: 0,
@@ -88,12 +96,12 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
  * applies it once), otherwise a new one carrying the returns and demand gathered since. A
  * `release` sync only settles: the key is leaving, or idle, and wants no new lease.
  */
-export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: number, now: number, release = false): SyncRequest {
+export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number, now: number, release = false): SyncRequest {
   if (key.outbox) return key.outbox;
   expireLots(key, now);
   key.outbox = {
-    isolate,
-    seq: key.seq + 1,
+    isolate: sender.isolate,
+    seq: sender.nextSeq(),
     returns: key.returns,
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
@@ -115,7 +123,6 @@ export function nextSync(key: LocalKey, rule: Rule, isolate: string, need: numbe
 export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number): void {
   if (!key.outbox || lease.seq !== key.outbox.seq) return;
   key.outbox = null;
-  key.seq = lease.seq;
   key.lastSyncAt = now;
   key.failures = 0;
   key.retryAt = 0;

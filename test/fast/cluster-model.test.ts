@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LimiterState, Policy } from "../../src/algorithms";
 import { grantLease, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
-import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncDue, syncFailed, type LocalKey } from "../../src/fast/local";
+import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;
@@ -18,6 +18,7 @@ class Cluster {
   private state: LimiterState | undefined;
   private readonly peers = new Map<string, Peer>();
   readonly keys: LocalKey[];
+  private readonly senders: Sender[];
   readonly admitted: { at: number; cost: number }[] = [];
 
   constructor(
@@ -26,6 +27,10 @@ class Cluster {
     isolates: number,
   ) {
     this.keys = Array.from({ length: isolates }, () => freshKey(T0));
+    this.senders = Array.from({ length: isolates }, (_, i) => {
+      let seq = 0;
+      return { isolate: `iso-${i}`, nextSeq: () => ++seq };
+    });
   }
 
   request(isolate: number, cost: number, now: number, fate: Fate): void {
@@ -39,7 +44,7 @@ class Cluster {
   /** One sync as the isolate's shell runs it; true when the answer arrived. */
   private sync(isolate: number, need: number, now: number, fate: Fate): boolean {
     const key = this.keys[isolate]!;
-    const request: SyncRequest = nextSync(key, this.fastRule, `iso-${isolate}`, need, now);
+    const request: SyncRequest = nextSync(key, this.fastRule, this.senders[isolate]!, need, now);
     let lease: Lease | undefined;
     if (fate !== "lost-before") {
       const result = grantLease(this.policy, this.state, this.peers, request, now);

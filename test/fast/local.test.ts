@@ -10,11 +10,14 @@ import {
   surrender,
   syncDue,
   syncFailed,
+  type Sender,
 } from "../../src/fast/local";
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;
 const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
+/** One sender for the whole file: its sequence only rises, as an isolate's does. */
+const from = isolate();
 const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
   seq,
   units,
@@ -25,11 +28,17 @@ const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Leas
   ...overrides,
 });
 
+/** A sender whose sequence starts at 1, as a new isolate's does. */
+function isolate(): Sender {
+  let seq = 0;
+  return { isolate: "iso", nextSeq: () => ++seq };
+}
+
 /** A key that has been through one sync and holds `units` leased units. */
 function leased(units: number, overrides: Partial<Lease> = {}) {
   const key = freshKey(T0);
-  nextSync(key, fast, "iso", 1, T0);
-  applyLease(key, fast, lease(1, units, overrides), T0);
+  const { seq } = nextSync(key, fast, isolate(), 1, T0);
+  applyLease(key, fast, lease(seq, units, overrides), T0);
   return key;
 }
 
@@ -66,7 +75,7 @@ describe("a fast key in one isolate", () => {
   it("gives unspent units of an expired lease back with the next sync", () => {
     const key = leased(5);
     decideLocally(key, fast, 2, T0 + 1);
-    const next = nextSync(key, fast, "iso", 0, T0 + 2_000);
+    const next = nextSync(key, fast, from, 0, T0 + 2_000);
     expect(next.returns).toEqual([{ units: 3, countedAt: T0 }]);
     expect(leaseLeft(key)).toBe(0);
   });
@@ -75,7 +84,7 @@ describe("a fast key in one isolate", () => {
     const key = leased(1);
     decideLocally(key, fast, 1, T0 + 100);
     decideLocally(key, fast, 1, T0 + 200);
-    expect(nextSync(key, fast, "iso", 0, T0 + 500)).toMatchObject({ demand: 2, elapsedMs: 500, seq: 2 });
+    expect(nextSync(key, fast, from, 0, T0 + 500)).toMatchObject({ demand: 2, elapsedMs: 500 });
   });
 
   it("syncs in the background once per interval", () => {
@@ -95,20 +104,27 @@ describe("a fast key in one isolate", () => {
   it("retries an unanswered sync as it was, so the object applies it once", () => {
     const key = leased(0);
     key.returns.push({ units: 4, countedAt: T0 });
-    const first = nextSync(key, fast, "iso", 0, T0 + 1_000);
+    const first = nextSync(key, fast, from, 0, T0 + 1_000);
     syncFailed(key, fast, T0 + 1_001);
     refundLocally(key, 2, T0 + 1_002);
-    const again = nextSync(key, fast, "iso", 0, T0 + 3_000);
+    const again = nextSync(key, fast, from, 0, T0 + 3_000);
     expect(again).toBe(first);
     expect(again.returns).toEqual([{ units: 4, countedAt: T0 }]);
   });
 
   it("backs off after a failed sync", () => {
     const key = leased(5);
-    nextSync(key, fast, "iso", 0, T0 + 1_000);
+    nextSync(key, fast, from, 0, T0 + 1_000);
     syncFailed(key, fast, T0 + 1_000);
     expect(syncDue(key, fast, T0 + 1_999)).toBe(false);
     expect(syncDue(key, fast, T0 + 2_000)).toBe(true);
+  });
+
+  it("numbers every sync above the last, even for a key it forgot and saw again", () => {
+    const sender = isolate();
+    const first = nextSync(freshKey(T0), fast, sender, 1, T0);
+    const again = nextSync(freshKey(T0 + 1), fast, sender, 1, T0 + 1);
+    expect(again.seq).toBeGreaterThan(first.seq);
   });
 
   it("ignores an answer to a sync it did not send", () => {

@@ -57,6 +57,16 @@ describe("fast mode in the real runtime", () => {
     expect((await peek("evict/192.0.2.40", policy)).remaining).toBe(45);
   });
 
+  it("serves a key again after it was evicted and comes back", async () => {
+    const rules = [{ name: "comeback", mode: "fast", limit: 1_000, period: "1m" }];
+    const bindings = { rules, FAST_MAX_KEYS: "1" };
+    const statuses = [];
+    for (const ip of ["192.0.2.60", "192.0.2.60", "192.0.2.61", "192.0.2.60", "192.0.2.60", "192.0.2.61", "192.0.2.60"]) {
+      statuses.push((await send(get("/cb/x", ip), bindings)).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
+  });
+
   it("syncs again after the interval and returns what it did not spend", async () => {
     const rules = [{ name: "resync", mode: "fast", limit: 100, period: "1h", sync: "50ms" }];
     const policy = { algorithm: "sliding-window", limit: 100, periodMs: 3_600_000, burst: 100, buckets: 1 } as const;
