@@ -95,6 +95,16 @@ export function invalidRequest(detail: string): HttpProblem {
 }
 
 /**
+ * 502: the origin could not be reached; nothing about it is revealed.
+ *
+ * @example
+ * try { upstream = await fetch(target, init); } catch { throw badGateway(); }
+ */
+export function badGateway(): HttpProblem {
+  return new HttpProblem({ type: "bad-gateway", status: 502, title: "Bad Gateway", detail: "The origin could not be reached." });
+}
+
+/**
  * 401 for the admin API. The same answer whether the token was missing, malformed or wrong,
  * so it tells a caller nothing about the token.
  *

@@ -59,6 +59,17 @@ describe("proxying an allowed request", () => {
     expect(Object.keys(seen?.headers ?? {})).not.toContain("keep-alive");
   });
 
+  it("proxies a request whose Connection header lists something that is not a header name", async () => {
+    const res = await send(
+      new Request("http://floodgate.test/fwd3b/", { headers: { connection: 'close, "x y", x-private', "x-private": "secret", "x-kept": "1" } }),
+      { rules },
+    );
+    expect(res.status).toBe(200);
+    const [seen] = await originLog("fwd3b");
+    expect(seen?.headers).toMatchObject({ "x-kept": "1" });
+    expect(Object.keys(seen?.headers ?? {})).not.toContain("x-private");
+  });
+
   it("sends each allowed request to the origin exactly once", async () => {
     for (let i = 0; i < 5; i++) await send(new Request(`http://floodgate.test/fwd4/${i}`), { rules });
     expect((await originLog("fwd4")).map((r) => r.url)).toEqual(["/fwd4/0", "/fwd4/1", "/fwd4/2", "/fwd4/3", "/fwd4/4"]);
