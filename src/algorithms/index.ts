@@ -1,5 +1,5 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
-import { adjustSlidingWindow, slidingWindow } from "./sliding-window";
+import { adjustSlidingWindow, countedAtSlidingWindow, slidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket } from "./token-bucket";
 import type { Decision, LimiterState, Outcome, Policy } from "./types";
 
@@ -25,6 +25,15 @@ export function adjust(
     return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
   }
   return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, now);
+}
+
+/**
+ * The time to give back units decided at `now` with, given the state after the decision: the time
+ * the algorithm counted them at, which is later than `now` when the clock stepped back behind the
+ * state. Token buckets take refunds whenever they come, so for them it is `now`.
+ */
+export function countedAt(policy: Policy, state: LimiterState, now: number): number {
+  return state.algorithm === "sliding-window" ? countedAtSlidingWindow(policy, state, now) : now;
 }
 
 /**

@@ -70,6 +70,15 @@ export function adjustSlidingWindow(
   return { ...state, counts };
 }
 
+/**
+ * When units decided at `now` were counted in `state`, the state after the decision: `now`, or,
+ * when the state is in a later bucket than `now` (the clock stepped back), the start of that
+ * bucket, where {@link slidingWindow} counted them. A refund stamped with it finds them there.
+ */
+export function countedAtSlidingWindow(policy: Policy, state: SlidingWindowState, now: number): number {
+  return Math.max(now, bucketStart(policy, state.index));
+}
+
 /** When the bucket holding `now` ends: units counted now stop being "current" then. */
 export function nextBucketStart(policy: Policy, now: number): number {
   return bucketStart(policy, bucketIndex(policy, now) + 1);

@@ -1,6 +1,6 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, decide, peek } from "../algorithms";
+import { adjust, countedAt, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import type { Env } from "../env";
 import { grantLease, livePeers, type Lease, type Peer, type SyncRequest } from "../fast/lease";
@@ -56,7 +56,7 @@ export class RateLimiter extends DurableObject<Env> {
     const results = costs.map((cost) => {
       const outcome = decide(policy, state, cost, now);
       state = outcome.state;
-      return { decision: outcome.decision, countedAt: now };
+      return { decision: outcome.decision, countedAt: countedAt(policy, outcome.state, now) };
     });
     if (state && results.some((r) => r.decision.allowed)) this.save(policy, state);
     return results;

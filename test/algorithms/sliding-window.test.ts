@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { adjust, decide, peek } from "../../src/algorithms";
+import { adjust, countedAt, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
 import { admittedWithin, replay, SlidingWindowModel } from "./reference";
 
@@ -86,6 +86,16 @@ describe("sliding window", () => {
     const skewed = decide(p, state, 1, T0 + 30_000);
     expect(skewed.decision.allowed).toBe(false);
     expect(skewed.state).toEqual(state);
+  });
+
+  it("stamps units taken after the clock stepped back with the window that counted them, so a refund finds them", () => {
+    const p = policy(3, 60_000);
+    const { state } = run(p, [T0 + 60_010]);
+    // The clock is back in the previous window; the state stays in its later one and counts there.
+    const taken = decide(p, state, 2, T0 + 30_000);
+    const stamp = countedAt(p, taken.state, T0 + 30_000);
+    expect(stamp).toBe(T0 + 60_000);
+    expect(peek(p, adjust(p, taken.state, -2, stamp, T0 + 60_020), T0 + 60_020).remaining).toBe(2);
   });
 
   it("gives back refunded units to the window they were counted in", () => {
