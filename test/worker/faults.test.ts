@@ -72,6 +72,18 @@ describe("when the Durable Object fails", () => {
   });
 });
 
+describe("when the origin fails", () => {
+  it("answers 502 problem+json when the origin cannot be reached, and counts it", async () => {
+    const before = metrics.value("floodgate_errors_total", { kind: "origin" });
+    // Port 1 on loopback: nothing listens, so the connection is refused.
+    const res = await send(get("/fo/x", "192.0.2.87"), { rules: [{ name: "f-origin", limit: 5, period: "1m" }], ORIGIN_URL: "http://127.0.0.1:1" });
+    expect(res.status).toBe(502);
+    expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await res.json()).toMatchObject({ type: "https://floodgate.dev/problems/bad-gateway", status: 502, title: "Bad Gateway" });
+    expect(metrics.value("floodgate_errors_total", { kind: "origin" })).toBe(before + 1);
+  });
+});
+
 describe("fast mode when syncs fail", () => {
   it("leaves a failing object alone while it backs off, deciding by onError at once", async () => {
     await flaky("f-backoff/192.0.2.91").fail(100, "before");
