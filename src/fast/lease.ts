@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, granted once per sync. */
-import { adjust, decide, peek } from "../algorithms";
+import { adjust, countedAt, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { nextBucketStart } from "../algorithms/sliding-window";
 
@@ -87,7 +87,7 @@ export function grantLease(
   const lease: Lease = {
     seq: sync.seq,
     units,
-    countedAt: now,
+    countedAt: state ? countedAt(policy, state, now) : now,
     expiresAt:
       policy.algorithm === "sliding-window" ? Math.min(now + sync.horizonMs, nextBucketStart(policy, now)) : now + sync.horizonMs,
     standing,
