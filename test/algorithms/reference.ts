@@ -1,4 +1,6 @@
 // Exact reference models, written the obvious way with rational arithmetic, to check the algorithms against.
+import fc from "fast-check";
+import { expect } from "vitest";
 import { decide, type LimiterState, type Policy } from "../../src/algorithms";
 
 /** A non-negative rational number over BigInt, just enough arithmetic for the models. */
@@ -101,6 +103,21 @@ export function replay(policy: Policy, steps: Step[], start: number) {
     return { at: now, cost, decision: outcome.decision };
   });
   return { requests, state, now };
+}
+
+/** Up to 200 requests of 1 to `maxCost` units, gaps in thousandths of a period: dense enough to reach the limit. */
+export function stepsOf(maxCost: number) {
+  const step = fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: maxCost }) });
+  return fc.array(step, { maxLength: 200, size: "max" });
+}
+
+/** After the scenario, a request of `cost` that is denied is admitted exactly retryAfter later, not a ms sooner. */
+export function expectExactRetry(policy: Policy, steps: Step[], cost: number, start: number): void {
+  const { state, now } = replay(policy, steps, start);
+  const denied = decide(policy, state, cost, now).decision;
+  if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
+  expect(decide(policy, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
+  expect(decide(policy, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
 }
 
 /** Units admitted with `at` in [from, to). */

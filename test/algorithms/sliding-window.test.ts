@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, countedAt, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, replay, SlidingWindowModel } from "./reference";
+import { admittedWithin, expectExactRetry, replay, stepsOf, SlidingWindowModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
   algorithm: "sliding-window",
@@ -145,11 +145,7 @@ describe("sliding window properties", () => {
     limit: fc.integer({ min: 1, max: 20 }),
     buckets: fc.integer({ min: 1, max: 12 }),
     periodMs: fc.integer({ min: 12, max: 100_000 }),
-    /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
-    steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 6 }) }), {
-      maxLength: 200,
-      size: "max",
-    }),
+    steps: stepsOf(6),
   });
 
   it("decides exactly as the reference model that keeps every hit", () => {
@@ -181,12 +177,7 @@ describe("sliding window properties", () => {
   it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
     fc.assert(
       fc.property(scenario, fc.integer({ min: 1, max: 6 }), ({ limit, periodMs, buckets, steps }, cost) => {
-        const p = policy(limit, periodMs, buckets);
-        const { state, now } = replay(p, steps, T0);
-        const denied = decide(p, state, cost, now).decision;
-        if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
-        expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
-        expect(decide(p, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
+        expectExactRetry(policy(limit, periodMs, buckets), steps, cost, T0);
       }),
       { numRuns: 500 },
     );

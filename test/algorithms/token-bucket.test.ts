@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, replay, TokenBucketModel } from "./reference";
+import { admittedWithin, expectExactRetry, replay, stepsOf, TokenBucketModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   algorithm: "token-bucket",
@@ -99,11 +99,7 @@ describe("token bucket properties", () => {
     limit: fc.integer({ min: 1, max: 50 }),
     periodMs: fc.integer({ min: 1, max: 100_000 }),
     burst: fc.integer({ min: 1, max: 50 }),
-    /** each step's gap is in thousandths of a period, so traffic is dense enough to reach the limit */
-    steps: fc.array(fc.record({ gap: fc.nat({ max: 300 }), cost: fc.integer({ min: 1, max: 8 }) }), {
-      maxLength: 200,
-      size: "max",
-    }),
+    steps: stepsOf(8),
   });
 
   it("decides exactly as a continuous-time model with rational tokens", () => {
@@ -121,12 +117,7 @@ describe("token bucket properties", () => {
   it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
     fc.assert(
       fc.property(scenario, fc.integer({ min: 1, max: 8 }), ({ limit, periodMs, burst, steps }, cost) => {
-        const p = policy(limit, periodMs, burst);
-        const { state, now } = replay(p, steps, T0);
-        const denied = decide(p, state, cost, now).decision;
-        if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
-        expect(decide(p, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
-        expect(decide(p, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
+        expectExactRetry(policy(limit, periodMs, burst), steps, cost, T0);
       }),
       { numRuns: 500 },
     );
