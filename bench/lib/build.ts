@@ -2,6 +2,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { build } from "esbuild";
+import { WORKER_BUILD } from "../../test/harness/worker-build";
 import { ROOT, WORK } from "./paths";
 
 /**
@@ -42,18 +43,7 @@ export function childScript(): Promise<string> {
  */
 export async function bundleFloodgate(): Promise<string> {
   const outfile = join(WORK, "worker/floodgate.mjs");
-  await build({
-    entryPoints: [join(ROOT, "src/index.ts")],
-    outfile,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["module", "main"],
-    external: ["cloudflare:*", "node:*"],
-    logLevel: "silent",
-  });
+  await build({ ...WORKER_BUILD, entryPoints: [join(ROOT, "src/index.ts")], outfile });
   return outfile;
 }
 

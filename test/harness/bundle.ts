@@ -4,6 +4,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, version as esbuildVersion, type BuildOptions } from "esbuild";
+import { WORKER_BUILD } from "./worker-build";
 
 /** The repository root: this file lives in test/harness/. */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -18,22 +19,8 @@ export interface Bundle {
   hash: string;
 }
 
-/**
- * As wrangler bundles a module Worker: one ESM file, `cloudflare:*` left to the runtime, the
- * `workerd` export condition first. floodgate has no npm dependencies, so nothing else matters.
- */
-const OPTIONS = {
-  entryPoints: [ENTRY],
-  bundle: true,
-  format: "esm",
-  platform: "neutral",
-  target: "es2022",
-  conditions: ["workerd", "worker", "browser"],
-  mainFields: ["module", "main"],
-  external: ["cloudflare:*", "node:*"],
-  sourcemap: "linked",
-  logLevel: "silent",
-} satisfies BuildOptions;
+/** As wrangler bundles a module Worker, with a source map so errors point into src/. */
+const OPTIONS = { ...WORKER_BUILD, entryPoints: [ENTRY], sourcemap: "linked" } satisfies BuildOptions;
 
 let built: Promise<Bundle> | undefined;
 
