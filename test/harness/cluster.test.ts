@@ -1,27 +1,13 @@
 // Many isolates, one set of Durable Objects, a real origin: strict mode must admit exactly the limit, whatever the spread.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startOrigin } from "../setup/origin-server";
-import { startCluster, type Cluster } from "./cluster";
+import { describe, expect, it } from "vitest";
+import type { Cluster } from "./cluster";
+import { useClusterFixture } from "./fixture";
 import { drive, type DriveResult } from "./load";
 
-let origin: Awaited<ReturnType<typeof startOrigin>>;
-let originUrl: string;
-let cluster: Cluster | undefined;
-
-beforeAll(async () => {
-  origin = await startOrigin();
-  originUrl = `http://127.0.0.1:${origin.port}`;
-});
-
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-afterAll(() => origin?.close());
+const harness = useClusterFixture();
 
 async function originCount(tag: string): Promise<number> {
-  const body = (await (await fetch(`${originUrl}/__origin/count?tag=${tag}`)).json()) as { count: number };
+  const body = (await (await fetch(`${harness.originUrl()}/__origin/count?tag=${tag}`)).json()) as { count: number };
   return body.count;
 }
 
@@ -39,19 +25,19 @@ function diagnosis(result: DriveResult, from: Cluster): string {
 
 describe("the cluster", () => {
   it("runs each front in its own isolate: module state is not shared", async () => {
-    cluster = await startCluster({ isolates: 3, rules: [{ name: "h-iso", key: "global", limit: 100, period: "1m" }], originUrl });
+    const cluster = await harness.start({ isolates: 3, rules: [{ name: "h-iso", key: "global", limit: 100, period: "1m" }] });
     const sends = [3, 1, 0];
     for (const [isolate, n] of sends.entries()) {
       for (let i = 0; i < n; i++) expect((await cluster.fetch(isolate, `/iso/${isolate}-${i}`)).status).toBe(200);
     }
 
-    const allowed = await Promise.all(sends.map(async (_, isolate) => sample(await cluster!.metrics(isolate), 'floodgate_decisions_total{decision="allowed",rule="h-iso"}')));
+    const allowed = await Promise.all(sends.map(async (_, isolate) => sample(await cluster.metrics(isolate), 'floodgate_decisions_total{decision="allowed",rule="h-iso"}')));
     expect(allowed).toEqual(sends);
     expect(await originCount("iso")).toBe(4);
   });
 
   it("binds every front to one RateLimiter namespace: a key's quota is shared", async () => {
-    cluster = await startCluster({ isolates: 4, rules: [{ name: "h-shared", key: "global", limit: 3, period: "1m" }], originUrl });
+    const cluster = await harness.start({ isolates: 4, rules: [{ name: "h-shared", key: "global", limit: 3, period: "1m" }] });
 
     const statuses: number[] = [];
     for (const isolate of [0, 1, 2, 3]) statuses.push((await cluster.fetch(isolate, `/shared/${isolate}`)).status);
@@ -61,7 +47,7 @@ describe("the cluster", () => {
   });
 
   it("shows the Worker an absolute URL's own host", async () => {
-    cluster = await startCluster({ isolates: 1, rules: [{ name: "h-host", match: { host: "api.example.com" }, key: "global", limit: 1, period: "1m" }], originUrl });
+    const cluster = await harness.start({ isolates: 1, rules: [{ name: "h-host", match: { host: "api.example.com" }, key: "global", limit: 1, period: "1m" }] });
 
     const statuses: number[] = [];
     for (const url of ["https://api.example.com/host/1", "https://api.example.com/host/2", "/host/3"]) {
@@ -77,7 +63,7 @@ describe("strict mode across 8 isolates at 10× the limit", () => {
 
   for (const distribution of ["uniform", "skewed"] as const) {
     it(`admits exactly the limit, each once at the origin, and denies the rest with ${distribution} traffic`, async () => {
-      cluster = await startCluster({ isolates: 8, rules: [rule], originUrl });
+      const cluster = await harness.start({ isolates: 8, rules: [rule] });
       const tag = `strict-${distribution}`;
 
       const result = await drive(cluster, { requests: 500, ratePerSecond: 1000, distribution, concurrency: 32, path: (n) => `/${tag}/${n}` });
