@@ -35,8 +35,9 @@ export default {
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const settings = loadSettings(env);
   setCapacity(settings.fastMaxKeys);
-  if (new URL(request.url).pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
-  const verdict = await enforce(request, settings.rules, env, ctx);
+  const url = new URL(request.url);
+  if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
+  const verdict = await enforce(request, url, settings.rules, env, ctx);
   const now = Date.now();
   if (!verdict.allowed) {
     const denying = verdict.entries.filter((e) => !e.decision.allowed);

@@ -35,13 +35,18 @@ interface Taken {
 }
 
 /**
- * Evaluates every rule whose `match` fits. The request is allowed only if every rule allows it;
+ * Evaluates every rule whose `match` fits `url` (the request's, parsed once by the caller). The request is allowed only if every rule allows it;
  * when one denies, the units the others took are given back, so a client blocked by one rule does
  * not burn its quota under another. Throws a 400 HttpProblem when the request's input is invalid
  * for a rule (a malformed cost header), before any rule consumes anything.
  */
-export async function enforce(request: Request, rules: readonly Rule[], env: Env, ctx: ExecutionContext): Promise<Verdict> {
-  const url = new URL(request.url);
+export async function enforce(
+  request: Request,
+  url: URL,
+  rules: readonly Rule[],
+  env: Env,
+  ctx: ExecutionContext,
+): Promise<Verdict> {
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host });
   const asks = await Promise.all(applicable.map((rule) => ask(rule, request)));
   const fast: FastContext = { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) };
