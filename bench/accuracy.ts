@@ -298,7 +298,7 @@ export async function run(options: RunOptions): Promise<Section> {
     `**Chosen default: ${pick} buckets.** The target: floodgate's sliding window wrong at least ${TARGET}× less often than ` +
     `the plain two-window counter on the same trace, counted Cloudflare's way (every attempt) over all of it. ` +
     `${reached} (${times(ratio(pick))}; ${times(classRatio(pick, ordinaryIndex))} on the ordinary sources alone, ` +
-    `${times(ratio(pick, "admitted-only"))} when only admitted requests count). Its state is ${pick + 1} counters per key. ` +
+    `${times(ratio(pick, "admitted-only"))} when only admitted requests count). Its state is at most ${pick + 1} counters per key: only buckets that counted something are kept. ` +
     `The smallest bucket count that reaches ${TARGET}× on the ordinary sources alone is ` +
     `${candidates.find((b) => classRatio(b, ordinaryIndex) >= TARGET) ?? "none of those measured"}. ` +
     `How much buckets help depends on the traffic, as the table by kind shows: the error of the estimate is how the ` +
@@ -315,7 +315,7 @@ export async function run(options: RunOptions): Promise<Section> {
     table(
       [
         "buckets",
-        "state (counters)",
+        "state (at most, counters)",
         "wrong, every attempt",
         "fewer than two-window",
         "ordinary sources only",

@@ -33,13 +33,7 @@ export function slidingWindow(
   const at = now > start ? now : start;
   const used = usedScaled(policy, state, at);
   const allowed = used + cost * policy.periodMs <= policy.limit * policy.periodMs;
-  let next = state;
-  if (allowed) {
-    // roll hands back a new state unless the bucket is unchanged; the caller's own state is never mutated.
-    const counts = state === stored ? state.counts.slice() : state.counts;
-    counts[policy.buckets]! += cost;
-    next = { algorithm: "sliding-window", periodMs: policy.periodMs, index: state.index, counts };
-  }
+  const next = allowed ? withCurrent(state, state.current + cost) : state;
   const usedNext = allowed ? used + cost * policy.periodMs : used;
   const remaining = Math.max(0, Math.floor((policy.limit * policy.periodMs - usedNext) / policy.periodMs));
   const reset = resetAt(policy, next, at);
@@ -63,11 +57,30 @@ export function adjustSlidingWindow(
   now: number,
 ): SlidingWindowState {
   const state = roll(policy, stored, now);
-  const slot = Math.min(policy.buckets, policy.buckets - (state.index - bucketIndex(policy, at)));
-  if (slot < 0) return state;
-  const counts = state.counts.slice();
-  counts[slot] = Math.max(0, counts[slot]! + units);
-  return { ...state, counts };
+  const { periodMs, buckets, index, history, base } = state;
+  const oldest = index - buckets;
+  const bucket = Math.min(index, bucketIndex(policy, at));
+  if (bucket < oldest) return state;
+  if (bucket === index) return withCurrent(state, Math.max(0, state.current + units));
+  // A finished bucket changes: this state gets a history of its own, so no other state sees it.
+  const next: number[] = [];
+  let covered = 0;
+  let pending = true;
+  for (let i = state.from; i <= state.end; i += 2) {
+    const b = i < state.end ? base + history[i]! : index;
+    let n = i < state.end ? history[i + 1]! : 0;
+    if (pending && b >= bucket) {
+      pending = false;
+      const changed = Math.max(0, (b === bucket ? n : 0) + units);
+      if (changed > 0) next.push(bucket - oldest, changed);
+      if (changed > 0 && bucket > oldest) covered += changed;
+      if (b === bucket) continue;
+    }
+    if (i === state.end) break;
+    next.push(b - oldest, n);
+    if (b > oldest) covered += n;
+  }
+  return windowState(periodMs, buckets, index, next, oldest, 0, next.length, covered, state.current);
 }
 
 /**
@@ -93,39 +106,83 @@ function bucketStart(policy: Policy, index: number): number {
   return Math.ceil((index * policy.periodMs) / policy.buckets);
 }
 
-/** Moves the state to the bucket holding `now`; a state from a later bucket (clock skew) stays. */
+/**
+ * Moves the state to the bucket holding `now`; a state from a later bucket (clock skew) stays. The
+ * bucket that just finished is appended to the history if it counted anything: in place when this
+ * state owns the history's end, otherwise (or once the history spans twice the window, so that it
+ * stays bounded) into a fresh copy of the pairs still inside the window.
+ */
 function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
   const { buckets, periodMs } = policy;
   const index = bucketIndex(policy, now);
-  if (stored && stored.periodMs === periodMs && stored.counts.length === buckets + 1) {
-    if (stored.index >= index) return stored;
-    const shift = index - stored.index;
-    const counts = new Array<number>(buckets + 1);
-    for (let i = 0; i <= buckets; i++) counts[i] = i + shift <= buckets ? stored.counts[i + shift]! : 0;
-    return { algorithm: "sliding-window", periodMs, index, counts };
+  const fits = stored !== undefined && stored.periodMs === periodMs && stored.buckets === buckets;
+  if (fits && stored.index >= index) return stored;
+  if (!fits || index - stored.index > buckets) {
+    // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
+    const carried = !fits && stored ? stored.covered + stored.current : 0;
+    return windowState(periodMs, buckets, index, [], index, 0, 0, 0, carried);
   }
-  const counts = new Array<number>(buckets + 1).fill(0);
-  // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
-  if (stored) counts[buckets] = stored.counts.slice(1).reduce((total, n) => total + n, 0);
-  return { algorithm: "sliding-window", periodMs, index, counts };
+  const { history, base, end, current } = stored;
+  const oldest = index - buckets;
+  const wasOldest = stored.index - buckets;
+  let from = stored.from;
+  let covered = stored.covered + (stored.index > oldest ? current : 0);
+  // Buckets up to the new oldest leave the wholly covered part; those before it leave the window.
+  for (; from < end; from += 2) {
+    const bucket = base + history[from]!;
+    if (bucket > oldest) break;
+    if (bucket > wasOldest) covered -= history[from + 1]!;
+    if (bucket === oldest) break;
+  }
+  if (history.length === end && index - base <= 2 * buckets) {
+    if (current > 0) history.push(stored.index - base, current);
+    return windowState(periodMs, buckets, index, history, base, from, history.length, covered, 0);
+  }
+  const next: number[] = [];
+  for (let i = from; i < end; i += 2) next.push(base + history[i]! - oldest, history[i + 1]!);
+  if (current > 0) next.push(stored.index - oldest, current);
+  return windowState(periodMs, buckets, index, next, oldest, 0, next.length, covered, 0);
+}
+
+/** Every state is built here or in {@link withCurrent}, in one field order, so that all share one shape. */
+function windowState(
+  periodMs: number,
+  buckets: number,
+  index: number,
+  history: number[],
+  base: number,
+  from: number,
+  end: number,
+  covered: number,
+  current: number,
+): SlidingWindowState {
+  return { algorithm: "sliding-window", periodMs, buckets, index, history, base, from, end, covered, current };
+}
+
+/** The same state with another count for the current bucket; the history is shared, not copied. */
+function withCurrent(state: SlidingWindowState, current: number): SlidingWindowState {
+  const { periodMs, buckets, index, history, base, from, end, covered } = state;
+  return windowState(periodMs, buckets, index, history, base, from, end, covered, current);
+}
+
+/** Units in the window's oldest bucket, the one only partly inside it. */
+function oldestCount(policy: Policy, state: SlidingWindowState): number {
+  const { history, base, from } = state;
+  return from < state.end && base + history[from]! === state.index - policy.buckets ? history[from + 1]! : 0;
 }
 
 /** The estimated use × period at `at`, which must fall in the state's current bucket. */
 function usedScaled(policy: Policy, state: SlidingWindowState, at: number): number {
   const elapsedScaled = at * policy.buckets - state.index * policy.periodMs;
-  const counts = state.counts;
-  let inside = 0;
-  for (let i = 1; i < counts.length; i++) inside += counts[i]!;
-  return (counts[0] ?? 0) * (policy.periodMs - elapsedScaled) + inside * policy.periodMs;
+  return oldestCount(policy, state) * (policy.periodMs - elapsedScaled) + (state.covered + state.current) * policy.periodMs;
 }
 
 /** When the estimate reaches zero: the newest counted bucket has then slid out of the window. */
 function resetAt(policy: Policy, state: SlidingWindowState, at: number): number {
-  let newest = policy.buckets;
-  while (newest >= 0 && state.counts[newest]! <= 0) newest--;
-  if (newest === -1) return at;
-  const bucket = state.index - policy.buckets + newest;
-  return bucketStart(policy, bucket + policy.buckets + 1);
+  const { history, base, from, end } = state;
+  if (state.current > 0) return bucketStart(policy, state.index + policy.buckets + 1);
+  if (end > from) return bucketStart(policy, base + history[end - 2]! + policy.buckets + 1);
+  return at;
 }
 
 /**
@@ -137,15 +194,21 @@ function resetAt(policy: Policy, state: SlidingWindowState, at: number): number 
 function retryAfter(policy: Policy, state: SlidingWindowState, cost: number, at: number): number {
   const { limit, periodMs, buckets } = policy;
   if (cost > limit) return periodMs;
-  const counts = state.counts;
-  // after[s]: what stays inside the window once it has moved s buckets on, i.e. counts[s + 1..buckets].
-  let after = 0;
-  for (let i = 1; i <= buckets; i++) after += counts[i]!;
+  const { history, base, end } = state;
+  // Walks the window's buckets oldest first: `pair` is the first kept bucket not yet passed.
+  let pair = state.from;
+  const unitsIn = (bucket: number): number => {
+    while (pair < end && base + history[pair]! < bucket) pair += 2;
+    if (pair < end && base + history[pair]! === bucket) return history[pair + 1]!;
+    return bucket === state.index ? state.current : 0;
+  };
+  // after: what stays wholly inside the window once it has moved `shift` buckets on.
+  let after = state.covered + state.current;
   for (let shift = 0; shift <= buckets + 1; shift++) {
     const index = state.index + shift;
-    const oldest = shift <= buckets ? counts[shift]! : 0;
+    const oldest = unitsIn(index - buckets);
     const headroom = (limit - after - cost) * periodMs;
-    if (shift + 1 <= buckets) after -= counts[shift + 1]!;
+    if (shift < buckets) after -= unitsIn(index - buckets + 1);
     if (headroom < 0) continue;
     const from = Math.max(at, bucketStart(policy, index));
     // Smallest elapsed × buckets at which oldest × (period − elapsed × buckets) ≤ headroom.

@@ -48,14 +48,28 @@ export interface Decision {
   reason?: Reason;
 }
 
-/** Sliding-window counter state: the counts of the last `buckets + 1` epoch-aligned buckets. */
+/**
+ * Sliding-window counter state: the counts of the last `buckets + 1` epoch-aligned buckets. Only
+ * finished buckets that counted something are kept, in `history`: an array that states share and
+ * only ever append to past their own `end`, so that neither counting a request nor moving to the
+ * next bucket copies the window, and a quiet key's state stays small.
+ */
 export interface SlidingWindowState {
   algorithm: "sliding-window";
   periodMs: number;
+  buckets: number;
   /** the current bucket: floor(t × buckets / periodMs) for any t inside it */
   index: number;
-  /** units counted per bucket, oldest first; the last is the current bucket */
-  counts: number[];
+  /** finished buckets with units in them, oldest first, as pairs: bucket − `base`, units */
+  history: number[];
+  base: number;
+  /** where this state's pairs start and end in `history`: all in the window, the oldest maybe in its weighted bucket */
+  from: number;
+  end: number;
+  /** units in the finished buckets the window covers whole (all but the oldest) */
+  covered: number;
+  /** units counted in the current bucket */
+  current: number;
 }
 
 /**

@@ -45,7 +45,7 @@ describe("sliding window", () => {
   it("does not count a denied request", () => {
     const p = policy(1, 60_000);
     const { state } = run(p, [T0, T0 + 1, T0 + 2, T0 + 3]);
-    expect(state).toMatchObject({ counts: [0, 1] });
+    expect(state).toMatchObject({ covered: 0, current: 1 });
   });
 
   it("forgets everything two windows later", () => {
@@ -168,6 +168,31 @@ describe("sliding window properties", () => {
           const windowStart = at - (at % periodMs);
           expect(admittedWithin(requests, windowStart, windowStart + periodMs)).toBeLessThanOrEqual(limit);
           expect(admittedWithin(requests, at, at + periodMs)).toBeLessThanOrEqual(2 * limit);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("treats states as values: any earlier state, or one read back from JSON, decides again as it did", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
+        const p = policy(limit, periodMs, buckets);
+        let state: LimiterState | undefined;
+        let now = T0;
+        const history = steps.map(({ gap, cost }) => {
+          now += Math.floor((gap * periodMs) / 1_000);
+          const before = state;
+          const outcome = decide(p, before, cost, now);
+          state = outcome.state;
+          return { before, at: now, cost, outcome };
+        });
+        for (const { before, at, cost, outcome } of history.reverse()) {
+          const stored = before && (JSON.parse(JSON.stringify(before)) as LimiterState);
+          for (const again of [decide(p, before, cost, at), decide(p, stored, cost, at)]) {
+            expect(again.decision).toEqual(outcome.decision);
+            expect(peek(p, again.state, at)).toEqual(peek(p, outcome.state, at));
+          }
         }
       }),
       { numRuns: 300 },
