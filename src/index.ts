@@ -46,8 +46,11 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
     const detail = `Rate limit exceeded for ${names.join(", ")}; retry in ${Math.max(1, Math.ceil(shown.decision.retryAfter / 1000))} s.`;
     return rateLimited(names, detail).toResponse(rateLimitHeaders(shown.rule, shown.decision, now));
   }
-  const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, settings.origin.url);
+  const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
   const shown = mostRestrictive(verdict.entries);
-  if (shown) for (const [name, value] of Object.entries(rateLimitHeaders(shown.rule, shown.decision, now))) response.headers.set(name, value);
+  if (shown) {
+    const headers = rateLimitHeaders(shown.rule, shown.decision, now);
+    for (const name in headers) response.headers.set(name, headers[name]!);
+  }
   return response;
 }

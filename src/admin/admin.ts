@@ -1,6 +1,7 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics; bearer token required. */
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
+import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { metrics } from "../metrics/metrics";
@@ -40,7 +41,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const rule = settings.rules.find((r) => r.name === ruleName);
   if (!rule) throw new HttpProblem({ type: "not-found", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
   const objectName = await durableObjectName(rule.name, key);
-  const stub = env.LIMITER.get(env.LIMITER.idFromName(objectName));
+  const stub = limiterStub(env.LIMITER, objectName);
   metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
   if (method === "DELETE") {
     await stub.reset();

@@ -19,11 +19,18 @@ interface Stored {
   state: LimiterState;
 }
 
+/** The one row an object keeps: its state, if any, and its fast-mode peers. */
+interface Row {
+  stored?: Stored;
+  peers: Record<string, Peer>;
+}
+
 /**
  * One object per (rule, key), addressed by name. Its methods are the RPC surface; each runs to
  * completion without awaiting, so decisions for a key are serialized and exact. State is read once
- * when the object starts and written through on every change, so eviction or a restart loses nothing;
- * an alarm deletes it once the key has fully recovered, so storage does not grow without bound.
+ * when the object starts and written through, as one row, on every change, so eviction or a restart
+ * loses nothing; an alarm deletes it once the key has fully recovered, so storage does not grow
+ * without bound.
  */
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
@@ -37,14 +44,12 @@ export class RateLimiter extends DurableObject<Env> {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
       this.hasTable = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'limiter'").toArray().length > 0;
-      const row = this.hasTable
+      const raw = this.hasTable
         ? ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0]
         : undefined;
-      this.stored = row ? (JSON.parse(row.value) as Stored) : undefined;
-      if (this.hasTable) {
-        const rows = ctx.storage.sql.exec<{ isolate: string; value: string }>("SELECT isolate, value FROM peers").toArray();
-        this.peers = livePeers(new Map(rows.map((r) => [r.isolate, JSON.parse(r.value) as Peer])), Date.now());
-      }
+      const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
+      this.stored = row?.stored;
+      this.peers = livePeers(new Map(Object.entries(row?.peers ?? {})), Date.now());
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
@@ -72,13 +77,8 @@ export class RateLimiter extends DurableObject<Env> {
     const { state, peer, lease } = grantLease(policy, stored, this.peers, request, now);
     if (peer === this.peers.get(request.isolate)) return lease;
     this.peers.set(request.isolate, peer);
-    if (state && state !== stored) this.save(policy, state);
-    else this.ensureTables();
-    this.ctx.storage.sql.exec(
-      "INSERT INTO peers (isolate, value) VALUES (?, ?) ON CONFLICT (isolate) DO UPDATE SET value = excluded.value",
-      request.isolate,
-      JSON.stringify(peer),
-    );
+    if (state && state !== stored) this.stored = { policy, state };
+    this.write();
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
     return lease;
   }
@@ -124,27 +124,28 @@ export class RateLimiter extends DurableObject<Env> {
 
   private save(policy: Policy, state: LimiterState): void {
     this.stored = { policy, state };
-    this.ensureTables();
-    this.ctx.storage.sql.exec(
-      "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
-      JSON.stringify(this.stored),
-    );
+    this.write();
     if (this.alarmAt === null) this.schedule(peek(policy, state, Date.now()).resetAt);
   }
 
   private forgetSilentPeers(now: number): void {
     const live = livePeers(this.peers, now);
-    for (const isolate of this.peers.keys()) {
-      if (!live.has(isolate)) this.ctx.storage.sql.exec("DELETE FROM peers WHERE isolate = ?", isolate);
-    }
+    if (live.size === this.peers.size) return;
     this.peers = live;
+    this.write();
   }
 
-  private ensureTables(): void {
-    if (this.hasTable) return;
-    this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
-    this.ctx.storage.sql.exec("CREATE TABLE peers (isolate TEXT PRIMARY KEY, value TEXT NOT NULL)");
-    this.hasTable = true;
+  /** Writes the state and the peers as one row: one statement per change. */
+  private write(): void {
+    if (!this.hasTable) {
+      this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
+      this.hasTable = true;
+    }
+    const row: Row = { ...(this.stored ? { stored: this.stored } : {}), peers: Object.fromEntries(this.peers) };
+    this.ctx.storage.sql.exec(
+      "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
+      JSON.stringify(row),
+    );
   }
 
   private schedule(at: number): void {

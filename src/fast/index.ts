@@ -1,6 +1,7 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
+import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
 import { policyOf } from "../strict";
@@ -145,7 +146,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
     const request = nextSync(entry.key, entry.rule, self(), need, Date.now(), release);
     try {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
-      const stub = context.namespace.get(context.namespace.idFromName(entry.objectName));
+      const stub = limiterStub(context.namespace, entry.objectName);
       const lease: Lease = await stub.sync(policyOf(entry.rule), request);
       applyLease(entry.key, entry.rule, lease, Date.now());
       metrics.count("floodgate_syncs_total", { result: "ok" });

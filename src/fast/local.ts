@@ -81,14 +81,33 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
   return undefined;
 }
 
-/** Whether a background sync is due: the interval has passed, the lease runs low, or a retry waits. */
+/**
+ * A key is roomy when the object, at the last sync, had at least this many times what every
+ * isolate holds still free: no isolate's lease can then crowd out another's before it ends.
+ */
+const ROOMY = 8;
+/** A roomy key asks for leases this many sync intervals long; a sliding window still ends them with their bucket. */
+const ROOMY_HORIZON = 10;
+
+/**
+ * Whether a background sync is due: the interval has passed, the lease runs low, or a retry waits.
+ * A roomy key with a healthy lease skips the periodic sync: nothing another isolate does can
+ * make its lease unfair before it ends or runs low, and then it syncs.
+ */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
   if (key.outbox) return true;
   const since = now - key.lastSyncAt;
-  if (since >= rule.syncMs) return key.demand > 0 || key.returns.length > 0 || leaseLeft(key) > 0;
+  const left = leaseLeft(key);
+  const low = key.granted > 0 && left * 2 < key.granted;
+  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low)) return key.demand > 0 || key.returns.length > 0 || left > 0;
   // Running low: top up early, but no more than four times an interval.
-  return since * 4 >= rule.syncMs && key.granted > 0 && leaseLeft(key) * 2 < key.granted && now >= key.blockedUntil;
+  return since * 4 >= rule.syncMs && low && now >= key.blockedUntil;
+}
+
+function roomy(key: LocalKey): boolean {
+  const global = key.standing;
+  return global !== null && global.allowed && global.remaining >= ROOMY * key.granted * key.peers;
 }
 
 /**
@@ -106,7 +125,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
-    horizonMs: rule.syncMs,
+    horizonMs: roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
     ...(release ? { release } : {}),
   };
   key.returns = [];

@@ -2,8 +2,8 @@
 import { metrics } from "../metrics/metrics";
 import { badGateway } from "./problem";
 
-/** Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on. */
-const HOP_BY_HOP = [
+/** Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on, and Host, which names floodgate. */
+const NOT_FORWARDED = new Set([
   "connection",
   "keep-alive",
   "proxy-authenticate",
@@ -13,32 +13,32 @@ const HOP_BY_HOP = [
   "trailer",
   "transfer-encoding",
   "upgrade",
-];
+  "host",
+]);
 
 /**
  * The origin's URL for a request: the origin's scheme, host and path prefix, then the request's
  * path and query. Only the path and query are taken from the request, so neither a Host header, an
- * absolute-form target nor a crafted path can point floodgate at another host.
+ * absolute-form target nor a crafted path can point floodgate at another host: a parsed path always
+ * starts with "/", after the origin's authority.
  */
-export function originUrl(origin: URL, requestUrl: string): URL {
-  const incoming = new URL(requestUrl);
-  const target = new URL(origin.href);
-  target.pathname = origin.pathname.replace(/\/$/, "") + incoming.pathname;
-  target.search = incoming.search;
-  return target;
+export function originUrl(origin: URL, url: URL): string {
+  const prefix = origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
+  return `${origin.origin}${prefix}${url.pathname}${url.search}`;
 }
 
-/** RFC 9110 token, the form of a header name. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
 /**
- * The request's headers less hop-by-hop ones and those named in its Connection header. An entry
- * of Connection that is not a header name names nothing: `Headers.delete` would throw on it.
+ * The request's headers less hop-by-hop ones, Host, and those named in its Connection header. Only
+ * names the request has are deleted: each call crosses into the runtime, and an entry of Connection
+ * that is not a header name (on which `Headers.delete` would throw) names none of them.
  */
 export function forwardedHeaders(headers: Headers): Headers {
   const out = new Headers(headers);
-  const named = (headers.get("connection") ?? "").split(",").map((h) => h.trim().toLowerCase());
-  for (const name of [...HOP_BY_HOP, ...named, "host"]) if (TOKEN.test(name)) out.delete(name);
+  const connection = headers.get("connection");
+  const named = connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase());
+  for (const name of headers.keys()) {
+    if (NOT_FORWARDED.has(name) || named.includes(name)) out.delete(name);
+  }
   return out;
 }
 
@@ -47,10 +47,10 @@ export function forwardedHeaders(headers: Headers): Headers {
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
  * closed): the request is not retried, as it may have arrived.
  */
-export async function forward(request: Request, origin: URL): Promise<Response> {
+export async function forward(request: Request, url: URL, origin: URL): Promise<Response> {
   let upstream: Response;
   try {
-    upstream = await fetch(originUrl(origin, request.url), {
+    upstream = await fetch(originUrl(origin, url), {
       method: request.method,
       headers: forwardedHeaders(request.headers),
       body: request.body,

@@ -57,19 +57,32 @@ function pick<E>(entries: readonly E[], better: (a: E, b: E) => boolean): E | un
  * // }
  */
 export function rateLimitHeaders(rule: Rule, decision: Decision, now: number): Record<string, string> {
-  const name = sfString(rule.name);
-  const limit = sfInteger(rule.limit);
+  const { name, policy, limit } = fixedParts(rule);
   const remaining = sfInteger(decision.remaining);
   const reset = sfInteger(Math.ceil((decision.resetAt - now) / 1000));
   const headers: Record<string, string> = {
-    "RateLimit-Policy": `${name};q=${limit};w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}`,
+    "RateLimit-Policy": policy,
     "RateLimit": `${name};r=${remaining};t=${reset}`,
-    "X-RateLimit-Limit": String(limit),
+    "X-RateLimit-Limit": limit,
     "X-RateLimit-Remaining": String(remaining),
     "X-RateLimit-Reset": String(reset),
   };
   if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, Math.ceil(decision.retryAfter / 1000)));
   return headers;
+}
+
+/** What a rule's headers say whatever the decision, rendered once per rule rather than per response. */
+const fixed = new WeakMap<Rule, { name: string; policy: string; limit: string }>();
+
+function fixedParts(rule: Rule): { name: string; policy: string; limit: string } {
+  let parts = fixed.get(rule);
+  if (!parts) {
+    const name = sfString(rule.name);
+    const limit = sfInteger(rule.limit);
+    const policy = `${name};q=${limit};w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}`;
+    fixed.set(rule, (parts = { name, policy, limit: String(limit) }));
+  }
+  return parts;
 }
 
 // Rule names are `[a-z0-9_-]`, which need no escaping; the escape keeps the field valid regardless.

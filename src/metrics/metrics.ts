@@ -45,7 +45,22 @@ export class Metrics {
   }
 }
 
+/** Rendered label sets by a cheap id: counting happens on every request, and the sets are few. */
+const rendered = new Map<string, string>();
+const MAX_RENDERED = 1_000;
+
 function renderLabels(labels: Labels): string {
+  let id = "";
+  for (const name in labels) id += `${name}\u0000${labels[name]}\u0001`;
+  let text = rendered.get(id);
+  if (text === undefined) {
+    if (rendered.size >= MAX_RENDERED) rendered.clear();
+    rendered.set(id, (text = render(labels)));
+  }
+  return text;
+}
+
+function render(labels: Labels): string {
   const pairs = Object.entries(labels)
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);

@@ -101,6 +101,8 @@ function trimOws(s: string): string {
  * await durableObjectName("api", "x".repeat(2000)); // "api/#sha256:5d1e…"
  */
 export async function durableObjectName(ruleName: string, key: string): Promise<string> {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most keys are short enough without encoding them.
+  if (key.length * 3 <= MAX_KEY_BYTES) return `${ruleName}/${key}`;
   const bytes = new TextEncoder().encode(key);
   return bytes.length <= MAX_KEY_BYTES ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
 }

@@ -2,6 +2,7 @@
 import type { Policy } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Decided } from "../durable-object/rate-limiter";
+import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
 import { Coalescer } from "./coalescer";
@@ -26,7 +27,7 @@ export function decideStrict(
 ): Promise<Decided> {
   const call = (name: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
-    return namespace.get(namespace.idFromName(name)).decide(policy, costs);
+    return limiterStub(namespace, name).decide(policy, costs);
   };
   return coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
 }
@@ -40,5 +41,5 @@ export async function refundStrict(
   countedAt: number,
 ): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
-  await namespace.get(namespace.idFromName(objectName)).refund(policyOf(rule), units, countedAt);
+  await limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
 }

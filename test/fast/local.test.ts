@@ -94,6 +94,20 @@ describe("a fast key in one isolate", () => {
     expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
   });
 
+  it("skips the periodic sync while the key is far from its limit and the lease is healthy", () => {
+    const key = leased(100, { standing: { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 } });
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 1_500)).toBe(false);
+    for (let i = 0; i < 60; i++) decideLocally(key, fast, 1, T0 + 1_600);
+    expect(syncDue(key, fast, T0 + 1_600)).toBe(true);
+  });
+
+  it("asks for a longer lease while the key is far from its limit", () => {
+    const roomy = leased(100, { standing: { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 } });
+    expect(nextSync(roomy, fast, from, 0, T0 + 10).horizonMs).toBeGreaterThan(fast.syncMs);
+    expect(nextSync(leased(100), fast, from, 0, T0 + 10).horizonMs).toBe(fast.syncMs);
+  });
+
   it("syncs early when less than half the lease is left, at most four times an interval", () => {
     const key = leased(10);
     for (let i = 0; i < 6; i++) decideLocally(key, fast, 1, T0 + 10);
