@@ -18,7 +18,7 @@ if (!entry) {
 const work = resolve("bench/.work");
 await mkdir(work, { recursive: true });
 const outfile = resolve(work, `${basename(entry, ".ts")}.mjs`);
-await build({ entryPoints: [entry], bundle: true, platform: "node", format: "esm", target: "node20", outfile, logLevel: "warning" });
+await build({ entryPoints: [entry], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", outfile, logLevel: "warning" });
 
 const { run } = await import(pathToFileURL(outfile).href);
 const tiny = flags.includes("--tiny");
