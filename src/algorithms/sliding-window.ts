@@ -9,6 +9,9 @@ export const DEFAULT_BUCKETS = 60;
 /** More buckets than this buy no accuracy worth their state. */
 export const MAX_BUCKETS = 60;
 
+/** Pairs that left the window a history may keep before it is copied without them. */
+const STALE_PAIRS = 8;
+
 /**
  * Decides one request of `cost` units at `now` (epoch ms). A denied request is not counted.
  *
@@ -109,8 +112,8 @@ function bucketStart(policy: Policy, index: number): number {
 /**
  * Moves the state to the bucket holding `now`; a state from a later bucket (clock skew) stays. The
  * bucket that just finished is appended to the history if it counted anything: in place when this
- * state owns the history's end, otherwise (or once the history spans twice the window, so that it
- * stays bounded) into a fresh copy of the pairs still inside the window.
+ * state owns the history's end, otherwise into a fresh copy of the pairs still inside the window;
+ * also once a few pairs have left the window, so that a stored state carries little besides them.
  */
 function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
   const { buckets, periodMs } = policy;
@@ -134,7 +137,7 @@ function roll(policy: Policy, stored: SlidingWindowState | undefined, now: numbe
     if (bucket > wasOldest) covered -= history[from + 1]!;
     if (bucket === oldest) break;
   }
-  if (history.length === end && index - base <= 2 * buckets) {
+  if (history.length === end && from < 2 * STALE_PAIRS && index - base <= 2 * buckets) {
     if (current > 0) history.push(stored.index - base, current);
     return windowState(periodMs, buckets, index, history, base, from, history.length, covered, 0);
   }

@@ -2,8 +2,11 @@
 import { metrics } from "../metrics/metrics";
 import { badGateway } from "./problem";
 
-/** Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on, and Host, which names floodgate. */
-const NOT_FORWARDED = new Set([
+/**
+ * Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on. Host needs no entry:
+ * the runtime sets it from the URL fetched, whatever the headers say.
+ */
+const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
   "proxy-authenticate",
@@ -13,7 +16,6 @@ const NOT_FORWARDED = new Set([
   "trailer",
   "transfer-encoding",
   "upgrade",
-  "host",
 ]);
 
 /**
@@ -28,18 +30,19 @@ export function originUrl(origin: URL, url: URL): string {
 }
 
 /**
- * The request's headers less hop-by-hop ones, Host, and those named in its Connection header. Only
- * names the request has are deleted: each call crosses into the runtime, and an entry of Connection
- * that is not a header name (on which `Headers.delete` would throw) names none of them.
+ * The request's headers less hop-by-hop ones and those named in its Connection header: the
+ * request's own when it has none (the usual case), a copy otherwise. Only names the request has
+ * are deleted, so an entry of Connection that is not a header name (on which `Headers.delete`
+ * would throw) names none of them.
  */
 export function forwardedHeaders(headers: Headers): Headers {
-  const out = new Headers(headers);
   const connection = headers.get("connection");
   const named = connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase());
+  let out: Headers | undefined;
   for (const name of headers.keys()) {
-    if (NOT_FORWARDED.has(name) || named.includes(name)) out.delete(name);
+    if (HOP_BY_HOP.has(name) || named.includes(name)) (out ??= new Headers(headers)).delete(name);
   }
-  return out;
+  return out ?? headers;
 }
 
 /**
