@@ -45,7 +45,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
   if (method === "DELETE") {
     await stub.reset();
-    // Other isolates keep their leases and denials until these run out (at most two sync intervals).
+    // Other isolates keep their leases and denials until these run out (at most ten sync intervals).
     forgetLocal(objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }

@@ -19,7 +19,7 @@ export interface SyncRequest {
   elapsedMs: number;
   /** units a waiting request needs now; 0 when the sync is in the background */
   need: number;
-  /** how long the lease should last: one sync interval */
+  /** how long the lease should last: one sync interval, or several for a key far from its limit */
   horizonMs: number;
   /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
   release?: boolean;

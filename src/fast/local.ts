@@ -86,7 +86,10 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
  * isolate holds still free: no isolate's lease can then crowd out another's before it ends.
  */
 const ROOMY = 8;
-/** A roomy key asks for leases this many sync intervals long; a sliding window still ends them with their bucket. */
+/**
+ * A roomy sliding-window key asks for leases this many sync intervals long; they still end with
+ * their bucket. A token bucket's stay one interval: how long a lease lasts bounds its burst.
+ */
 const ROOMY_HORIZON = 10;
 
 /**
@@ -125,7 +128,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
-    horizonMs: roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
+    horizonMs: rule.algorithm === "sliding-window" && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
     ...(release ? { release } : {}),
   };
   key.returns = [];
