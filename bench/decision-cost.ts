@@ -165,6 +165,20 @@ interface Result {
   allowedShare: number;
 }
 
+/** The share of decisions whose key was last seen in an earlier bucket: the window has to move first. */
+function newBucketShare(trace: Trace, buckets: number): number {
+  const lastBucket = new Map<number, number>();
+  let moved = 0;
+  for (let i = 0; i < trace.order.length; i++) {
+    const key = trace.order[i]!;
+    const bucket = Math.floor((trace.nows[i]! * buckets) / PERIOD_MS);
+    const last = lastBucket.get(key);
+    if (last !== undefined && last !== bucket) moved++;
+    lastBucket.set(key, bucket);
+  }
+  return moved / trace.order.length;
+}
+
 export async function run(options: RunOptions): Promise<Section> {
   const size = sizes(options);
   const list = contenders();
@@ -257,7 +271,11 @@ export async function run(options: RunOptions): Promise<Section> {
         `${worst.contender} (${worst.workload}) at ${times(ratioTo(worst))}.`
       : `**Target (≥ ${TARGET}× rate-limiter-flexible): missed** by ${missed.length} of ${floodgateResults.length} floodgate ` +
         `measurements; the slowest relative to it is ${worst.contender} (${worst.workload}) at ${times(ratioTo(worst))}. ` +
-        `Missed: ${missed.map((r) => `${r.contender} (${r.workload}, ${times(ratioTo(r))})`).join("; ")}.`;
+        `Missed: ${missed.map((r) => `${r.contender} (${r.workload}, ${times(ratioTo(r))})`).join("; ")}. ` +
+        `Why: on this trace ${percent(newBucketShare(trace, DEFAULT_BUCKETS))} of decisions find their key's window in a new bucket with ` +
+        `${DEFAULT_BUCKETS} buckets (${percent(newBucketShare(trace, 1))} with 1), and each such move appends to the key's history; every ` +
+        `decision also makes a new state, because states are values that the Durable Object and the lease code may read again. A CPU ` +
+        `profile of such a pass (\`node --cpu-prof\`) shows the time in those moves, in garbage collection, and in the Map lookups every contender pays.`;
 
   return {
     id: "decision-cost",

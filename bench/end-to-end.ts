@@ -15,9 +15,10 @@ import { byLabel, minus, startWorker, type RunningWorker } from "./lib/workers";
 
 /** High enough that nothing is ever denied: the bench measures the cost of deciding, not of denying. */
 const LIMIT = 1_000_000_000;
-const PATH = "/api/items/42?view=full";
+export const PATH = "/api/items/42?view=full";
 
-const rule = (mode: "strict" | "fast") => ({ name: "per-ip", match: { path: "/api/*" }, key: "ip", limit: LIMIT, period: "1m", mode });
+/** The one rule floodgate's variants run: per client address, never reached. */
+export const rule = (mode: "strict" | "fast") => ({ name: "per-ip", match: { path: "/api/*" }, key: "ip", limit: LIMIT, period: "1m", mode });
 
 interface Sizes {
   rounds: number;
@@ -489,7 +490,10 @@ function report(d: EndToEndData): string {
     "- Cloudflare's rate-limiting binding is Miniflare's local emulation: an in-memory counter inside workerd, per 10 s or 60 s window. In production it is a per-location counter service with eventual consistency; only the Worker-side cost of calling it is comparable here.",
     `- Strict decisions for one key are coalesced per isolate (requests that arrive while that key's call is in flight share the next call), which is why the hot key needs far fewer Durable Object calls per request than 1,000 distinct keys.`,
     `- Per-IP traffic cycles through ${s.ips.toLocaleString("en-US")} keys, so at the rates above each key sees only about ${perKey(get("fast-ips", "saturated"), s.ips)} requests a second. ` +
-      "Fast mode spends a lease locally and syncs each key about once per sync interval (1 s) per isolate, so with so few requests per key it syncs on almost every request and costs about what strict does; it pays off as keys get hotter (the hot-key rows).",
+      `Fast mode spends a lease locally; a key this far from its limit syncs once per lease, and a sliding-window lease ends with the bucket that counted it (2 s here: a fast rule's default buckets are at least two sync intervals long). ` +
+      `With so few requests per key, ${doCallsPerRequest(d, "fast-ips")} Durable Object calls per request remain, each one a request waiting for it; ` +
+      "the hot-key rows show fast mode's cost once calls are rare: the rest is the per-request work every floodgate request does (matching, building the key, the rate-limit headers, re-wrapping the origin's response to add them).",
+    "- Every variant's `fetch` to the origin passes through Miniflare's own outbound Worker (`strip-cf-connecting-ip`, which removes the client address header), in the same workerd. It costs about as much CPU as the bare Worker's own JavaScript and does not exist in production, so it raises the floor all ratios are taken against. `node bench/dev/profile.mjs <case>` profiles one case inside workerd (bench/README.md).",
   );
   if (d.calibration.length) {
     lines.push("", "### Which load generator", "");

@@ -197,21 +197,23 @@ function resetAt(policy: Policy, state: SlidingWindowState, at: number): number 
 function retryAfter(policy: Policy, state: SlidingWindowState, cost: number, at: number): number {
   const { limit, periodMs, buckets } = policy;
   if (cost > limit) return periodMs;
-  const { history, base, end } = state;
-  // Walks the window's buckets oldest first: `pair` is the first kept bucket not yet passed.
+  const { history, base, end, current } = state;
+  // `pair` walks the kept buckets as the window moves on; `after` is what stays wholly inside it.
   let pair = state.from;
-  const unitsIn = (bucket: number): number => {
-    while (pair < end && base + history[pair]! < bucket) pair += 2;
-    if (pair < end && base + history[pair]! === bucket) return history[pair + 1]!;
-    return bucket === state.index ? state.current : 0;
-  };
-  // after: what stays wholly inside the window once it has moved `shift` buckets on.
-  let after = state.covered + state.current;
+  let after = state.covered + current;
   for (let shift = 0; shift <= buckets + 1; shift++) {
     const index = state.index + shift;
-    const oldest = unitsIn(index - buckets);
+    const oldestBucket = index - buckets;
+    while (pair < end && base + history[pair]! < oldestBucket) pair += 2;
+    const kept = pair < end && base + history[pair]! === oldestBucket ? history[pair + 1]! : 0;
+    const oldest = shift < buckets ? kept : shift === buckets ? current : 0;
     const headroom = (limit - after - cost) * periodMs;
-    if (shift < buckets) after -= unitsIn(index - buckets + 1);
+    if (shift + 1 < buckets) {
+      const next = pair + (kept > 0 ? 2 : 0);
+      after -= next < end && base + history[next]! === oldestBucket + 1 ? history[next + 1]! : 0;
+    } else if (shift + 1 === buckets) {
+      after -= current;
+    }
     if (headroom < 0) continue;
     const from = Math.max(at, bucketStart(policy, index));
     // Smallest elapsed × buckets at which oldest × (period − elapsed × buckets) ≤ headroom.
