@@ -68,21 +68,26 @@ export function adjustSlidingWindow(
   // A finished bucket changes: this state gets a history of its own, so no other state sees it.
   const next: number[] = [];
   let covered = 0;
-  let pending = true;
-  for (let i = state.from; i <= state.end; i += 2) {
-    const b = i < state.end ? base + history[i]! : index;
-    let n = i < state.end ? history[i + 1]! : 0;
-    if (pending && b >= bucket) {
-      pending = false;
-      const changed = Math.max(0, (b === bucket ? n : 0) + units);
-      if (changed > 0) next.push(bucket - oldest, changed);
-      if (changed > 0 && bucket > oldest) covered += changed;
-      if (b === bucket) continue;
+  const keep = (b: number, units: number) => {
+    if (units <= 0) return;
+    next.push(b - oldest, units);
+    if (b > oldest) covered += units;
+  };
+  let placed = false;
+  for (let i = state.from; i < state.end; i += 2) {
+    const b = base + history[i]!;
+    const n = history[i + 1]!;
+    if (!placed && b >= bucket) {
+      placed = true;
+      if (b === bucket) {
+        keep(b, n + units);
+        continue;
+      }
+      keep(bucket, units);
     }
-    if (i === state.end) break;
-    next.push(b - oldest, n);
-    if (b > oldest) covered += n;
+    keep(b, n);
   }
+  if (!placed) keep(bucket, units);
   return windowState(periodMs, buckets, index, next, oldest, 0, next.length, covered, state.current);
 }
 

@@ -44,6 +44,8 @@ interface Entry {
   /** the sync in flight, which waiting requests join rather than start another, and when it began */
   inflight: Promise<void> | null;
   inflightSince: number;
+  /** units of the requests waiting for a sync: the next one asks for all of them, not only its starter's */
+  waiting: number;
 }
 
 /** What a fast decision needs from the request it serves. */
@@ -84,10 +86,15 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   }
   // After a failed sync the object is left alone until the backoff ends: onError decides at once.
   if (now < entry.key.retryAt) throw new Error(`object unavailable; next attempt in ${entry.key.retryAt - now}ms`);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    await withTimeout(sync(context, entry, cost), rule.timeoutMs);
-    const decided = fromLease(entry.key, rule, cost, Date.now());
-    if (decided) return decided.allowed ? decided : { ...decided, reason: "limit" };
+  entry.waiting += cost;
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await withTimeout(sync(context, entry, cost), rule.timeoutMs);
+      const decided = fromLease(entry.key, rule, cost, Date.now());
+      if (decided) return decided.allowed ? decided : { ...decided, reason: "limit" };
+    }
+  } finally {
+    entry.waiting -= cost;
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
   return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
@@ -127,6 +134,7 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
     key: known?.key ?? freshKey(now),
     inflight: known?.inflight ?? null,
     inflightSince: known?.inflightSince ?? 0,
+    waiting: known?.waiting ?? 0,
   };
   table.set(objectName, entry);
   return entry;
@@ -143,7 +151,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
-    const request = nextSync(entry.key, entry.rule, self(), need, Date.now(), release);
+    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, entry.waiting), Date.now(), release);
     try {
       metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = limiterStub(context.namespace, entry.objectName);

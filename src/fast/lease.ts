@@ -17,7 +17,7 @@ export interface SyncRequest {
   /** units asked of this isolate for the key (admitted or not) since its last sync, over elapsedMs */
   demand: number;
   elapsedMs: number;
-  /** units a waiting request needs now; 0 when the sync is in the background */
+  /** units the requests waiting on this key need now, together; 0 when none waits */
   need: number;
   /** how long the lease should last: one sync interval, or several for a key far from its limit */
   horizonMs: number;
@@ -50,7 +50,8 @@ export const PEER_TTL_MS = 10 * 60_000;
 
 /**
  * Applies one sync. Returned units go back first; then the isolate is granted what it needs now
- * plus enough for its recent demand over the horizon, but never more than its demand-weighted
+ * (what is left, if that is less: waiting requests are served as far as it goes) plus enough for
+ * its recent demand over the horizon, but never more than its demand-weighted
  * share of what is left, so a busy isolate gets more and an idle one holds nothing. Granted units
  * are counted at once, as the strict path would count them: whatever the isolates do with their
  * leases, the object never admits more than the limit. A lease ends after one sync interval, and
@@ -80,7 +81,7 @@ export function grantLease(
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
   const slack = Math.floor(available / (16 * (active.length + 1)));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
-  const units = sync.release ? 0 : available >= sync.need ? Math.min(available, wanted) : 0;
+  const units = sync.release ? 0 : Math.min(available, wanted);
   if (units > 0) state = decide(policy, state, units, now).state;
   const standing =
     units >= sync.need || sync.need === 0 ? peek(policy, state, now) : decide(policy, state, sync.need, now).decision;

@@ -24,6 +24,13 @@ describe("leases", () => {
     expect(grantLease(window, undefined, new Map(), sync({ need: 9 }), T0).lease.units).toBe(9);
   });
 
+  it("grants what is left when the waiting requests need more than that, so some of them are served", () => {
+    const first = grantLease(window, undefined, new Map(), sync({ need: 90 }), T0);
+    const short = grantLease(window, first.state, new Map([["a", first.peer]]), sync({ isolate: "b", need: 30 }), T0 + 1);
+    expect(short.lease.units).toBe(10);
+    expect(short.lease.standing).toMatchObject({ allowed: false });
+  });
+
   it("grants nothing to an isolate letting the key go", () => {
     const { lease, state } = grantLease(window, undefined, new Map(), sync({ need: 0, release: true }), T0);
     expect(lease.units).toBe(0);
