@@ -37,14 +37,18 @@ export function childScript(): Promise<string> {
   return child;
 }
 
+/** Where {@link bundleFloodgate} writes the Worker; its source map is beside it, at `.map`. */
+export const FLOODGATE_BUNDLE = join(WORK, "worker/floodgate.mjs");
+
 /**
  * floodgate's Worker (src/index.ts) as one ES module, bundled as wrangler does for workerd:
- * `cloudflare:*` left to the runtime, the `workerd` export condition first.
+ * `cloudflare:*` left to the runtime, the `workerd` export condition first. The source map is
+ * external (the bundle does not point to it, so workerd never reads it) and lets a profile of the
+ * bundle be read in terms of src/ (bench/dev/profile.ts).
  */
 export async function bundleFloodgate(): Promise<string> {
-  const outfile = join(WORK, "worker/floodgate.mjs");
-  await build({ ...WORKER_BUILD, entryPoints: [join(ROOT, "src/index.ts")], outfile });
-  return outfile;
+  await build({ ...WORKER_BUILD, entryPoints: [join(ROOT, "src/index.ts")], outfile: FLOODGATE_BUNDLE, sourcemap: "external" });
+  return FLOODGATE_BUNDLE;
 }
 
 /** The deployment's compatibility date and flags, from wrangler.toml's top level. */

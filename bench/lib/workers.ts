@@ -21,6 +21,8 @@ export interface WorkerOptionsForBench {
   rules?: unknown;
   /** cf-ratelimit: the binding's `simple.limit` per 60 s */
   limit?: number;
+  /** opens workerd's V8 inspector (Chrome DevTools protocol) on this port, for profiling */
+  inspectorPort?: number;
 }
 
 export interface RunningWorker {
@@ -84,7 +86,7 @@ export async function startWorker(kind: WorkerKind, options: WorkerOptionsForBen
   }
   const storage = await storageDir();
   const before = new Set(childPids("workerd"));
-  const mf = new Miniflare({ host: "127.0.0.1", port: 0, cf: false, ...(storage ? { durableObjectsPersist: storage } : {}), workers: [worker] });
+  const mf = new Miniflare({ host: "127.0.0.1", port: 0, cf: false, inspectorPort: options.inspectorPort, ...(storage ? { durableObjectsPersist: storage } : {}), workers: [worker] });
   const dispose = async () => {
     await mf.dispose();
     if (storage) await rm(storage, { recursive: true, force: true });
