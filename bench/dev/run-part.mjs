@@ -5,10 +5,9 @@
 //   node bench/dev/run-part.mjs bench/accuracy.ts            # full size
 //   node bench/dev/run-part.mjs bench/accuracy.ts --quick    # what `npm run bench -- --quick` runs
 //   node bench/dev/run-part.mjs bench/decision-cost.ts --tiny # smoke-test size: a few seconds
-import { build } from "esbuild";
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { launch } from "./launch.mjs";
 
 const [entry, ...flags] = process.argv.slice(2);
 if (!entry) {
@@ -17,10 +16,7 @@ if (!entry) {
 }
 const work = resolve("bench/.work");
 await mkdir(work, { recursive: true });
-const outfile = resolve(work, `${basename(entry, ".ts")}.mjs`);
-await build({ entryPoints: [entry], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", outfile, logLevel: "warning" });
-
-const { run } = await import(pathToFileURL(outfile).href);
+const { run } = await launch(entry);
 const tiny = flags.includes("--tiny");
 const started = performance.now();
 const section = await run({ quick: tiny || flags.includes("--quick"), tiny, log: (line) => console.error(`[${basename(entry)}] ${line}`) });
