@@ -32,7 +32,7 @@ const ACTIVE_MS_PER_CALL = 1;
 /** Rows a call writes, from the object's code (src/durable-object/rate-limiter.ts), when it cannot be counted. */
 const ROWS_PER_CALL: Record<string, { rows: number; why: string }> = {
   decide: { rows: 1, why: "a decide call that admits at least one request upserts the key's one state row (every request is admitted here)" },
-  sync: { rows: 2, why: "a sync upserts the state row and the isolate's peer row (at most; a retried sync writes nothing)" },
+  sync: { rows: 1, why: "a sync upserts the key's one row, which holds the state and the isolates' leases (a retried sync writes nothing)" },
   refund: { rows: 1, why: "a refund upserts the state row" },
   peek: { rows: 0, why: "a peek reads only" },
   reset: { rows: 1, why: "a reset deletes (deletes count as writes)" },
@@ -172,7 +172,7 @@ function report(d: CostData, e2e: EndToEndData): string {
       .join("; ")}. Rows read per request are ~0: the object reads its rows once when it starts and keeps them in memory.`,
     `- Assumed: each call keeps its object active (billed for duration) ${d.activeMsPerCall} ms of wall-clock time; the object does no I/O while deciding, and can hibernate between calls. The duration column scales linearly with this figure, and stays small beside the per-call request price unless calls are held open for tens of ms.`,
     "- Worker CPU: the extra CPU per request of floodgate's workerd over the bare Worker's, measured locally; it includes the Durable Object's own CPU, so it is an upper bound for the Worker's billed CPU.",
-    `- Not per request: every active key's object sets an alarm (one row written) and runs it (one Durable Object request) about once per period, and deletes its rows when the key recovers: about ${usd(d.perKeyPerPeriod.dollarsPerMillionKeyPeriods)} per million key-periods (a key active for one period), on top of the table. Stored data is one small row per active key (plus a peer row per isolate in fast mode), deleted when the key recovers.`,
+    `- Not per request: every active key's object sets an alarm (one row written) and runs it (one Durable Object request) about once per period, and deletes its rows when the key recovers: about ${usd(d.perKeyPerPeriod.dollarsPerMillionKeyPeriods)} per million key-periods (a key active for one period), on top of the table. Stored data is one small row per active key (in fast mode it also holds each isolate's last lease), deleted when the key recovers.`,
     "- Strict coalesces concurrent requests for one key in an isolate into one call, so calls per request fall as a key gets hotter (compare the hot key with 1,000 IPs). Fast mode makes calls per key per sync interval per isolate, not per request: its cost per request falls as traffic per key rises, and grows with the number of isolates that see the key — this run had one isolate, production has many.",
   );
   if (!d.fastImplemented) {
