@@ -1,6 +1,7 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
+import { backoffMs } from "../strict/breaker";
 import type { Lease, Returned, SyncRequest } from "./lease";
 
 /** Leased units the isolate may spend until `expiresAt`; `countedAt` says where to give back the rest. */
@@ -161,7 +162,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
 /** A sync failed: keep everything it carried for the retry, and back off. */
 export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
   key.failures++;
-  key.retryAt = now + Math.min(rule.syncMs * 2 ** (key.failures - 1), 30_000);
+  key.retryAt = now + backoffMs(rule.syncMs, key.failures);
 }
 
 /**

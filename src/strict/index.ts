@@ -5,9 +5,11 @@ import type { Decided } from "../durable-object/rate-limiter";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
+import { Breakers } from "./breaker";
 import { Coalescer } from "./coalescer";
 
 const coalescer = new Coalescer();
+const breakers = new Breakers();
 
 /** The arithmetic half of a rule, which is all its Durable Object needs to know. */
 export function policyOf(rule: Rule): Policy {
@@ -16,20 +18,30 @@ export function policyOf(rule: Rule): Policy {
 
 /**
  * Asks the named object to decide one request, batched with concurrent requests for the same key.
- * Rejects with a TimeoutError when no decision comes within the rule's timeout.
+ * Rejects with a TimeoutError when no decision comes within the rule's timeout, and at once while
+ * the object's breaker is open after failures in a row (see {@link Breakers}).
  */
-export function decideStrict(
+export async function decideStrict(
   namespace: Env["LIMITER"],
   objectName: string,
   rule: Rule,
   cost: number,
   waitUntil: (promise: Promise<unknown>) => void,
 ): Promise<Decided> {
+  const wait = breakers.waitFor(objectName, Date.now());
+  if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
   const call = (name: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
     return limiterStub(namespace, name).decide(policy, costs);
   };
-  return coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
+  try {
+    const decided = await coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
+    breakers.succeeded(objectName);
+    return decided;
+  } catch (error) {
+    breakers.failed(objectName, rule.timeoutMs, Date.now());
+    throw error;
+  }
 }
 
 /** Gives back what a request took at the named object, when another rule denied it. */

@@ -67,9 +67,32 @@ describe("when the Durable Object fails", () => {
 
   it("recovers when the object answers again", async () => {
     await flaky("f-recover/192.0.2.86").fail(2, "before");
-    const rules = [{ name: "f-recover", limit: 3, period: "1m", onError: "allow" }];
-    expect(await statuses(6, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200, 200, 200, 200, 429]);
+    const rules = [{ name: "f-recover", limit: 3, period: "1m", timeout: "50ms", onError: "allow" }];
+    expect(await statuses(2, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200]);
+    await sleep(60);
+    expect(await statuses(4, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200, 200, 429]);
   });
+
+  it("leaves an object alone after two failures in a row, deciding by onError at once", async () => {
+    await flaky("f-breaker/192.0.2.88").fail(100, "before");
+    const rules = [{ name: "f-breaker", limit: 5, period: "1m", timeout: "10s", onError: "deny" }];
+    const calls = () => metrics.value("floodgate_durable_object_calls_total", { method: "decide" });
+    expect(await statuses(2, () => get("/fbk/x", "192.0.2.88"), { rules, ...withFlaky })).toEqual([429, 429]);
+    const before = calls();
+    expect(await statuses(3, () => get("/fbk/x", "192.0.2.88"), { rules, ...withFlaky })).toEqual([429, 429, 429]);
+    expect(calls()).toBe(before);
+  });
+
+  it("answers at once while the breaker is open, instead of waiting out a hung object's timeout", async () => {
+    const rules = [{ name: "f-hung", limit: 5, period: "1m", timeout: "100ms", onError: "allow" }];
+    const timedOut = await Promise.all([1, 2].map(() => dispatch(get("/fh/x", "192.0.2.89"), { rules, ...withSlow })));
+    const started = Date.now();
+    const { response, settled } = await dispatch(get("/fh/x", "192.0.2.89"), { rules, ...withSlow });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(100);
+    // The first call is still stalled in the background; let it end before the test does.
+    await Promise.all([settled, ...timedOut.map((t) => t.settled)]);
+  }, 10_000);
 });
 
 describe("when the origin fails", () => {
