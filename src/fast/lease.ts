@@ -50,12 +50,13 @@ export const PEER_TTL_MS = 10 * 60_000;
 
 /**
  * Applies one sync. Returned units go back first; then the isolate is granted what it needs now
- * (what is left, if that is less: waiting requests are served as far as it goes) plus enough for
- * its recent demand over the horizon, but never more than its demand-weighted
- * share of what is left, so a busy isolate gets more and an idle one holds nothing. Granted units
- * are counted at once, as the strict path would count them: whatever the isolates do with their
- * leases, the object never admits more than the limit. A lease ends after one sync interval, and
- * on a sliding window by the close of the bucket that counted it, so units are spent there.
+ * (what is left, if that is less: its waiting requests are served as far as that goes) plus
+ * enough for its recent demand over the horizon, but never more than its demand-weighted share of
+ * what is left, so a busy isolate gets more and an idle one holds nothing. Granted units are
+ * counted at once, as the strict path would count them: whatever the isolates do with their
+ * leases, the object never admits more than the limit. A lease ends after the horizon the isolate
+ * asked for, and on a sliding window by the close of the bucket that counted it, so units are
+ * spent there.
  */
 export function grantLease(
   policy: Policy,
