@@ -5,15 +5,11 @@
  * it makes per request, with 1, 4, 8 and 16 isolates in front of one RateLimiter namespace.
  */
 import { loadavg } from "node:os";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
 import { decide, type LimiterState, type Policy } from "../src/algorithms/index";
 import { parseConfig } from "../src/config/rules";
-import type { Cluster, startCluster } from "../test/harness/cluster";
-import type { drive, DriveResult } from "../test/harness/load";
+import { startCluster, type Cluster } from "../test/harness/cluster";
+import { drive, type DriveResult } from "../test/harness/load";
 import { startOrigin } from "../test/setup/origin-server";
-import { ROOT, WORK } from "./lib/paths";
 import type { ChartSpec, RunOptions, Section } from "./lib/section";
 import { count, percent, table } from "./lib/stats";
 import { byLabel } from "./lib/workers";
@@ -229,34 +225,6 @@ export interface FastPathData {
  */
 type Verdict = "met" | "not met" | "undecided" | "not read";
 
-type Harness = { startCluster: typeof startCluster; drive: typeof drive };
-
-/**
- * The harness, bundled on its own. test/harness/bundle.ts finds the repository root from its own
- * `import.meta.url`, which in this part's bundle (bench/.work/parts/) would point elsewhere: here
- * it is set to the source file's own URL.
- */
-async function loadHarness(): Promise<Harness> {
-  const outfile = join(WORK, "fast-path-harness.mjs");
-  await build({
-    stdin: {
-      contents: `export { startCluster } from "./test/harness/cluster"; export { drive } from "./test/harness/load";`,
-      resolveDir: ROOT,
-      loader: "ts",
-      sourcefile: "fast-path-harness.ts",
-    },
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    logLevel: "silent",
-    define: { "import.meta.url": JSON.stringify(pathToFileURL(join(ROOT, "test/harness/bundle.ts")).href) },
-  });
-  return (await import(`${pathToFileURL(outfile).href}?t=${Date.now()}`)) as Harness;
-}
-
 const ruleName = (c: Config) => `fp-${c.id}`;
 
 export async function run(options: RunOptions): Promise<Section> {
@@ -274,12 +242,12 @@ export async function run(options: RunOptions): Promise<Section> {
     ...(c.mode === "fast" ? { sync: `${syncMs}ms` } : {}),
   }));
 
-  const [harness, origin] = await Promise.all([loadHarness(), startOrigin()]);
+  const origin = await startOrigin();
   const originUrl = `http://127.0.0.1:${origin.port}`;
   let cluster: Cluster | undefined;
   try {
     const startup = performance.now();
-    cluster = await harness.startCluster({ isolates: size.isolates, rules, originUrl });
+    cluster = await startCluster({ isolates: size.isolates, rules, originUrl });
     const started = cluster;
     // Each isolate's first request pays for parsing the rules and compiling: none of the measured ones should.
     await Promise.all(started.fronts.map((_, i) => started.fetch(i, `/fp-warm/${i}`).then((r) => r.arrayBuffer())));
@@ -294,7 +262,7 @@ export async function run(options: RunOptions): Promise<Section> {
       `first counted window starts in ${((first - Date.now()) / 1000).toFixed(1)} s; ${windows} windows of ${periodMs / 1000} s follow`,
     );
     const loadBefore = loadavg()[0]!;
-    const observed = await Promise.all(size.configs.map((c) => runConfig(harness, started, c, size, first, options.log)));
+    const observed = await Promise.all(size.configs.map((c) => runConfig(started, c, size, first, options.log)));
     // Background syncs still in flight finish before the counters are read.
     await sleep(Math.max(300, syncMs));
 
@@ -350,7 +318,7 @@ export async function run(options: RunOptions): Promise<Section> {
 }
 
 /** Waits for the config's start, then drives it until its end, recording when each request went out. */
-async function runConfig(harness: Harness, cluster: Cluster, c: Config, size: Sizes, first: number, log: (line: string) => void): Promise<Observed> {
+async function runConfig(cluster: Cluster, c: Config, size: Sizes, first: number, log: (line: string) => void): Promise<Observed> {
   const { periodMs, tailMs, limit } = size;
   const start = first + c.from * periodMs + startOffset(c, size);
   const end = first + (c.counted + 1) * periodMs + tailMs + (c.extraMs ?? 0);
@@ -373,7 +341,7 @@ async function runConfig(harness: Harness, cluster: Cluster, c: Config, size: Si
     });
   const atWindowEnd = c.load === 10 && c.ownCalls ? snapshot(end - (c.extraMs ?? 0)) : undefined;
   const afterBurst = c.load === 10 && c.ownCalls ? snapshot(first + c.counted * periodMs + periodMs / 5) : undefined;
-  const result = await harness.drive(cluster, {
+  const result = await drive(cluster, {
     durationMs: end - startedAt,
     ratePerSecond,
     distribution: { weights },

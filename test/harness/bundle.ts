@@ -1,13 +1,11 @@
 // Builds floodgate's Worker (src/index.ts) into one ES module for Miniflare, cached by the sources' content.
 import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative } from "node:path";
 import { build, version as esbuildVersion, type BuildOptions } from "esbuild";
+import { ROOT } from "./root";
 import { WORKER_BUILD } from "./worker-build";
 
-/** The repository root: this file lives in test/harness/. */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const ENTRY = join(ROOT, "src/index.ts");
 const CACHE = join(ROOT, "node_modules/.cache/floodgate-harness");
 

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { Miniflare, type WorkerOptions } from "miniflare";
-import { bundleWorker, ROOT } from "./bundle";
+import { bundleWorker } from "./bundle";
+import { ROOT } from "./root";
 
 /** What {@link startCluster} runs. */
 export interface ClusterOptions {

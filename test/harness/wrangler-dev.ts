@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { ROOT } from "./bundle";
+import { ROOT } from "./root";
 
 /** What {@link startWranglerDev} runs. */
 export interface WranglerDevOptions {
