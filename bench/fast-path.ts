@@ -64,6 +64,15 @@ function bucketsFor(size: Pick<Sizes, "periodMs" | "syncMs">): number {
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
+/** One run of the schedule, labelled from what it is: "8 isolates, 10×, skewed", "1 isolate, 10×", "8 isolates, 1×, strict". */
+function config(id: string, isolates: number[], load: 1 | 10, run: Pick<Config, "from" | "counted" | "ownCalls"> & Partial<Pick<Config, "mode" | "distribution" | "extraMs">>): Config {
+  const { mode = "fast", distribution = "uniform" } = run;
+  const parts = [`${isolates.length} isolate${isolates.length === 1 ? "" : "s"}`, `${load}×`];
+  if (load === 10 && isolates.length > 1) parts.push(distribution);
+  if (mode === "strict") parts.push("strict");
+  return { ...run, id, label: parts.join(", "), mode, load, distribution, isolates };
+}
+
 /**
  * The schedule. Every 10× run has a window to itself and its own isolates, and never overlaps
  * another; each 1× run spans two windows (the first fills the sliding window to the limit, the
@@ -71,17 +80,17 @@ const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => f
  */
 function fullSizes(): Sizes {
   const configs: Config[] = [
-    { id: "x16u", label: "16 isolates, 10×, uniform", mode: "fast", load: 10, distribution: "uniform", isolates: range(0, 16), from: 0, counted: 0, ownCalls: true },
-    { id: "x4u", label: "4 isolates, 10×, uniform", mode: "fast", load: 10, distribution: "uniform", isolates: range(16, 4), from: 1, counted: 1, ownCalls: true },
-    { id: "x1u", label: "1 isolate, 10×", mode: "fast", load: 10, distribution: "uniform", isolates: [20], from: 2, counted: 2, ownCalls: true },
-    { id: "x8s", label: "8 isolates, 10×, skewed", mode: "fast", load: 10, distribution: "skewed", isolates: range(21, 8), from: 3, counted: 3, ownCalls: true },
-    { id: "x8u", label: "8 isolates, 10×, uniform", mode: "fast", load: 10, distribution: "uniform", isolates: range(29, 8), from: 4, counted: 4, extraMs: 10_000, ownCalls: true },
+    config("x16u", range(0, 16), 10, { from: 0, counted: 0, ownCalls: true }),
+    config("x4u", range(16, 4), 10, { from: 1, counted: 1, ownCalls: true }),
+    config("x1u", [20], 10, { from: 2, counted: 2, ownCalls: true }),
+    config("x8s", range(21, 8), 10, { distribution: "skewed", from: 3, counted: 3, ownCalls: true }),
+    config("x8u", range(29, 8), 10, { from: 4, counted: 4, extraMs: 10_000, ownCalls: true }),
     // 1×: the 16-, 4- and 1-isolate runs share a pool of isolates, so their calls are not told apart.
-    { id: "f16", label: "16 isolates, 1×", mode: "fast", load: 1, distribution: "uniform", isolates: range(45, 16), from: 0, counted: 1, ownCalls: false },
-    { id: "f4", label: "4 isolates, 1×", mode: "fast", load: 1, distribution: "uniform", isolates: range(45, 4), from: 1, counted: 2, ownCalls: false },
-    { id: "f1", label: "1 isolate, 1×", mode: "fast", load: 1, distribution: "uniform", isolates: [49], from: 2, counted: 3, ownCalls: false },
-    { id: "f8", label: "8 isolates, 1×", mode: "fast", load: 1, distribution: "uniform", isolates: range(37, 8), from: 3, counted: 4, ownCalls: true },
-    { id: "s8", label: "8 isolates, 1×, strict", mode: "strict", load: 1, distribution: "uniform", isolates: range(37, 8), from: 3, counted: 4, ownCalls: true },
+    config("f16", range(45, 16), 1, { from: 0, counted: 1, ownCalls: false }),
+    config("f4", range(45, 4), 1, { from: 1, counted: 2, ownCalls: false }),
+    config("f1", [49], 1, { from: 2, counted: 3, ownCalls: false }),
+    config("f8", range(37, 8), 1, { from: 3, counted: 4, ownCalls: true }),
+    config("s8", range(37, 8), 1, { mode: "strict", from: 3, counted: 4, ownCalls: true }),
   ];
   return { periodMs: 60_000, syncMs: 1_000, limit: 3_000, leadMs: 1_000, tailMs: 500, configs, isolates: 61 };
 }
@@ -89,12 +98,12 @@ function fullSizes(): Sizes {
 /** Quick: a 6 s period and 100 ms sync (the same ratio), the same rates; no 4-isolate run and no 1× runs but 8 isolates'. */
 function quickSizes(): Sizes {
   const configs: Config[] = [
-    { id: "x16u", label: "16 isolates, 10×, uniform", mode: "fast", load: 10, distribution: "uniform", isolates: range(0, 16), from: 0, counted: 0, ownCalls: true },
-    { id: "x1u", label: "1 isolate, 10×", mode: "fast", load: 10, distribution: "uniform", isolates: [16], from: 1, counted: 1, ownCalls: true },
-    { id: "x8s", label: "8 isolates, 10×, skewed", mode: "fast", load: 10, distribution: "skewed", isolates: range(17, 8), from: 2, counted: 2, ownCalls: true },
-    { id: "x8u", label: "8 isolates, 10×, uniform", mode: "fast", load: 10, distribution: "uniform", isolates: range(25, 8), from: 3, counted: 3, extraMs: 1_500, ownCalls: true },
-    { id: "f8", label: "8 isolates, 1×", mode: "fast", load: 1, distribution: "uniform", isolates: range(33, 8), from: 2, counted: 3, ownCalls: true },
-    { id: "s8", label: "8 isolates, 1×, strict", mode: "strict", load: 1, distribution: "uniform", isolates: range(33, 8), from: 2, counted: 3, ownCalls: true },
+    config("x16u", range(0, 16), 10, { from: 0, counted: 0, ownCalls: true }),
+    config("x1u", [16], 10, { from: 1, counted: 1, ownCalls: true }),
+    config("x8s", range(17, 8), 10, { distribution: "skewed", from: 2, counted: 2, ownCalls: true }),
+    config("x8u", range(25, 8), 10, { from: 3, counted: 3, extraMs: 1_500, ownCalls: true }),
+    config("f8", range(33, 8), 1, { from: 2, counted: 3, ownCalls: true }),
+    config("s8", range(33, 8), 1, { mode: "strict", from: 2, counted: 3, ownCalls: true }),
   ];
   return { periodMs: 6_000, syncMs: 100, limit: 300, leadMs: 300, tailMs: 200, configs, isolates: 41 };
 }
