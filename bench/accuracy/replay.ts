@@ -184,9 +184,7 @@ export class Replayer {
         }
       }
     }
-    add(tally, c, n, wrongAllowed, wrongDenied, e.estimatesWindow ? relErrorSum : 0);
-    if (denied > 0 && !exactLimited) tally.falsePositiveSources++;
-    if (denied === 0 && exactLimited) tally.falseNegativeSources++;
+    add(tally, c, n, { wrongAllowed, wrongDenied, relErrorSum: e.estimatesWindow ? relErrorSum : 0, denied, exactLimited });
     if (worst > 0) tally.worstOvershoot = Math.max(tally.worstOvershoot, worst / L - 1);
   }
 
@@ -227,9 +225,7 @@ export class Replayer {
         else wrongDenied++;
       }
     }
-    add(tally, c, n, wrongAllowed, wrongDenied, e.estimatesWindow ? relErrorSum : 0);
-    if (denied > 0 && !exactLimited) tally.falsePositiveSources++;
-    if (denied === 0 && exactLimited) tally.falseNegativeSources++;
+    add(tally, c, n, { wrongAllowed, wrongDenied, relErrorSum: e.estimatesWindow ? relErrorSum : 0, denied, exactLimited });
     tally.maxAdmittedInPeriod = Math.max(tally.maxAdmittedInPeriod, most);
     tally.overAdmitted += over;
     if (over > 0) tally.overAdmittedSources++;
@@ -255,7 +251,14 @@ export class Replayer {
   }
 }
 
-function add(tally: Tally, c: number, n: number, wrongAllowed: number, wrongDenied: number, relErrorSum: number): void {
+/** What one source's replay adds to a tally: its requests, its wrong decisions, and whether the source was wrongly limited or let through. */
+function add(
+  tally: Tally,
+  c: number,
+  n: number,
+  source: { wrongAllowed: number; wrongDenied: number; relErrorSum: number; denied: number; exactLimited: boolean },
+): void {
+  const { wrongAllowed, wrongDenied, relErrorSum, denied, exactLimited } = source;
   tally.requests += n;
   tally.wrongAllowed += wrongAllowed;
   tally.wrongDenied += wrongDenied;
@@ -265,6 +268,8 @@ function add(tally: Tally, c: number, n: number, wrongAllowed: number, wrongDeni
   byClass.requests += n;
   byClass.wrong += wrongAllowed + wrongDenied;
   byClass.relErrorSum += relErrorSum;
+  if (denied > 0 && !exactLimited) tally.falsePositiveSources++;
+  if (denied === 0 && exactLimited) tally.falseNegativeSources++;
 }
 
 /** The times a limiter admits from `times` when denied requests do not count (for the boundary chart). */
