@@ -43,6 +43,8 @@ export class Breakers {
       if (this.failing.size >= this.maxObjects) this.failing.clear();
       this.failing.set(name, (breaker = { failures: 0, retryAt: 0 }));
     }
+    // Requests that were already waiting when it opened fail together: they are one failure, not many.
+    if (breaker.retryAt > now) return;
     breaker.failures++;
     if (breaker.failures >= FAILURES_TO_OPEN) breaker.retryAt = now + backoffMs(baseMs, breaker.failures - FAILURES_TO_OPEN + 1);
   }

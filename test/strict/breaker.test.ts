@@ -23,8 +23,16 @@ describe("circuit breakers for strict decisions", () => {
     expect([1, 2, 3, 4].map((n) => backoffMs(100, n))).toEqual([100, 200, 400, 800]);
     expect(backoffMs(1_000, 20)).toBe(MAX_BACKOFF_MS);
     const breakers = new Breakers();
-    for (let i = 0; i < 3; i++) breakers.failed("k", 100, T0);
-    expect(breakers.waitFor("k", T0)).toBe(200);
+    breakers.failed("k", 100, T0);
+    breakers.failed("k", 100, T0);
+    breakers.failed("k", 100, T0 + 100);
+    expect(breakers.waitFor("k", T0 + 100)).toBe(200);
+  });
+
+  it("does not count failures of calls that were already waiting when it opened", () => {
+    const breakers = new Breakers();
+    for (let i = 0; i < 50; i++) breakers.failed("k", 100, T0);
+    expect(breakers.waitFor("k", T0)).toBe(100);
   });
 
   it("closes when a call succeeds", () => {
