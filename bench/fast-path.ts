@@ -793,7 +793,7 @@ function render(d: FastPathData): string {
       `- **Loopback latency ≈ 0.** A sync here takes a millisecond or so; a real Durable Object round trip is 10–100 ms ` +
       `from most colos. That matters for a cold key (its first request in each isolate waits for an on-path sync), for ` +
       `isolates whose lease runs dry under a burst, and for how long leased units are in flight; the over-admission ` +
-      `bound does not depend on it (units are counted when granted), under-admission and latency do.\n` +
+      `bound does not depend on it (units are pinned when granted), under-admission and latency do.\n` +
       `- **One key per run, steady pacing.** Real traffic has many keys and bursts; the per-window bound holds per key, ` +
       `but lease sizing was only exercised on smooth or 60/40-skewed demand.\n` +
       `- **No object eviction, no failures.** Lost and retried syncs are covered by the property tests, not here.\n` +

@@ -1,5 +1,5 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
-import { adjustSlidingWindow, countedAtSlidingWindow, slidingWindow } from "./sliding-window";
+import { adjustSlidingWindow, bucketStartOf, countedAtSlidingWindow, slidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket } from "./token-bucket";
 import type { Decision, LimiterState, Outcome, Policy } from "./types";
 
@@ -43,4 +43,13 @@ export function countedAt(policy: Policy, state: LimiterState, now: number): num
 export function peek(policy: Policy, state: LimiterState | undefined, now: number): Decision {
   const { remaining, resetAt } = decide(policy, state, 0, now).decision;
   return { ...decide(policy, state, 1, now).decision, remaining, resetAt };
+}
+
+/**
+ * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
+ * sliding window, so that reports from one bucket add up to one entry; a token bucket takes units
+ * when it is told, whatever their time, so for it every `t` files under 0.
+ */
+export function slotOf(policy: Policy, t: number): number {
+  return policy.algorithm === "sliding-window" ? bucketStartOf(policy, t) : 0;
 }

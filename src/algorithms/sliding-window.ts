@@ -100,9 +100,9 @@ export function countedAtSlidingWindow(policy: Policy, state: SlidingWindowState
   return Math.max(now, bucketStart(policy, state.index));
 }
 
-/** When the bucket holding `now` ends: units counted now stop being "current" then. */
-export function nextBucketStart(policy: Policy, now: number): number {
-  return bucketStart(policy, bucketIndex(policy, now) + 1);
+/** The first millisecond of the bucket holding `t`. */
+export function bucketStartOf(policy: Policy, t: number): number {
+  return bucketStart(policy, bucketIndex(policy, t));
 }
 
 function bucketIndex(policy: Policy, t: number): number {

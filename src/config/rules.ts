@@ -142,7 +142,7 @@ function parseRule(value: unknown, index: number): Rule {
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
   const syncMs = parseSync(fields.get("sync"), mode, at);
-  const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, mode === "fast" ? syncMs : undefined, at);
+  const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
   const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
   return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs };
@@ -307,21 +307,11 @@ function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at:
 
 /**
  * The default is the bucket count the accuracy benchmark chose (bench/RESULTS.md), with each bucket
- * at least 1 ms long, and in fast mode at least two sync intervals long: an isolate's view is only
- * as fresh as its last sync, so finer buckets would only cut its leases short.
+ * at least 1 ms long, in both modes: fast isolates report their spends in the buckets they were
+ * made in, so fast mode gains from fine buckets as strict does.
  */
-function parseBuckets(
-  value: unknown,
-  algorithm: AlgorithmName,
-  periodMs: number,
-  syncMs: number | undefined,
-  at: RuleRef,
-): number {
-  if (value === undefined) {
-    if (algorithm !== "sliding-window") return 1;
-    const finest = syncMs === undefined ? periodMs : Math.floor(periodMs / (2 * syncMs));
-    return Math.max(1, Math.min(DEFAULT_BUCKETS, finest));
-  }
+function parseBuckets(value: unknown, algorithm: AlgorithmName, periodMs: number, at: RuleRef): number {
+  if (value === undefined) return algorithm === "sliding-window" ? Math.min(DEFAULT_BUCKETS, periodMs) : 1;
   const buckets = parseCount(value, at, "buckets");
   if (algorithm !== "sliding-window" && buckets !== 1) {
     fail(at, "buckets", `buckets applies to sliding-window only; remove it, or set "algorithm": "sliding-window"`);

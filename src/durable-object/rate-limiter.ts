@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, countedAt, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import type { Env } from "../env";
-import { grantLease, livePeers, type Lease, type Peer, type SyncRequest } from "../fast/lease";
+import { grantLease, lastPinEnds, livePeers, settlePins, standingWithPins, type Lease, type Peer, type SyncRequest } from "../fast/lease";
 
 /** One decision as the object made it; `countedAt` lets the caller refund it to the right window. */
 export interface Decided {
@@ -57,6 +57,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** Decides a batch of requests for this key, in order, as if each had arrived alone. */
   decide(policy: Policy, costs: number[]): Decided[] {
     const now = Date.now();
+    this.countAllPins(policy, now);
     let state = this.stateFor(policy);
     const results = costs.map((cost) => {
       const outcome = decide(policy, state, cost, now);
@@ -68,15 +69,17 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Reconciles one fast-mode isolate: takes back its unspent units and leases it more, sized by
-   * its demand. A retried sync (same isolate and seq) gets the same answer and changes nothing.
+   * Reconciles one fast-mode isolate: counts what it reports spent, frees what it gives back, and
+   * leases it more, sized by its demand. A retried sync (same isolate and seq) gets the same answer
+   * and changes nothing.
    */
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
+    const known = this.peers.get(request.isolate);
+    if (known && known.lease.seq >= request.seq) return known.lease;
     const stored = this.stateFor(policy);
-    const { state, peer, lease } = grantLease(policy, stored, this.peers, request, now);
-    if (peer === this.peers.get(request.isolate)) return lease;
-    this.peers.set(request.isolate, peer);
+    const { state, peers, lease } = grantLease(policy, stored, this.peers, request, now);
+    this.peers = peers;
     if (state && state !== stored) this.stored = { policy, state };
     this.write();
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -91,7 +94,7 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** The key's standing now, consuming nothing. */
   peek(policy: Policy): Decision {
-    return peek(policy, this.stateFor(policy), Date.now());
+    return standingWithPins(policy, this.stateFor(policy), this.peers, Date.now());
   }
 
   /** Forgets the key: its next request starts from a full quota. */
@@ -110,12 +113,30 @@ export class RateLimiter extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
+    if (this.stored) {
+      const { policy } = this.stored;
+      const settled = settlePins(policy, this.stored.state, this.peers, now);
+      if (settled.state && settled.state !== this.stored.state) this.stored = { policy, state: settled.state };
+      this.peers = settled.peers;
+    }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
     const lastSync = Math.max(0, ...[...this.peers.values()].map((p) => p.seenAt));
-    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS);
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers) ?? 0);
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
+  }
+
+  /**
+   * A key whose rule turned from fast to strict: its isolates' outstanding leases are counted as
+   * spent now, since strict decisions do not look at pins. Their late reports are then ignored.
+   */
+  private countAllPins(policy: Policy, now: number): void {
+    if (![...this.peers.values()].some((p) => p.pins.length > 0)) return;
+    const settled = settlePins(policy, this.stateFor(policy), this.peers, now, true);
+    if (settled.state) this.stored = { policy, state: settled.state };
+    this.peers = settled.peers;
+    this.write();
   }
 
   private stateFor(policy: Policy): LimiterState | undefined {

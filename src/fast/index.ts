@@ -103,14 +103,14 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
 /** Gives back what a fast decision spent, when another rule denied the request. */
 export function refundFast(objectName: string, units: number): void {
   const entry = table.get(objectName);
-  if (entry) refundLocally(entry.key, units, Date.now());
+  if (entry) refundLocally(entry.key, entry.rule, units, Date.now());
 }
 
 /** What this isolate holds for a fast key, as the admin API shows it; undefined if it tracks none. */
 export function localView(objectName: string): { leased: number; returning: number; blockedUntil: number; lastSyncAt: number } | undefined {
   const key = table.peek(objectName)?.key;
   if (!key) return undefined;
-  const returning = [...key.returns, ...(key.outbox?.returns ?? [])].reduce((sum, r) => sum + r.units, 0);
+  const returning = [...key.reports, ...(key.outbox?.reports ?? [])].reduce((sum, r) => sum + r.unspent, 0);
   return { leased: leaseLeft(key), returning, blockedUntil: key.blockedUntil, lastSyncAt: key.lastSyncAt };
 }
 

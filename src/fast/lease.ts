@@ -1,19 +1,27 @@
-/** How a key's Durable Object shares its headroom among isolates: demand-sized leases, granted once per sync. */
-import { adjust, countedAt, decide, peek } from "../algorithms";
+/** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
+import { adjust, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
-import { nextBucketStart } from "../algorithms/sliding-window";
 
-/** Units an isolate took in one lease and did not spend, returned to the bucket they were counted in. */
-export interface Returned {
+/** Units an isolate spent at `at` (a slot, see `slotOf`), or gave back when negative. */
+export interface Spent {
+  at: number;
   units: number;
-  countedAt: number;
+}
+
+/** What an isolate did with one lease since it last said: what it spent, and what it gives back. */
+export interface Report {
+  /** the lease's `seq` */
+  lease: number;
+  spent: Spent[];
+  /** units it will never spend: the rest of a lease that ended or was given up */
+  unspent: number;
 }
 
 /** One reconciliation from one isolate. (isolate, seq) identifies it: a retry is answered, not applied again. */
 export interface SyncRequest {
   isolate: string;
   seq: number;
-  returns: Returned[];
+  reports: Report[];
   /** units asked of this isolate for the key (admitted or not) since its last sync, over elapsedMs */
   demand: number;
   elapsedMs: number;
@@ -25,11 +33,10 @@ export interface SyncRequest {
   release?: boolean;
 }
 
-/** Units the isolate may admit on its own until `expiresAt`, counted at the object when granted. */
+/** Units the isolate may admit on its own until `expiresAt`; `seq` names the lease in its reports. */
 export interface Lease {
   seq: number;
   units: number;
-  countedAt: number;
   expiresAt: number;
   /** the key's global standing after the grant; when `units` < need, a denial with its retryAfter */
   standing: Decision;
@@ -37,26 +44,40 @@ export interface Lease {
   peers: number;
 }
 
-/** What the object remembers of an isolate: its demand rate, and its last answer for retries. */
+/** Units a lease holds back from everyone else until its isolate reports them or it runs out. */
+export interface Pin {
+  lease: number;
+  units: number;
+  until: number;
+}
+
+/** What the object remembers of an isolate: its demand rate, its pins, and its last answer for retries. */
 export interface Peer {
   /** units per ms */
   rate: number;
   seenAt: number;
   lease: Lease;
+  pins: Pin[];
 }
 
 /** A peer silent for this long is forgotten: its retries are long over. */
 export const PEER_TTL_MS = 10 * 60_000;
 
 /**
- * Applies one sync. Returned units go back first; then the isolate is granted what it needs now
- * (what is left, if that is less: its waiting requests are served as far as that goes) plus
+ * How long after a lease ends its isolate has to report it. A pin still unreported then is counted
+ * as if every unit had been spent at the lease's end: the isolate may be gone, and counting late
+ * only ever makes the window fuller than it was.
+ */
+export const REPORT_GRACE_MS = 10_000;
+
+/**
+ * Applies one sync. The isolate's reports come first: what it spent is counted in the buckets it
+ * was spent in, and what a finished lease did not spend is freed. Then it is granted what it needs
+ * now (what is left, if that is less: its waiting requests are served as far as that goes) plus
  * enough for its recent demand over the horizon, but never more than its demand-weighted share of
- * what is left, so a busy isolate gets more and an idle one holds nothing. Granted units are
- * counted at once, as the strict path would count them: whatever the isolates do with their
- * leases, the object never admits more than the limit. A lease ends after the horizon the isolate
- * asked for, and on a sliding window by the close of the bucket that counted it, so units are
- * spent there.
+ * what is left. Granted units are not counted yet but pinned: every decision treats them as taken,
+ * now, until they are reported, so whatever the isolates do with their leases the object never
+ * admits more than the limit, and a lease can outlast the bucket it was granted in.
  */
 export function grantLease(
   policy: Policy,
@@ -64,41 +85,90 @@ export function grantLease(
   peers: ReadonlyMap<string, Peer>,
   sync: SyncRequest,
   now: number,
-): { state: LimiterState | undefined; peer: Peer; lease: Lease } {
+): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease } {
   const known = peers.get(sync.isolate);
-  if (known && known.lease.seq >= sync.seq) return { state: stored, peer: known, lease: known.lease };
-  let state = stored;
-  // A token bucket that refilled to the brim while tokens were out on lease would overflow if they
-  // came back now: unspent leased tokens are forfeited instead (a small, bounded under-admission).
-  if (policy.algorithm === "sliding-window") {
-    for (const back of sync.returns) state = adjust(policy, state, -back.units, back.countedAt, now);
+  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease };
+  const settled = settlePins(policy, stored, peers, now);
+  let state = settled.state;
+  let pins = settled.peers.get(sync.isolate)?.pins ?? [];
+  for (const report of sync.reports) {
+    const pin = pins.find((p) => p.lease === report.lease);
+    // A lease already settled (counted in full) or never granted: its report would count twice.
+    if (!pin) continue;
+    let settledUnits = report.unspent;
+    for (const s of report.spent) {
+      state = adjust(policy, state, s.units, s.at, now);
+      settledUnits += s.units;
+    }
+    // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
+    const rest = pin.units - settledUnits;
+    pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
+  const others = [...settled.peers].filter(([id]) => id !== sync.isolate);
   const rate = sync.elapsedMs > 0 ? sync.demand / sync.elapsedMs : 0;
-  const active = [...peers].filter(([id, p]) => id !== sync.isolate && p.seenAt >= now - 2 * sync.horizonMs);
+  const active = others.filter(([, p]) => p.seenAt >= now - 2 * sync.horizonMs);
   const totalRate = active.reduce((sum, [, p]) => sum + p.rate, rate);
-  const available = peek(policy, state, now).remaining;
+  const pinned = [...others.map(([, p]) => p), { pins }].reduce((sum, p) => sum + pinnedUnits(p.pins), 0);
+  const available = peek(policy, withPinned(policy, state, pinned, now), now).remaining;
   const fairShare = totalRate > 0 ? (available * rate) / totalRate : available / (active.length + 1);
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
   const slack = Math.floor(available / (16 * (active.length + 1)));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
   const units = sync.release ? 0 : Math.min(available, wanted);
-  if (units > 0) state = decide(policy, state, units, now).state;
-  const standing =
-    units >= sync.need || sync.need === 0 ? peek(policy, state, now) : decide(policy, state, sync.need, now).decision;
-  const lease: Lease = {
-    seq: sync.seq,
-    units,
-    countedAt: state ? countedAt(policy, state, now) : now,
-    expiresAt:
-      policy.algorithm === "sliding-window" ? Math.min(now + sync.horizonMs, nextBucketStart(policy, now)) : now + sync.horizonMs,
-    standing,
-    peers: active.length + 1,
-  };
-  return { state, peer: { rate, seenAt: now, lease }, lease };
+  const expiresAt = now + sync.horizonMs;
+  if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
+  const view = withPinned(policy, state, pinned + units, now);
+  const standing = units >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active.length + 1 };
+  const next = new Map(settled.peers);
+  next.set(sync.isolate, { rate, seenAt: now, lease, pins });
+  return { state, peers: next, lease };
 }
 
-/** The peers worth keeping: those heard from within the TTL. */
+/**
+ * Counts every pin whose isolate missed its report by {@link REPORT_GRACE_MS} (or, with `every`,
+ * every pin) as spent at the lease's end, and forgets it. The object runs this on every sync and
+ * alarm.
+ */
+export function settlePins(
+  policy: Policy,
+  stored: LimiterState | undefined,
+  peers: ReadonlyMap<string, Peer>,
+  now: number,
+  every = false,
+): { state: LimiterState | undefined; peers: Map<string, Peer> } {
+  let state = stored;
+  const next = new Map<string, Peer>();
+  for (const [id, peer] of peers) {
+    const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
+    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pin.until, now);
+    next.set(id, late.length ? { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) } : peer);
+  }
+  return { state, peers: next };
+}
+
+/** The key's standing as every decision sees it: its state with every pinned unit taken now. */
+export function standingWithPins(policy: Policy, state: LimiterState | undefined, peers: ReadonlyMap<string, Peer>, now: number): Decision {
+  const pinned = [...peers.values()].reduce((sum, p) => sum + pinnedUnits(p.pins), 0);
+  return peek(policy, withPinned(policy, state, pinned, now), now);
+}
+
+/** When the last pin stops holding anything back, reported or not; undefined when none is out. */
+export function lastPinEnds(peers: ReadonlyMap<string, Peer>): number | undefined {
+  const ends = [...peers.values()].flatMap((p) => p.pins.map((pin) => pin.until + REPORT_GRACE_MS));
+  return ends.length ? Math.max(...ends) : undefined;
+}
+
+/** The peers worth keeping: those heard from within the TTL, and any still holding pins. */
 export function livePeers(peers: ReadonlyMap<string, Peer>, now: number): Map<string, Peer> {
-  return new Map([...peers].filter(([, p]) => p.seenAt >= now - PEER_TTL_MS));
+  return new Map([...peers].filter(([, p]) => p.seenAt >= now - PEER_TTL_MS || p.pins.length > 0));
+}
+
+function pinnedUnits(pins: readonly Pin[]): number {
+  return pins.reduce((sum, p) => sum + p.units, 0);
+}
+
+function withPinned(policy: Policy, state: LimiterState | undefined, pinned: number, now: number): LimiterState | undefined {
+  return pinned > 0 ? adjust(policy, state, pinned, now, now) : state;
 }

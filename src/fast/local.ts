@@ -1,12 +1,15 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
-import type { Decision } from "../algorithms";
+import { slotOf, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { backoffMs } from "../strict/breaker";
-import type { Lease, Returned, SyncRequest } from "./lease";
+import type { Lease, Report, Spent, SyncRequest } from "./lease";
 
-/** Leased units the isolate may spend until `expiresAt`; `countedAt` says where to give back the rest. */
-interface Lot extends Returned {
+/** A lease as the isolate holds it: units it may still spend until `expiresAt`, and what it spent, not yet reported. */
+interface Lot {
+  lease: number;
+  units: number;
   expiresAt: number;
+  spent: Spent[];
 }
 
 /**
@@ -33,8 +36,8 @@ export interface LocalKey {
   /** units asked since `since` (admitted or not), for the object to size the next lease */
   demand: number;
   since: number;
-  /** unspent units of expired lots, to return with the next sync */
-  returns: Returned[];
+  /** leases that ended, to report with the next sync */
+  reports: Report[];
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   lastSyncAt: number;
@@ -53,7 +56,7 @@ export function freshKey(now: number): LocalKey {
     peers: 1,
     demand: 0,
     since: now,
-    returns: [],
+    reports: [],
     outbox: null,
     lastSyncAt: Number.NEGATIVE_INFINITY,
     retryAt: 0,
@@ -75,7 +78,7 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
   expireLots(key, now);
   const left = leaseLeft(key);
   if (left >= cost) {
-    spend(key, cost);
+    spend(key, cost, slotOf(rule, now));
     return standing(key, rule, true, now, "local");
   }
   if (now < key.blockedUntil) return standing(key, rule, false, now, "cache");
@@ -88,8 +91,8 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
  */
 const ROOMY = 8;
 /**
- * A roomy sliding-window key asks for leases this many sync intervals long; they still end with
- * their bucket. A token bucket's stay one interval: how long a lease lasts bounds its burst.
+ * A roomy sliding-window key asks for leases this many sync intervals long. A token bucket's stay
+ * one interval: how long a lease lasts bounds its burst.
  */
 const ROOMY_HORIZON = 10;
 
@@ -104,7 +107,7 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   const since = now - key.lastSyncAt;
   const left = leaseLeft(key);
   const low = key.granted > 0 && left * 2 < key.granted;
-  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low)) return key.demand > 0 || key.returns.length > 0 || left > 0;
+  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low)) return key.demand > 0 || key.reports.length > 0 || left > 0;
   // Running low: top up early, but no more than four times an interval.
   return since * 4 >= rule.syncMs && low && now >= key.blockedUntil;
 }
@@ -116,23 +119,30 @@ function roomy(key: LocalKey): boolean {
 
 /**
  * The sync to send now: the unanswered one again if there is one (same seq, so the object
- * applies it once), otherwise a new one carrying the returns and demand gathered since. A
- * `release` sync only settles: the key is leaving, or idle, and wants no new lease.
+ * applies it once), otherwise a new one reporting what every lease spent and what the ended ones
+ * give back, and the demand gathered since. A `release` sync only settles: the key is leaving, or
+ * idle, and wants no new lease.
  */
 export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number, now: number, release = false): SyncRequest {
   if (key.outbox) return key.outbox;
   expireLots(key, now);
+  const reports = key.reports;
+  for (const lot of key.lots) {
+    if (lot.spent.length === 0) continue;
+    reports.push({ lease: lot.lease, spent: lot.spent, unspent: 0 });
+    lot.spent = [];
+  }
   key.outbox = {
     isolate: sender.isolate,
     seq: sender.nextSeq(),
-    returns: key.returns,
+    reports,
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
     horizonMs: rule.algorithm === "sliding-window" && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
     ...(release ? { release } : {}),
   };
-  key.returns = [];
+  key.reports = [];
   key.demand = 0;
   key.since = now;
   return key.outbox;
@@ -151,7 +161,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.retryAt = 0;
   key.standing = lease.standing;
   key.peers = lease.peers;
-  if (lease.units > 0) key.lots.push({ units: lease.units, countedAt: lease.countedAt, expiresAt: lease.expiresAt });
+  if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   key.granted = lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
   // Only an empty grant with the key denied is a denial: units leased, or an empty background
@@ -167,25 +177,27 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
 
 /**
  * Gives back units a request spent from the lease when another rule denied it: into the newest
- * live lot, or, when none is left, to the object with the next sync.
+ * live lease, reported as a negative spend. When none is live the units stay spent: the lease that
+ * took them has ended and been reported, and counting them is the safe side.
  */
-export function refundLocally(key: LocalKey, units: number, now: number): void {
+export function refundLocally(key: LocalKey, rule: Rule, units: number, now: number): void {
   expireLots(key, now);
   const newest = key.lots.at(-1);
-  if (newest) newest.units += units;
-  else key.returns.push({ units, countedAt: now });
+  if (!newest) return;
+  newest.units += units;
+  record(newest, slotOf(rule, now), -units);
 }
 
-/** Hands every unspent leased unit to `returns` and asks for nothing more, as when the key leaves the table. */
+/** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */
 export function surrender(key: LocalKey): void {
-  for (const lot of key.lots) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
+  for (const lot of key.lots) finish(key, lot);
   key.lots = [];
   key.demand = 0;
 }
 
 /** Whether the key still holds something the object should hear about. */
 export function hasPending(key: LocalKey): boolean {
-  return key.outbox !== null || key.returns.length > 0 || key.lots.length > 0 || key.demand > 0;
+  return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0;
 }
 
 export function leaseLeft(key: LocalKey): number {
@@ -193,22 +205,35 @@ export function leaseLeft(key: LocalKey): number {
 }
 
 function expireLots(key: LocalKey, now: number): void {
-  const live = key.lots.filter((lot) => lot.expiresAt > now);
-  if (live.length === key.lots.length) return;
-  for (const lot of key.lots) if (lot.expiresAt <= now) key.returns.push({ units: lot.units, countedAt: lot.countedAt });
-  key.lots = live;
+  if (key.lots.every((lot) => lot.expiresAt > now)) return;
+  for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
+  key.lots = key.lots.filter((lot) => lot.expiresAt > now);
 }
 
-/** Spends from the lots that expire first. */
-function spend(key: LocalKey, cost: number): void {
+/** Spends from the lots that expire first; a lot spent to the last unit is over and reported. */
+function spend(key: LocalKey, cost: number, slot: number): void {
   let owed = cost;
   for (const lot of key.lots) {
     const take = Math.min(lot.units, owed);
     lot.units -= take;
+    if (take > 0) record(lot, slot, take);
     owed -= take;
     if (owed === 0) break;
   }
+  for (const lot of key.lots) if (lot.units === 0) finish(key, lot);
   key.lots = key.lots.filter((lot) => lot.units > 0);
+}
+
+/** Queues the lot's final report: what it spent since it last reported, and what it never will. */
+function finish(key: LocalKey, lot: Lot): void {
+  key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
+}
+
+/** Adds units spent (negative: given back) at `slot` to the lot's report, merging with the last entry for the same slot. */
+function record(lot: Lot, slot: number, units: number): void {
+  const last = lot.spent.at(-1);
+  if (last && last.at === slot) last.units += units;
+  else lot.spent.push({ at: slot, units });
 }
 
 /** A decision in the shared shape, from the lease left and the object's last word. */

@@ -95,7 +95,7 @@ describe("accepted shapes", () => {
         limit: 1000,
         periodMs: 60_000,
         burst: 1000,
-        buckets: 30,
+        buckets: 60,
         cost: { units: 1 },
         mode: "fast",
         syncMs: 1_000,
@@ -479,9 +479,8 @@ describe("limit, period and burst", () => {
     expect(only([rule({ period: "20ms" })]).buckets).toBe(20);
   });
 
-  it("keeps a fast rule's default buckets at least two sync intervals long", () => {
-    expect(only([rule({ mode: "fast", period: "1m", sync: "1s" })]).buckets).toBe(30);
-    expect(only([rule({ mode: "fast", period: "1s", sync: "1s" })]).buckets).toBe(1);
+  it("gives a fast rule the same default buckets as a strict one", () => {
+    expect(only([rule({ mode: "fast", period: "1m", sync: "1s" })]).buckets).toBe(only([rule({ period: "1m" })]).buckets);
   });
 
   it.each([0, 1.5, "4", 61])("rejects the buckets %j", (buckets) => {

@@ -16,7 +16,7 @@ type Fate = "ok" | "lost-before" | "lost-after";
  */
 class Cluster {
   private state: LimiterState | undefined;
-  private readonly peers = new Map<string, Peer>();
+  private peers = new Map<string, Peer>();
   readonly keys: LocalKey[];
   private readonly senders: Sender[];
   readonly admitted: { at: number; cost: number }[] = [];
@@ -49,7 +49,7 @@ class Cluster {
     if (fate !== "lost-before") {
       const result = grantLease(this.policy, this.state, this.peers, request, now);
       this.state = result.state;
-      this.peers.set(request.isolate, result.peer);
+      this.peers = result.peers;
       lease = result.lease;
     }
     if (fate !== "ok" || !lease) {

@@ -1,40 +1,48 @@
 import { describe, expect, it } from "vitest";
-import { peek, type LimiterState, type Policy } from "../../src/algorithms";
-import { grantLease, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { type LimiterState, type Policy } from "../../src/algorithms";
+import { grantLease, REPORT_GRACE_MS, standingWithPins, type Peer, type SyncRequest } from "../../src/fast/lease";
 
 const T0 = 1_700_000_040_000;
 const window: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
 const sync = (overrides: Partial<SyncRequest> = {}): SyncRequest => ({
   isolate: "a",
   seq: 1,
-  returns: [],
+  reports: [],
   demand: 0,
   elapsedMs: 0,
   need: 1,
   horizonMs: 2_000,
   ...overrides,
 });
-const remaining = (state: LimiterState | undefined, at = T0) => peek(window, state, at).remaining;
+/** What every decision sees: the counted state with every pin taken. */
+const remaining = (result: { state: LimiterState | undefined; peers: ReadonlyMap<string, Peer> }, at = T0) =>
+  standingWithPins(window, result.state, result.peers, at).remaining;
 
 describe("leases", () => {
   it("grants an isolate with no history what it needs, or a sixteenth of the headroom if that is more", () => {
     const small = grantLease(window, undefined, new Map(), sync({ need: 3 }), T0);
     expect(small.lease.units).toBe(6);
-    expect(remaining(small.state)).toBe(94);
+    expect(remaining(small)).toBe(94);
     expect(grantLease(window, undefined, new Map(), sync({ need: 9 }), T0).lease.units).toBe(9);
+  });
+
+  it("pins granted units rather than counting them: the state holds only what was reported spent", () => {
+    const { state, peers } = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
+    expect(remaining({ state, peers: new Map() })).toBe(100);
+    expect(remaining({ state, peers })).toBe(70);
   });
 
   it("grants what is left when the waiting requests need more than that, so some of them are served", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 90 }), T0);
-    const short = grantLease(window, first.state, new Map([["a", first.peer]]), sync({ isolate: "b", need: 30 }), T0 + 1);
+    const short = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 30 }), T0 + 1);
     expect(short.lease.units).toBe(10);
     expect(short.lease.standing).toMatchObject({ allowed: false });
   });
 
   it("grants nothing to an isolate letting the key go", () => {
-    const { lease, state } = grantLease(window, undefined, new Map(), sync({ need: 0, release: true }), T0);
-    expect(lease.units).toBe(0);
-    expect(remaining(state)).toBe(100);
+    const result = grantLease(window, undefined, new Map(), sync({ need: 0, release: true }), T0);
+    expect(result.lease.units).toBe(0);
+    expect(remaining(result)).toBe(100);
   });
 
   it("sizes a lease by the isolate's demand over the horizon", () => {
@@ -43,66 +51,68 @@ describe("leases", () => {
     expect(lease.units).toBe(20);
   });
 
-  it("counts granted units at once, so leases never exceed the limit", () => {
+  it("never leases more than the limit, counting every isolate's pins as taken", () => {
     const first = grantLease(window, undefined, new Map(), sync({ demand: 1_000, elapsedMs: 1_000 }), T0);
     expect(first.lease.units).toBe(100);
-    const second = grantLease(window, first.state, new Map([["a", first.peer]]), sync({ isolate: "b", need: 1 }), T0 + 1);
+    const second = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 1 }), T0 + 1);
     expect(second.lease.units).toBe(0);
     expect(second.lease.standing).toMatchObject({ allowed: false });
     expect(second.lease.standing.retryAfter).toBeGreaterThan(0);
   });
 
   it("shares what is left by demand: a busy isolate gets more than a quiet one", () => {
-    const peers = new Map<string, Peer>();
-    const quiet = grantLease(window, undefined, peers, sync({ isolate: "quiet", demand: 1, elapsedMs: 1_000, need: 0 }), T0);
-    peers.set("quiet", quiet.peer);
-    const busy = grantLease(window, quiet.state, peers, sync({ isolate: "busy", demand: 500, elapsedMs: 1_000, need: 0 }), T0);
+    const quiet = grantLease(window, undefined, new Map(), sync({ isolate: "quiet", demand: 1, elapsedMs: 1_000, need: 0 }), T0);
+    const busy = grantLease(window, quiet.state, quiet.peers, sync({ isolate: "busy", demand: 500, elapsedMs: 1_000, need: 0 }), T0);
     expect(busy.lease.units).toBeGreaterThan(quiet.lease.units);
     expect(busy.lease.units).toBeLessThanOrEqual(98);
   });
 
   it("answers a retried sync with the same lease and counts nothing again", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 5 }), T0);
-    const peers = new Map([["a", first.peer]]);
-    const retry = grantLease(window, first.state, peers, sync({ need: 5 }), T0 + 10);
+    const retry = grantLease(window, first.state, first.peers, sync({ need: 5 }), T0 + 10);
     expect(retry.lease).toEqual(first.lease);
     expect(retry.state).toBe(first.state);
   });
 
-  it("gives a retried sync's returns back once", () => {
+  it("counts reported spends once, and frees what a finished lease did not spend", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
-    const returning = sync({ seq: 2, need: 0, returns: [{ units: 20, countedAt: T0 }] });
-    const applied = grantLease(window, first.state, new Map([["a", first.peer]]), returning, T0 + 5);
-    const retried = grantLease(window, applied.state, new Map([["a", applied.peer]]), returning, T0 + 6);
+    const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 10 }], unspent: 20 }] });
+    const applied = grantLease(window, first.state, first.peers, report, T0 + 5);
+    expect(remaining(applied, T0 + 5)).toBe(90);
+    const retried = grantLease(window, applied.state, applied.peers, report, T0 + 6);
     expect(retried.state).toBe(applied.state);
-    expect(remaining(retried.state, T0 + 6)).toBe(90 - applied.lease.units);
+    expect(remaining(retried, T0 + 6)).toBe(90);
   });
 
-  it("gives returned units back to the bucket that counted them", () => {
+  it("keeps pinned what a live lease has neither spent nor given back", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
-    const peers = new Map([["a", first.peer]]);
-    const back = grantLease(window, first.state, peers, sync({ seq: 2, need: 0, returns: [{ units: 25, countedAt: T0 }], release: true }), T0 + 5);
-    expect(remaining(back.state, T0 + 5)).toBe(95);
+    const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 5 }], unspent: 0 }] });
+    const applied = grantLease(window, first.state, first.peers, report, T0 + 5);
+    expect(remaining({ state: applied.state, peers: new Map() }, T0 + 5)).toBe(95);
+    expect(remaining(applied, T0 + 5)).toBe(70);
   });
 
-  it("ends a lease with the sliding-window bucket that counted it", () => {
+  it("counts a pin whose isolate never reports as spent, once the grace after its lease has passed", () => {
+    const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
+    const late = T0 + 2_000 + REPORT_GRACE_MS;
+    const other = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 0, release: true }), late);
+    expect(remaining({ state: other.state, peers: new Map() }, late)).toBe(70);
+    expect(other.peers.get("a")?.pins).toEqual([]);
+    // The isolate's report arrives after all: its lease is already counted, so nothing counts twice.
+    const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 30 }], unspent: 0 }] });
+    expect(remaining(grantLease(window, other.state, other.peers, report, late + 1), late + 1)).toBe(70);
+  });
+
+  it("lets a lease outlast the bucket it was granted in", () => {
     const { lease } = grantLease(window, undefined, new Map(), sync({ horizonMs: 2_000 }), T0 + 59_500);
-    expect(lease.expiresAt).toBe(T0 + 60_000);
-  });
-
-  it("ends a token-bucket lease after the horizon", () => {
-    const bucket: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 1_000, burst: 10, buckets: 1 };
-    const { lease } = grantLease(bucket, undefined, new Map(), sync({ horizonMs: 2_000 }), T0 + 59_500);
     expect(lease.expiresAt).toBe(T0 + 61_500);
   });
 
   it("counts recently heard isolates as peers", () => {
-    const peers = new Map<string, Peer>();
-    const a = grantLease(window, undefined, peers, sync({ isolate: "a" }), T0);
-    peers.set("a", a.peer);
-    const b = grantLease(window, a.state, peers, sync({ isolate: "b" }), T0 + 100);
+    const a = grantLease(window, undefined, new Map(), sync({ isolate: "a" }), T0);
+    const b = grantLease(window, a.state, a.peers, sync({ isolate: "b" }), T0 + 100);
     expect(b.lease.peers).toBe(2);
-    const later = grantLease(window, b.state, peers, sync({ isolate: "c" }), T0 + 100_000);
+    const later = grantLease(window, b.state, b.peers, sync({ isolate: "c" }), T0 + 100_000);
     expect(later.lease.peers).toBe(1);
   });
 });

@@ -15,13 +15,14 @@ import {
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;
+/** Where spends at T0 are reported: the start of T0's bucket (the rule's one 60 s bucket). */
+const T0_BUCKET = T0 - (T0 % 60_000);
 const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
 /** One sender for the whole file: its sequence only rises, as an isolate's does. */
 const from = isolate();
 const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
   seq,
   units,
-  countedAt: T0,
   expiresAt: T0 + 2_000,
   standing: { allowed: true, limit: 100, remaining: 50, resetAt: T0 + 60_000, retryAfter: 0 },
   peers: 1,
@@ -72,12 +73,20 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, fast, 1, T0 + 1_000)).toBeUndefined();
   });
 
-  it("gives unspent units of an expired lease back with the next sync", () => {
+  it("reports what an expired lease spent, in the bucket it spent it in, and gives back the rest", () => {
     const key = leased(5);
     decideLocally(key, fast, 2, T0 + 1);
     const next = nextSync(key, fast, from, 0, T0 + 2_000);
-    expect(next.returns).toEqual([{ units: 3, countedAt: T0 }]);
+    expect(next.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 3 }]);
     expect(leaseLeft(key)).toBe(0);
+  });
+
+  it("reports what a live lease spent since the last sync, and keeps the rest", () => {
+    const key = leased(5);
+    decideLocally(key, fast, 1, T0 + 1);
+    decideLocally(key, fast, 1, T0 + 2);
+    expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 0 }]);
+    expect(leaseLeft(key)).toBe(3);
   });
 
   it("reports the demand it saw, admitted or not, since the last sync", () => {
@@ -116,14 +125,22 @@ describe("a fast key in one isolate", () => {
   });
 
   it("retries an unanswered sync as it was, so the object applies it once", () => {
-    const key = leased(0);
-    key.returns.push({ units: 4, countedAt: T0 });
+    const key = leased(4);
+    decideLocally(key, fast, 1, T0 + 10);
     const first = nextSync(key, fast, from, 0, T0 + 1_000);
     syncFailed(key, fast, T0 + 1_001);
-    refundLocally(key, 2, T0 + 1_002);
+    decideLocally(key, fast, 1, T0 + 1_002);
     const again = nextSync(key, fast, from, 0, T0 + 3_000);
     expect(again).toBe(first);
-    expect(again.returns).toEqual([{ units: 4, countedAt: T0 }]);
+    expect(again.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 0 }]);
+  });
+
+  it("gives back a refunded unit as a negative spend of the live lease", () => {
+    const key = leased(4);
+    decideLocally(key, fast, 2, T0 + 10);
+    refundLocally(key, fast, 1, T0 + 11);
+    expect(leaseLeft(key)).toBe(3);
+    expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 0 }]);
   });
 
   it("backs off after a failed sync", () => {
@@ -149,8 +166,9 @@ describe("a fast key in one isolate", () => {
 
   it("surrenders its whole lease when it leaves the table", () => {
     const key = leased(6);
+    decideLocally(key, fast, 1, T0 + 10);
     surrender(key);
     expect(leaseLeft(key)).toBe(0);
-    expect(key.returns).toEqual([{ units: 6, countedAt: T0 }]);
+    expect(key.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 5 }]);
   });
 });
