@@ -75,10 +75,9 @@ export class RateLimiter extends DurableObject<Env> {
    */
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
-    const known = this.peers.get(request.isolate);
-    if (known && known.lease.seq >= request.seq) return known.lease;
     const stored = this.stateFor(policy);
     const { state, peers, lease } = grantLease(policy, stored, this.peers, request, now);
+    if (lease === this.peers.get(request.isolate)?.lease) return lease;
     this.peers = peers;
     if (state && state !== stored) this.stored = { policy, state };
     this.write();
@@ -116,8 +115,11 @@ export class RateLimiter extends DurableObject<Env> {
     if (this.stored) {
       const { policy } = this.stored;
       const settled = settlePins(policy, this.stored.state, this.peers, now);
-      if (settled.state && settled.state !== this.stored.state) this.stored = { policy, state: settled.state };
-      this.peers = settled.peers;
+      if (settled.state && settled.state !== this.stored.state) {
+        this.stored = { policy, state: settled.state };
+        this.peers = settled.peers;
+        this.write();
+      }
     }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
     const lastSync = Math.max(0, ...[...this.peers.values()].map((p) => p.seenAt));
