@@ -108,7 +108,7 @@ export function grantLease(
   const rate = sync.elapsedMs > 0 ? sync.demand / sync.elapsedMs : 0;
   const active = others.filter(([, p]) => p.seenAt >= now - 2 * sync.horizonMs);
   const totalRate = active.reduce((sum, [, p]) => sum + p.rate, rate);
-  const pinned = [...others.map(([, p]) => p), { pins }].reduce((sum, p) => sum + pinnedUnits(p.pins), 0);
+  const pinned = others.reduce((sum, [, p]) => sum + pinnedUnits(p.pins), pinnedUnits(pins));
   const available = peek(policy, withPinned(policy, state, pinned, now), now).remaining;
   const fairShare = totalRate > 0 ? (available * rate) / totalRate : available / (active.length + 1);
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
