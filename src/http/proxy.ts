@@ -51,14 +51,15 @@ export function forwardedHeaders(headers: Headers): Headers {
  * closed): the request is not retried, as it may have arrived.
  */
 export async function forward(request: Request, url: URL, origin: URL): Promise<Response> {
+  const headers = forwardedHeaders(request.headers);
+  // An incoming request is in "manual" redirect mode already. Handed over whole when nothing is
+  // removed, it spares the runtime converting an init dictionary: a few percent of throughput.
+  const init: RequestInit | Request = headers === request.headers && request.redirect === "manual"
+    ? request
+    : { method: request.method, headers, body: request.body, redirect: "manual" };
   let upstream: Response;
   try {
-    upstream = await fetch(originUrl(origin, url), {
-      method: request.method,
-      headers: forwardedHeaders(request.headers),
-      body: request.body,
-      redirect: "manual",
-    });
+    upstream = await fetch(originUrl(origin, url), init);
   } catch (error) {
     metrics.count("floodgate_errors_total", { kind: "origin" });
     // The runtime's reasons ("Network connection lost.", "internal error; reference = …") name no URL.

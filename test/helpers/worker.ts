@@ -25,7 +25,9 @@ export async function dispatch(
     ...rest,
   };
   const ctx = createExecutionContext();
-  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, testEnv, ctx);
+  // The runtime delivers every incoming request in "manual" redirect mode, as Workers documents.
+  const incoming = request.redirect === "manual" ? request : new Request(request, { redirect: "manual" });
+  const response = await worker.fetch(incoming as Request<unknown, IncomingRequestCfProperties>, testEnv, ctx);
   return { response, settled: waitOnExecutionContext(ctx) };
 }
 

@@ -92,6 +92,12 @@ describe("proxying an allowed request", () => {
     expect(res.headers.get("location")).toBe("/elsewhere");
   });
 
+  it("passes redirects back when it forwards a copy without hop-by-hop headers", async () => {
+    const res = await send(new Request("http://floodgate.test/fwd6/redirect", { headers: { "keep-alive": "timeout=5" } }), { rules });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("/elsewhere");
+  });
+
   it("keeps the configured origin whatever host, absolute form or path the request carries", async () => {
     await send(new Request("http://evil.example/fwd7/a/../b/%2F%2Fevil.example/c", { headers: { host: "evil.example" } }), {
       rules,
