@@ -98,8 +98,9 @@ const ROOMY_HORIZON = 10;
 
 /**
  * Whether a background sync is due: the interval has passed, the lease runs low, or a retry waits.
- * A roomy key with a healthy lease skips the periodic sync: nothing another isolate does can
- * make its lease unfair before it ends or runs low, and then it syncs.
+ * A roomy key with a healthy lease skips the periodic sync until its lease is in its last
+ * interval: nothing another isolate does can make the lease unfair before it ends or runs low,
+ * and renewing it before it ends keeps a steadily used key from ever waiting for a sync.
  */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
@@ -107,7 +108,8 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   const since = now - key.lastSyncAt;
   const left = leaseLeft(key);
   const low = key.granted > 0 && left * 2 < key.granted;
-  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low)) return key.demand > 0 || key.reports.length > 0 || left > 0;
+  const coasting = roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
+  if (since >= rule.syncMs && !coasting) return key.demand > 0 || key.reports.length > 0 || left > 0;
   // Running low: top up early, but no more than four times an interval.
   return since * 4 >= rule.syncMs && low && now >= key.blockedUntil;
 }
@@ -202,6 +204,11 @@ export function hasPending(key: LocalKey): boolean {
 
 export function leaseLeft(key: LocalKey): number {
   return key.lots.reduce((sum, lot) => sum + lot.units, 0);
+}
+
+/** When the key's last lease ends; -Infinity when it holds none. */
+function leaseEnd(key: LocalKey): number {
+  return key.lots.reduce((end, lot) => Math.max(end, lot.expiresAt), Number.NEGATIVE_INFINITY);
 }
 
 function expireLots(key: LocalKey, now: number): void {

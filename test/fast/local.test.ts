@@ -18,6 +18,8 @@ const T0 = 1_700_000_000_000;
 /** Where spends at T0 are reported: the start of T0's bucket (the rule's one 60 s bucket). */
 const T0_BUCKET = T0 - (T0 % 60_000);
 const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
+/** The object's view of a key far from its limit: 90,000 of 100,000 left, against 100 leased. */
+const ROOMY = { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 };
 /** One sender for the whole file: its sequence only rises, as an isolate's does. */
 const from = isolate();
 const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
@@ -104,15 +106,22 @@ describe("a fast key in one isolate", () => {
   });
 
   it("skips the periodic sync while the key is far from its limit and the lease is healthy", () => {
-    const key = leased(100, { standing: { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 } });
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
     decideLocally(key, fast, 1, T0 + 10);
     expect(syncDue(key, fast, T0 + 1_500)).toBe(false);
     for (let i = 0; i < 60; i++) decideLocally(key, fast, 1, T0 + 1_600);
     expect(syncDue(key, fast, T0 + 1_600)).toBe(true);
   });
 
+  it("renews a far-from-limit key's healthy lease in its last interval, before it ends", () => {
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 8_999)).toBe(false);
+    expect(syncDue(key, fast, T0 + 9_000)).toBe(true);
+  });
+
   it("asks for a longer lease while the key is far from its limit", () => {
-    const roomy = leased(100, { standing: { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 } });
+    const roomy = leased(100, { standing: ROOMY });
     expect(nextSync(roomy, fast, from, 0, T0 + 10).horizonMs).toBeGreaterThan(fast.syncMs);
     expect(nextSync(leased(100), fast, from, 0, T0 + 10).horizonMs).toBe(fast.syncMs);
   });
