@@ -36,7 +36,9 @@ interface Sizes {
   bracket: number;
 }
 
-const FULL: Sizes = { rounds: 3, seconds: 10, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: true, bracket: 5 };
+// Five short rounds rather than three long ones, and a bare run every three variants: the machine's
+// speed drifts within minutes, so baselines close in time and a median of five steady the ratios.
+const FULL: Sizes = { rounds: 5, seconds: 5, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: true, bracket: 3 };
 const QUICK: Sizes = { rounds: 1, seconds: 3, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: false, bracket: 5 };
 const TINY: Sizes = { rounds: 1, seconds: 1, connections: 8, lightSeconds: 0, warmupSeconds: 0, ips: 100, calibrate: false, bracket: 5 };
 
@@ -490,8 +492,9 @@ function report(d: EndToEndData): string {
     "- Cloudflare's rate-limiting binding is Miniflare's local emulation: an in-memory counter inside workerd, per 10 s or 60 s window. In production it is a per-location counter service with eventual consistency; only the Worker-side cost of calling it is comparable here.",
     `- Strict decisions for one key are coalesced per isolate (requests that arrive while that key's call is in flight share the next call), which is why the hot key needs far fewer Durable Object calls per request than 1,000 distinct keys.`,
     `- Per-IP traffic cycles through ${s.ips.toLocaleString("en-US")} keys, so at the rates above each key sees only about ${perKey(get("fast-ips", "saturated"), s.ips)} requests a second. ` +
-      `Fast mode spends a lease locally; a key this far from its limit syncs once per lease, which lasts ten sync intervals (10 s here). ` +
-      `With so few requests per key, ${doCallsPerRequest(d, "fast-ips")} Durable Object calls per request remain, each one a request waiting for it; ` +
+      `Fast mode spends a lease locally; a key this far from its limit syncs once per lease, which lasts ten sync intervals (10 s here) and is renewed in the background during its last. ` +
+      `The other variants run for longer than a lease between one fast-ips run and the next, so each of those runs starts with every key's first request waiting for a sync, as after any quiet spell of a client. ` +
+      `With so few requests per key, ${doCallsPerRequest(d, "fast-ips")} Durable Object calls per request remain; ` +
       "the hot-key rows show fast mode's cost once calls are rare: the rest is the per-request work every floodgate request does (matching, building the key, the rate-limit headers, re-wrapping the origin's response to add them).",
     "- Every variant's `fetch` to the origin passes through Miniflare's own outbound Worker (`strip-cf-connecting-ip`, which removes the client address header), in the same workerd. It costs about as much CPU as the bare Worker's own JavaScript and does not exist in production, so it raises the floor all ratios are taken against. `node bench/dev/profile.mjs <case>` profiles one case inside workerd (bench/README.md).",
   );
