@@ -65,6 +65,8 @@ export async function main(argv: string[]): Promise<number> {
   const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
   const started = Date.now();
   const timeLimitS = quick ? 240 : 900;
+  // Before anything runs: the tree the numbers come from, whatever is edited during the run.
+  const machine = machineInfo();
 
   await mkdir(CHARTS, { recursive: true });
   // A whole run replaces every chart; a partial one (--only) leaves the other parts' charts alone.
@@ -83,7 +85,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 
   const totalS = (Date.now() - started) / 1000;
-  const machine = machineInfo();
   await writeFile(join(ROOT, "bench/RESULTS.md"), renderResults(outcomes, { command, quick, totalS, machine }));
   await writeFile(
     join(ROOT, "bench/results.json"),
@@ -185,7 +186,8 @@ function machineInfo(): Machine {
   const nproc = Number(spawnSync("nproc").stdout?.toString().trim()) || cpus().length;
   const git = (args: string[]) => spawnSync("git", args, { cwd: ROOT }).stdout?.toString().trim() ?? "";
   const commit = git(["rev-parse", "--short", "HEAD"]);
-  const dirty = git(["status", "--porcelain"]) ? " (with uncommitted changes)" : "";
+  // The bench's own outputs are rewritten by every run; they say nothing about the code measured.
+  const dirty = git(["status", "--porcelain", "--", ".", ":!bench/RESULTS.md", ":!bench/results.json", ":!bench/charts"]) ? " (with uncommitted changes)" : "";
   return {
     nproc,
     cpuModel: cpus()[0]?.model.trim() ?? "unknown",
