@@ -17,12 +17,10 @@ export function tokenBucket(
   cost: number,
   now: number,
 ): Outcome<TokenBucketState> {
-  const state = refill(policy, stored, now);
+  const level = levelAt(policy, stored, now);
   const need = cost * policy.periodMs;
-  const allowed = state.level >= need;
-  const next: TokenBucketState = allowed
-    ? { algorithm: "token-bucket", periodMs: state.periodMs, level: state.level - need, updatedAt: state.updatedAt }
-    : state;
+  const allowed = level >= need;
+  const next = bucketAt(policy, stored, allowed ? level - need : level, now);
   const remaining = Math.max(0, Math.floor(next.level / policy.periodMs));
   const resetAt = next.updatedAt + Math.ceil((capacity(policy) - next.level) / policy.limit);
   if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, retryAfter: 0 }, state: next };
@@ -44,27 +42,33 @@ export function adjustTokenBucket(
   units: number,
   now: number,
 ): TokenBucketState {
-  const state = refill(policy, stored, now);
-  const level = Math.min(capacity(policy), state.level - units * policy.periodMs);
-  return { ...state, level };
+  return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - units * policy.periodMs), now);
 }
 
 function capacity(policy: Policy): number {
   return policy.burst * policy.periodMs;
 }
 
-/** Brings the bucket up to `now`; a `now` before the last refill (clock skew) adds nothing. */
-function refill(policy: Policy, stored: TokenBucketState | undefined, now: number): TokenBucketState {
+/**
+ * The state holding `level` at `now` (or at the stored update, if the clock stepped back). Levels
+ * are computed as plain numbers and the state built once: a decision makes one object, not two.
+ */
+function bucketAt(policy: Policy, stored: TokenBucketState | undefined, level: number, now: number): TokenBucketState {
+  return { algorithm: "token-bucket", periodMs: policy.periodMs, level, updatedAt: stored ? Math.max(now, stored.updatedAt) : now };
+}
+
+/**
+ * The bucket's level at `now`, in units of 1/periodMs, refilled since its last update; a `now`
+ * before that update (clock skew) adds nothing. A missing bucket is full.
+ */
+function levelAt(policy: Policy, stored: TokenBucketState | undefined, now: number): number {
   const full = capacity(policy);
-  if (!stored) return { algorithm: "token-bucket", periodMs: policy.periodMs, level: full, updatedAt: now };
+  if (!stored) return full;
   // A changed period changes the unit tokens are counted in; converting keeps the tokens themselves.
   const level =
     stored.periodMs === policy.periodMs ? stored.level : Math.floor((stored.level / stored.periodMs) * policy.periodMs);
   const elapsed = Math.max(0, now - stored.updatedAt);
-  const updatedAt = Math.max(now, stored.updatedAt);
   // Compared by division so that a long idle key cannot overflow elapsed × limit.
-  if (level >= full || elapsed >= Math.ceil((full - level) / policy.limit)) {
-    return { algorithm: "token-bucket", periodMs: policy.periodMs, level: full, updatedAt };
-  }
-  return { algorithm: "token-bucket", periodMs: policy.periodMs, level: level + elapsed * policy.limit, updatedAt };
+  if (level >= full || elapsed >= Math.ceil((full - level) / policy.limit)) return full;
+  return level + elapsed * policy.limit;
 }
