@@ -5,6 +5,7 @@ import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
 import { policyOf } from "../strict";
+import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease } from "./lease";
 import {
@@ -84,8 +85,9 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
     return local;
   }
-  // After a failed sync the object is left alone until the backoff ends: onError decides at once.
-  if (now < entry.key.retryAt) throw new Error(`object unavailable; next attempt in ${entry.key.retryAt - now}ms`);
+  // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
+  const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
+  if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
   entry.waiting += cost;
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -157,9 +159,11 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
       const stub = limiterStub(context.namespace, entry.objectName);
       const lease: Lease = await stub.sync(policyOf(entry.rule), request);
       applyLease(entry.key, entry.rule, lease, Date.now());
+      ruleBreaker(entry.rule.name).succeeded();
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
       syncFailed(entry.key, entry.rule, Date.now());
+      ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, Date.now());
       metrics.count("floodgate_syncs_total", { result: "failed" });
       throw error;
     } finally {

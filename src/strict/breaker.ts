@@ -1,4 +1,4 @@
-/** Per-object circuit breakers: after failed calls in a row, a key's object is left alone for a while, and onError decides at once. */
+/** Circuit breakers: after failed calls in a row, a key's object (or every object of a rule) is left alone for a while, and onError decides at once. */
 
 /** The longest an object is left alone, however often it has failed. */
 export const MAX_BACKOFF_MS = 30_000;
@@ -52,4 +52,56 @@ export class Breakers {
   succeeded(name: string): void {
     this.failing.delete(name);
   }
+}
+
+/** Different keys of one rule whose calls fail in a row, with no success for the rule between, before all its keys are left alone. */
+const KEYS_TO_OPEN_RULE = 4;
+
+/**
+ * One rule's breaker over all its objects. Per-object breakers take two failures for each key, so
+ * when the objects themselves are down a rule with thousands of active keys would still make
+ * thousands of requests wait out a timeout. Once {@link KEYS_TO_OPEN_RULE} different keys have
+ * failed with no success for the rule between, every key is left alone for {@link backoffMs} of
+ * the timeout; the first call after that is the probe: a failure reopens it for twice as long, a
+ * success for any key closes it. A success between failures keeps it closed, so one broken key
+ * among healthy ones never trips it.
+ *
+ * @example
+ * const breaker = ruleBreaker(rule.name);
+ * if (breaker.waitFor(now) > 0) return onError();
+ */
+export class RuleBreaker {
+  private readonly failing = new Set<string>();
+  private opened = 0;
+  private retryAt = 0;
+
+  /** ms until the rule's objects may be called again; 0 when they may be called now. */
+  waitFor(now: number): number {
+    return this.retryAt > now ? this.retryAt - now : 0;
+  }
+
+  failed(name: string, baseMs: number, now: number): void {
+    // Calls that were already waiting when it opened fail together, as for one object.
+    if (this.retryAt > now) return;
+    if (this.failing.size < KEYS_TO_OPEN_RULE) this.failing.add(name);
+    if (this.failing.size < KEYS_TO_OPEN_RULE) return;
+    this.opened++;
+    this.retryAt = now + backoffMs(baseMs, this.opened);
+  }
+
+  succeeded(): void {
+    if (this.failing.size === 0) return;
+    this.failing.clear();
+    this.opened = 0;
+    this.retryAt = 0;
+  }
+}
+
+const ruleBreakers = new Map<string, RuleBreaker>();
+
+/** This isolate's breaker for the rule named `name`, strict and fast alike; rules are few, so all are kept. */
+export function ruleBreaker(name: string): RuleBreaker {
+  let breaker = ruleBreakers.get(name);
+  if (!breaker) ruleBreakers.set(name, (breaker = new RuleBreaker()));
+  return breaker;
 }

@@ -5,7 +5,7 @@ import type { Decided } from "../durable-object/rate-limiter";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
-import { Breakers } from "./breaker";
+import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer } from "./coalescer";
 
 const coalescer = new Coalescer();
@@ -19,7 +19,8 @@ export function policyOf(rule: Rule): Policy {
 /**
  * Asks the named object to decide one request, batched with concurrent requests for the same key.
  * Rejects with a TimeoutError when no decision comes within the rule's timeout, and at once while
- * the object's breaker is open after failures in a row (see {@link Breakers}).
+ * the object's breaker, or the rule's, is open after failures in a row (see {@link Breakers} and
+ * {@link ruleBreaker}).
  */
 export async function decideStrict(
   namespace: Env["LIMITER"],
@@ -28,7 +29,9 @@ export async function decideStrict(
   cost: number,
   waitUntil: (promise: Promise<unknown>) => void,
 ): Promise<Decided> {
-  const wait = breakers.waitFor(objectName, Date.now());
+  const now = Date.now();
+  const wholeRule = ruleBreaker(rule.name);
+  const wait = Math.max(breakers.waitFor(objectName, now), wholeRule.waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
   const call = (name: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
@@ -37,9 +40,11 @@ export async function decideStrict(
   try {
     const decided = await coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
     breakers.succeeded(objectName);
+    wholeRule.succeeded();
     return decided;
   } catch (error) {
     breakers.failed(objectName, rule.timeoutMs, Date.now());
+    wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, Breakers, MAX_BACKOFF_MS } from "../../src/strict/breaker";
+import { backoffMs, Breakers, MAX_BACKOFF_MS, RuleBreaker } from "../../src/strict/breaker";
 
 const T0 = 1_700_000_000_000;
 
@@ -59,5 +59,49 @@ describe("circuit breakers for strict decisions", () => {
     }
     breakers.failed("c", 100, T0);
     expect(breakers.waitFor("a", T0)).toBe(0);
+  });
+});
+
+describe("a rule's breaker over all its keys", () => {
+  const failKeys = (breaker: RuleBreaker, names: string[], now: number) => names.forEach((name) => breaker.failed(name, 100, now));
+
+  it("leaves every key of the rule alone once four different keys failed in a row", () => {
+    const breaker = new RuleBreaker();
+    failKeys(breaker, ["a", "b", "c"], T0);
+    expect(breaker.waitFor(T0)).toBe(0);
+    breaker.failed("d", 100, T0);
+    expect(breaker.waitFor(T0)).toBe(100);
+  });
+
+  it("counts a key once, however often it fails", () => {
+    const breaker = new RuleBreaker();
+    failKeys(breaker, ["a", "a", "b", "b", "c", "c"], T0);
+    expect(breaker.waitFor(T0)).toBe(0);
+  });
+
+  it("stays closed while calls for the rule still succeed between failures", () => {
+    const breaker = new RuleBreaker();
+    failKeys(breaker, ["a", "b", "c"], T0);
+    breaker.succeeded();
+    failKeys(breaker, ["d", "e", "f"], T0);
+    expect(breaker.waitFor(T0)).toBe(0);
+  });
+
+  it("reopens for twice as long when the first call after it fails", () => {
+    const breaker = new RuleBreaker();
+    failKeys(breaker, ["a", "b", "c", "d"], T0);
+    breaker.failed("e", 100, T0 + 50);
+    expect(breaker.waitFor(T0 + 50)).toBe(50);
+    breaker.failed("e", 100, T0 + 100);
+    expect(breaker.waitFor(T0 + 100)).toBe(200);
+  });
+
+  it("closes at the first success for any key", () => {
+    const breaker = new RuleBreaker();
+    failKeys(breaker, ["a", "b", "c", "d"], T0);
+    breaker.succeeded();
+    expect(breaker.waitFor(T0)).toBe(0);
+    breaker.failed("a", 100, T0);
+    expect(breaker.waitFor(T0)).toBe(0);
   });
 });

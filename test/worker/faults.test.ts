@@ -95,6 +95,31 @@ describe("when the Durable Object fails", () => {
   }, 10_000);
 });
 
+describe("when many of a rule's objects fail", () => {
+  const ips = ["192.0.2.101", "192.0.2.102", "192.0.2.103", "192.0.2.104"];
+
+  it("decides every key of a strict rule by onError at once after four of its keys failed in a row", async () => {
+    for (const ip of ips) await flaky(`f-outage/${ip}`).fail(100, "before");
+    const rules = [{ name: "f-outage", limit: 5, period: "1m", timeout: "10s", onError: "deny" }];
+    for (const ip of ips) expect((await send(get("/fo/x", ip), { rules, ...withFlaky })).status).toBe(429);
+    const calls = () => metrics.value("floodgate_durable_object_calls_total", { method: "decide" });
+    const before = calls();
+    // This key's object is healthy, but it is not asked: the rule's objects are failing.
+    expect((await send(get("/fo/x", "192.0.2.105"), { rules, ...withFlaky })).status).toBe(429);
+    expect(calls()).toBe(before);
+  });
+
+  it("does the same for a fast rule's syncs", async () => {
+    for (const ip of ips) await flaky(`f-outage-fast/${ip}`).fail(100, "before");
+    const rules = [{ name: "f-outage-fast", mode: "fast", limit: 5, period: "1m", timeout: "10s", onError: "deny" }];
+    for (const ip of ips) expect((await send(get("/fof/x", ip), { rules, ...withFlaky })).status).toBe(429);
+    const syncs = () => metrics.value("floodgate_durable_object_calls_total", { method: "sync" });
+    const before = syncs();
+    expect((await send(get("/fof/x", "192.0.2.105"), { rules, ...withFlaky })).status).toBe(429);
+    expect(syncs()).toBe(before);
+  });
+});
+
 describe("when the origin fails", () => {
   it("answers 502 problem+json when the origin cannot be reached, and counts it", async () => {
     const before = metrics.value("floodgate_errors_total", { kind: "origin" });
