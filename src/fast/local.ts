@@ -108,8 +108,9 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   const since = now - key.lastSyncAt;
   const left = leaseLeft(key);
   const low = key.granted > 0 && left * 2 < key.granted;
-  const coasting = roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
-  if (since >= rule.syncMs && !coasting) return key.demand > 0 || key.reports.length > 0 || left > 0;
+  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs)) {
+    return key.demand > 0 || key.reports.length > 0 || left > 0;
+  }
   // Running low: top up early, but no more than four times an interval.
   return since * 4 >= rule.syncMs && low && now >= key.blockedUntil;
 }
