@@ -36,12 +36,17 @@ const compiled = new WeakMap<Rule, CompiledMatch>();
  */
 export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rule[] {
   const method = request.method.toUpperCase();
-  const host = normalizeHost(request.host);
-  const hostWithoutPort = stripPort(host);
+  // Most rules name no host: the request's is normalized only for one that does.
+  let host: string | undefined;
+  let hostWithoutPort: string | undefined;
   return rules.filter((rule) => {
     const match = compiledMatch(rule);
     if (match.methods !== null && !match.methods.has(method)) return false;
-    if (match.host !== null && match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
+    if (match.host !== null) {
+      host ??= normalizeHost(request.host);
+      hostWithoutPort ??= stripPort(host);
+      if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
+    }
     return match.path(request.path);
   });
 }
