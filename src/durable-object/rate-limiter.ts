@@ -134,7 +134,10 @@ export class RateLimiter extends DurableObject<Env> {
    * spent now, since strict decisions do not look at pins. Their late reports are then ignored.
    */
   private countAllPins(policy: Policy, now: number): void {
-    if (![...this.peers.values()].some((p) => p.pins.length > 0)) return;
+    // Every strict decision asks, so the peers are walked without copying them.
+    let pinned = false;
+    for (const peer of this.peers.values()) if (peer.pins.length > 0) pinned = true;
+    if (!pinned) return;
     const settled = settlePins(policy, this.stateFor(policy), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
     this.peers = settled.peers;
