@@ -115,8 +115,9 @@ export async function drive(cluster: Pick<Cluster, "fetch" | "fronts">, options:
   while (sent < plan.requests) {
     const due = start + (sent * 1000) / plan.ratePerSecond;
     let now = performance.now();
-    if (due > now) {
-      if (due >= stopAt) break;
+    if (due > now && due >= stopAt) break;
+    // A timer may fire a fraction of a millisecond early: wait until the request is really due.
+    while (due > now) {
       await sleep(due - now);
       now = performance.now();
     }
