@@ -27,8 +27,13 @@ export interface SyncRequest {
   elapsedMs: number;
   /** units the requests waiting on this key need now, together; 0 when none waits */
   need: number;
-  /** how long the lease should last: one sync interval, or several for a key far from its limit */
+  /** how long the lease should last: one sync interval, or several for a key the isolate saw far from its limit */
   horizonMs: number;
+  /**
+   * a longer lease the isolate will take if the object finds the key roomy after the grant (see
+   * {@link isRoomy}): a new key far from its limit then costs one call, not a short lease and a long one
+   */
+  roomyHorizonMs?: number;
   /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
   release?: boolean;
 }
@@ -58,6 +63,17 @@ export interface Peer {
   seenAt: number;
   lease: Lease;
   pins: Pin[];
+}
+
+/**
+ * A key is roomy when, after a grant, at least this many times what every isolate holds is still
+ * free: no isolate's lease can then crowd out another's before it ends.
+ */
+const ROOMY = 8;
+
+/** Whether `free` units left after granting `granted` to each of `peers` isolates make the key roomy. */
+export function isRoomy(free: number, granted: number, peers: number): boolean {
+  return free >= ROOMY * granted * peers;
 }
 
 /** A peer silent for this long is forgotten: its retries are long over. */
@@ -116,10 +132,11 @@ export function grantLease(
   const slack = Math.floor(available / (16 * (active.length + 1)));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
   const units = sync.release ? 0 : Math.min(available, wanted);
-  const expiresAt = now + sync.horizonMs;
-  if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const view = withPinned(policy, state, pinned + units, now);
   const standing = units >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active.length + 1);
+  const expiresAt = now + Math.max(sync.horizonMs, roomy ? sync.roomyHorizonMs! : 0);
+  if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active.length + 1 };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, seenAt: now, lease, pins });

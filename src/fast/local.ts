@@ -2,7 +2,7 @@
 import { slotOf, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { backoffMs } from "../strict/breaker";
-import type { Lease, Report, Spent, SyncRequest } from "./lease";
+import { isRoomy, type Lease, type Report, type Spent, type SyncRequest } from "./lease";
 
 /** A lease as the isolate holds it: units it may still spend until `expiresAt`, and what it spent, not yet reported. */
 interface Lot {
@@ -86,13 +86,9 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
 }
 
 /**
- * A key is roomy when the object, at the last sync, had at least this many times what every
- * isolate holds still free: no isolate's lease can then crowd out another's before it ends.
- */
-const ROOMY = 8;
-/**
- * A roomy sliding-window key asks for leases this many sync intervals long. A token bucket's stay
- * one interval: how long a lease lasts bounds its burst.
+ * A roomy sliding-window key asks for leases this many sync intervals long, and any other offers
+ * to take one if the object finds it roomy. A token bucket's stay one interval: how long a lease
+ * lasts bounds its burst.
  */
 const ROOMY_HORIZON = 10;
 
@@ -117,7 +113,7 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
 
 function roomy(key: LocalKey): boolean {
   const global = key.standing;
-  return global !== null && global.allowed && global.remaining >= ROOMY * key.granted * key.peers;
+  return global !== null && global.allowed && isRoomy(global.remaining, key.granted, key.peers);
 }
 
 /**
@@ -135,6 +131,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     reports.push({ lease: lot.lease, spent: lot.spent, unspent: 0 });
     lot.spent = [];
   }
+  const window = rule.algorithm === "sliding-window";
   key.outbox = {
     isolate: sender.isolate,
     seq: sender.nextSeq(),
@@ -142,7 +139,8 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
-    horizonMs: rule.algorithm === "sliding-window" && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
+    horizonMs: window && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
+    ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),
     ...(release ? { release } : {}),
   };
   key.reports = [];

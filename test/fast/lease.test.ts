@@ -108,6 +108,21 @@ describe("leases", () => {
     expect(lease.expiresAt).toBe(T0 + 61_500);
   });
 
+  it("grants the longer lease an isolate offers to take when the key stays far from its limit after the grant", () => {
+    const roomy = grantLease(window, undefined, new Map(), sync({ need: 1, roomyHorizonMs: 20_000 }), T0);
+    expect(roomy.lease.units).toBe(6);
+    expect(roomy.lease.expiresAt).toBe(T0 + 20_000);
+    expect(roomy.peers.get("a")?.pins).toEqual([{ lease: 1, units: 6, until: T0 + 20_000 }]);
+  });
+
+  it("keeps the asked horizon when the grant leaves the key near its limit", () => {
+    const tight = grantLease(window, undefined, new Map(), sync({ need: 20, roomyHorizonMs: 20_000 }), T0);
+    expect(tight.lease.units).toBe(20);
+    expect(tight.lease.expiresAt).toBe(T0 + 2_000);
+    const none = grantLease(window, undefined, new Map(), sync({ need: 0, release: true, roomyHorizonMs: 20_000 }), T0);
+    expect(none.lease.expiresAt).toBe(T0 + 2_000);
+  });
+
   it("counts recently heard isolates as peers", () => {
     const a = grantLease(window, undefined, new Map(), sync({ isolate: "a" }), T0);
     const b = grantLease(window, a.state, a.peers, sync({ isolate: "b" }), T0 + 100);

@@ -126,6 +126,12 @@ describe("a fast key in one isolate", () => {
     expect(nextSync(leased(100), fast, from, 0, T0 + 10).horizonMs).toBe(fast.syncMs);
   });
 
+  it("offers to take a longer lease for a sliding window, so the object can grant one to a new key far from its limit", () => {
+    expect(nextSync(freshKey(T0), fast, from, 1, T0).roomyHorizonMs).toBeGreaterThan(fast.syncMs);
+    const bucket = rule({ name: "b", mode: "fast", algorithm: "token-bucket", limit: 100, syncMs: 1_000 });
+    expect(nextSync(freshKey(T0), bucket, from, 1, T0).roomyHorizonMs).toBeUndefined();
+  });
+
   it("syncs early when less than half the lease is left, at most four times an interval", () => {
     const key = leased(10);
     for (let i = 0; i < 6; i++) decideLocally(key, fast, 1, T0 + 10);
