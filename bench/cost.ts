@@ -76,7 +76,19 @@ export async function run(options: RunOptions & { earlier?: Record<string, Secti
     source = "own-run";
   }
   const data = compute(e2e, source);
-  return { id: "cost", title: "Cost", markdown: report(data, e2e), charts: charts(data), data };
+  return { id: "cost", title: "Cost", markdown: report(data, e2e), charts: charts(data), data, headline: headline(data) };
+}
+
+/** What floodgate adds to a million requests, by mode and traffic, in one sentence. */
+function headline(d: CostData): string {
+  const add = (variant: string) => {
+    const line = d.lines.find((l) => l.variant === variant);
+    return line ? usd(line.dollars.floodgate) : "—";
+  };
+  return (
+    `Per million requests floodgate adds ${add("fast-ips")} in fast mode and ${add("strict-ips")} in strict with 1,000 per-client keys ` +
+    `(${add("fast-hot")} and ${add("strict-hot")} with one hot key), from the Durable Object calls counted, at Cloudflare's prices.`
+  );
 }
 
 function compute(e2e: EndToEndData, source: CostData["source"]): CostData {
@@ -136,7 +148,7 @@ function report(d: CostData, e2e: EndToEndData): string {
       `(requests — each RPC call and each alarm — $${PRICES.doRequestPerMillion}/M, duration $${PRICES.doDurationPerMillionGbS.toFixed(2)}/M GB-s at 128 MB, ` +
       `SQLite rows written $${PRICES.rowWrittenPerMillion.toFixed(2)}/M, rows read $${PRICES.rowReadPerMillion}/M). ` +
       `Durable Object calls per request are **counted**: floodgate's own \`floodgate_durable_object_calls_total\` counters, read from \`GET /__floodgate/metrics\` before and after every ` +
-      `${d.source === "end-to-end" ? "end-to-end run above" : "run of a short measurement made by this part (the end-to-end part's counters were not available)"} ` +
+      `${d.source === "end-to-end" ? "end-to-end run above, its warm-up included (so each key's first sync after a quiet spell counts)" : "run of a short measurement made by this part (the end-to-end part's counters were not available)"} ` +
       `(${e2e.generator}, ${e2e.sizes.connections} connections, one isolate).`,
     "",
   );

@@ -265,23 +265,34 @@ export async function run(options: RunOptions): Promise<Section> {
   }).join("\n\n");
 
   const worst = floodgateResults.reduce((a, b) => (ratioTo(a) <= ratioTo(b) ? a : b));
+  const best = floodgateResults.reduce((a, b) => (ratioTo(a) >= ratioTo(b) ? a : b));
+  const why =
+    `on this trace ${percent(newBucketShare(trace, DEFAULT_BUCKETS))} of decisions find their key's window in a new bucket with ` +
+    `${DEFAULT_BUCKETS} buckets (${percent(newBucketShare(trace, 1))} with 1), and each such move appends to the key's history; every ` +
+    `decision also makes a new state, because states are values that the Durable Object and the lease code may read again. A CPU ` +
+    `profile of such a pass (\`node --cpu-prof\`) shows the time in those moves, in garbage collection, and in the Map lookups every contender pays.`;
   const verdict =
     missed.length === 0
       ? `**Target (≥ ${TARGET}× rate-limiter-flexible): met** by every floodgate core in both workloads; the closest is ` +
         `${worst.contender} (${worst.workload}) at ${times(ratioTo(worst))}.`
       : `**Target (≥ ${TARGET}× rate-limiter-flexible): missed** by ${missed.length} of ${floodgateResults.length} floodgate ` +
         `measurements; the slowest relative to it is ${worst.contender} (${worst.workload}) at ${times(ratioTo(worst))}. ` +
-        `Missed: ${missed.map((r) => `${r.contender} (${r.workload}, ${times(ratioTo(r))})`).join("; ")}. ` +
-        `Why: on this trace ${percent(newBucketShare(trace, DEFAULT_BUCKETS))} of decisions find their key's window in a new bucket with ` +
-        `${DEFAULT_BUCKETS} buckets (${percent(newBucketShare(trace, 1))} with 1), and each such move appends to the key's history; every ` +
-        `decision also makes a new state, because states are values that the Durable Object and the lease code may read again. A CPU ` +
-        `profile of such a pass (\`node --cpu-prof\`) shows the time in those moves, in garbage collection, and in the Map lookups every contender pays.`;
+        `Missed: ${missed.map((r) => `${r.contender} (${r.workload}, ${times(ratioTo(r))})`).join("; ")}. Why: ${why}`;
 
   return {
     id: "decision-cost",
     title: "Decision cost of the pure cores in Node",
     markdown: [method, tables, verdict].join("\n\n"),
     charts: [],
+    verdicts: [
+      {
+        target: `each pure decision at least ${TARGET}× as fast as rate-limiter-flexible's memory limiter`,
+        measured: `${times(ratioTo(worst))}–${times(ratioTo(best))}; slowest: ${worst.contender.replace("floodgate ", "")} (${worst.workload})`,
+        met: missed.length === 0,
+        why,
+      },
+    ],
+    headline: `Each decision runs ${times(ratioTo(worst))}–${times(ratioTo(best))} as fast as rate-limiter-flexible's in-memory limiter.`,
     data: { sizes: size, zipfS: ZIPF_S, periodMs: PERIOD_MS, target: TARGET, node: process.version, cpu, results },
   };
 }

@@ -319,7 +319,20 @@ export async function run(options: RunOptions): Promise<Section> {
       targets: [],
     };
     data.targets = targets(data);
-    return { id: "fast-path", title: "Fast path: accuracy and cost across isolates", markdown: render(data), charts: charts(data), data };
+    return {
+      id: "fast-path",
+      title: "Fast path: accuracy and cost across isolates",
+      markdown: render(data),
+      charts: charts(data),
+      data,
+      verdicts: data.targets.map((t) => ({
+        target: `fast path: ${t.name}, ${t.target}`,
+        measured: t.measured,
+        met: t.verdict === "met" ? true : t.verdict === "not met" ? false : undefined,
+        why: "see the fast path's section",
+      })),
+      headline: headline(data),
+    };
   } finally {
     await cluster?.dispose();
     await origin.close();
@@ -518,6 +531,17 @@ function targets(d: FastPathData): FastPathData["targets"] {
     });
   }
   return out;
+}
+
+/** Where fast mode stands across isolates, in one sentence. */
+function headline(d: FastPathData): string {
+  const at10 = d.configs.filter((c) => c.mode === "fast" && c.load === 10 && c.isolates === 8);
+  const most = Math.max(...at10.map((c) => c.admittedUpper));
+  const calls = at10.map((c) => c.callsPer100 ?? NaN).filter(Number.isFinite);
+  return (
+    `Fast mode on 8 isolates at 10× the limit admits at most ${ratio(most / d.limit)} × the limit per window` +
+    (calls.length ? `, with ${Math.min(...calls).toFixed(2)}–${Math.max(...calls).toFixed(2)} Durable Object calls per 100 requests.` : ".")
+  );
 }
 
 function charts(d: FastPathData): ChartSpec[] {

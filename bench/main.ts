@@ -5,13 +5,14 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { arch, cpus, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { bundleForNode } from "./lib/build";
 import { CHARTS, ROOT } from "./lib/paths";
 import type { ChartSpec, RunOptions, Section } from "./lib/section";
+import { table } from "./lib/stats";
 import { renderChart } from "./lib/svg";
 
 /** What every part gets: the contract's options, plus the sections that ran before it (the cost part reads end-to-end's counters). */
@@ -46,7 +47,7 @@ export const PARTS: PartEntry[] = [
 
 type Status = "ok" | "failed" | "placeholder" | "skipped";
 
-interface Outcome {
+export interface Outcome {
   id: string;
   title: string;
   status: Status;
@@ -86,6 +87,7 @@ export async function main(argv: string[]): Promise<number> {
 
   const totalS = (Date.now() - started) / 1000;
   await writeFile(join(ROOT, "bench/RESULTS.md"), renderResults(outcomes, { command, quick, totalS, machine }));
+  if (!quick && !only) await updateStanding(outcomes);
   await writeFile(
     join(ROOT, "bench/results.json"),
     `${JSON.stringify(
@@ -102,6 +104,8 @@ export async function main(argv: string[]): Promise<number> {
           seconds: round1(o.seconds),
           ...(o.error ? { error: o.error } : {}),
           charts: o.section?.charts ?? [],
+          verdicts: o.section?.verdicts ?? [],
+          headline: o.section?.headline ?? null,
           data: o.section?.data ?? null,
         })),
       },
@@ -229,6 +233,7 @@ function renderResults(outcomes: Outcome[], run: { command: string; quick: boole
     "| --- | --- | ---: |",
     ...outcomes.map((o) => `| [${o.section?.title ?? o.title}](#${anchor(o.section?.title ?? o.title)}) | ${statusText(o.status)} | ${o.status === "ok" || o.status === "failed" ? `${round1(o.seconds)} s` : "—"} |`),
   ];
+  lines.push(...renderTargets(outcomes));
   for (const o of outcomes) {
     if (o.status === "skipped") continue;
     lines.push("", `## ${o.section?.title ?? o.title}`, "");
@@ -242,6 +247,70 @@ function renderResults(outcomes: Outcome[], run: { command: string; quick: boole
     if (o.chartErrors.length) lines.push("", `Charts that could not be drawn: ${o.chartErrors.join("; ")}`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** Every part's targets in one table, then why each missed one is missed. */
+function renderTargets(outcomes: Outcome[]): string[] {
+  const verdicts = outcomes.flatMap((o) => (o.section?.verdicts ?? []).map((v) => ({ part: o.section!.title, ...v })));
+  if (verdicts.length === 0) return [];
+  const word = (met: boolean | undefined) => (met === undefined ? "not read" : met ? "met" : "**missed**");
+  const missed = verdicts.filter((v) => v.met === false);
+  return [
+    "",
+    "## Targets",
+    "",
+    `${verdicts.filter((v) => v.met).length} of ${verdicts.length} met on this run. Each is measured in the part named, which gives its method, repeats and the command that reproduces it.`,
+    "",
+    table(["target", "this run", "verdict", "part"], verdicts.map((v) => [v.target, v.measured, word(v.met), `[${v.part}](#${anchor(v.part)})`]), ["l", "l", "l", "l"]),
+    ...(missed.length ? ["", ...missed.map((v) => `- **Missed: ${v.target}.** ${sentence(v.why ?? "the part's section says why")}`)] : []),
+  ];
+}
+
+function sentence(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}${text.endsWith(".") ? "" : "."}`;
+}
+
+const STANDING_START = "<!-- standing: written by `npm run bench` from bench/RESULTS.md; edits here are overwritten -->";
+const STANDING_END = "<!-- /standing -->";
+
+/**
+ * Rewrites the README's three lines on where floodgate stands from the parts' headlines, after a
+ * full run in which every part ran: figures in the README come from a run, never from a hand.
+ */
+async function updateStanding(outcomes: Outcome[]): Promise<void> {
+  const block = standingBlock(outcomes);
+  if (!block) {
+    console.error("bench: README's standing left as it was: not every part produced its headline");
+    return;
+  }
+  const path = join(ROOT, "README.md");
+  const updated = withStanding(await readFile(path, "utf8"), block);
+  if (updated === undefined) console.error("bench: README.md has no standing markers; its standing was not written");
+  else await writeFile(path, updated);
+}
+
+/** The README's standing, markers included; undefined unless every part it quotes gave a headline. */
+export function standingBlock(outcomes: readonly Pick<Outcome, "id" | "status" | "section">[]): string | undefined {
+  const headline = (id: string) => outcomes.find((o) => o.id === id && o.status === "ok")?.section?.headline;
+  const parts = ["accuracy", "fast-path", "decision-cost", "end-to-end", "cost"].map(headline);
+  if (parts.some((h) => h === undefined)) return undefined;
+  const [accuracy, fastPath, decisionCost, endToEnd, cost] = parts as string[];
+  const verdicts = outcomes.flatMap((o) => o.section?.verdicts ?? []);
+  return [
+    STANDING_START,
+    `- **Accuracy.** Strict mode admits exactly the limit. ${accuracy} ${fastPath}`,
+    `- **Speed.** ${decisionCost} ${endToEnd}`,
+    `- **Cost.** ${cost} ${verdicts.filter((v) => v.met).length} of ${verdicts.length} targets met; the misses and why: [Targets](bench/RESULTS.md#targets).`,
+    STANDING_END,
+  ].join("\n");
+}
+
+/** `readme` with the text between its standing markers replaced by `block`; undefined when it has no markers. */
+export function withStanding(readme: string, block: string): string | undefined {
+  const start = readme.indexOf(STANDING_START);
+  const end = readme.indexOf(STANDING_END, start);
+  if (start < 0 || end < 0) return undefined;
+  return readme.slice(0, start) + block + readme.slice(end + STANDING_END.length);
 }
 
 function statusText(status: Status): string {

@@ -13,6 +13,16 @@ export interface ChartSpec {
   series: { name: string; points: [number, number][] }[];
 }
 
+/** One of the issue's targets as a run measured it: the orchestrator gathers them into one table. */
+export interface Verdict {
+  target: string;
+  measured: string;
+  /** undefined: not read on this run (quick sizes, or a measurement that cannot tell) */
+  met: boolean | undefined;
+  /** for a missed target: why, from the run's own numbers */
+  why?: string;
+}
+
 /** One part's results: markdown for bench/RESULTS.md, its charts, and the raw numbers for bench/results.json. */
 export interface Section {
   id: string;
@@ -21,6 +31,10 @@ export interface Section {
   markdown: string;
   charts: ChartSpec[];
   data: unknown;
+  /** the part's targets, as measured */
+  verdicts?: Verdict[];
+  /** one sentence on where floodgate stands on this part's ground, with this run's figures: the README quotes it */
+  headline?: string;
 }
 
 /** What the orchestrator passes to every part's `run`. */

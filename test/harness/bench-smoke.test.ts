@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
 import type { ChartSpec } from "../../bench/lib/section";
 import { renderChart } from "../../bench/lib/svg";
+import { standingBlock, withStanding } from "../../bench/main";
 
 describe("the bench's SVG renderer", () => {
   it("draws a bar chart with its categories, both series in the legend, ticks from zero and escaped text", () => {
@@ -61,6 +62,49 @@ describe("the bench's end-to-end part", () => {
     expect(strict?.non2xx).toBe(0);
     expect(data.counters["strict-ips"]?.durableObjectCalls.decide).toBeGreaterThan(0);
     expect(section.markdown).toContain("floodgate strict");
+    expect(section.verdicts?.map((v) => v.target)).toEqual([
+      "floodgate strict at least 0.6× the bare Worker's throughput",
+      "floodgate fast at least 0.95× the bare Worker's throughput",
+    ]);
+    expect(section.verdicts?.[0]?.measured).toMatch(/^\d+\.\d\d× with 1,000 IPs$/);
+    expect(section.headline).toContain("strict");
     expect(section.charts.map((c) => c.file)).toEqual(["e2e-throughput", "e2e-cpu", "e2e-latency"]);
   }, 60_000);
+});
+
+describe("the bench's report", () => {
+  const section = (id: string, headline: string, met?: boolean) => ({
+    id,
+    status: "ok" as const,
+    section: { id, title: id, markdown: "", charts: [], data: null, headline, verdicts: met === undefined ? [] : [{ target: id, measured: "x", met }] },
+  });
+  const parts = [
+    section("decision-cost", "Decisions are fast.", true),
+    section("accuracy", "Rarely wrong.", true),
+    section("end-to-end", "Nearly free.", false),
+    section("fast-path", "Within the limit."),
+    section("cost", "Cheap."),
+  ];
+
+  it("writes the README's standing in three lines from the parts' headlines, with the count of targets met", () => {
+    const block = standingBlock(parts)!;
+    const lines = block.split("\n").filter((l) => l.startsWith("- "));
+    expect(lines).toEqual([
+      "- **Accuracy.** Strict mode admits exactly the limit. Rarely wrong. Within the limit.",
+      "- **Speed.** Decisions are fast. Nearly free.",
+      "- **Cost.** Cheap. 2 of 3 targets met; the misses and why: [Targets](bench/RESULTS.md#targets).",
+    ]);
+  });
+
+  it("leaves the standing alone when a part it quotes did not run", () => {
+    expect(standingBlock(parts.filter((p) => p.id !== "cost"))).toBeUndefined();
+  });
+
+  it("replaces only what lies between the README's markers, and nothing without them", () => {
+    const block = standingBlock(parts)!;
+    const [start, end] = [block.split("\n")[0]!, block.split("\n").at(-1)!];
+    const readme = `# x\n\n${start}\nold figures\n${end}\n\n## Quick start\n`;
+    expect(withStanding(readme, block)).toBe(`# x\n\n${block}\n\n## Quick start\n`);
+    expect(withStanding("# no markers\n", block)).toBeUndefined();
+  });
 });
