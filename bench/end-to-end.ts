@@ -558,7 +558,9 @@ function verdicts(d: EndToEndData): Verdict[] {
   return (["strict", "fast"] as const).map((mode) => {
     const ips = sat(`${mode}-ips`);
     const hot = sat(`${mode}-hot`);
-    const measured = [ips && `${ratio(ips.rpsRatio)}× with 1,000 IPs`, hot && `${ratio(hot.rpsRatio)}× with one hot key`].filter(Boolean).join(", ");
+    const cf = [sat("cf-ips"), sat("cf-hot")];
+    const beside = mode === "fast" && cf[0] && cf[1] ? ` (Cloudflare's emulated binding, same run: ${ratio(cf[0].rpsRatio)}× and ${ratio(cf[1].rpsRatio)}×)` : "";
+    const measured = [ips && `${ratio(ips.rpsRatio)}× with 1,000 IPs`, hot && `${ratio(hot.rpsRatio)}× with one hot key`].filter(Boolean).join(", ") + beside;
     const why =
       mode === "strict"
         ? `with 1,000 IPs every decision is a Durable Object call and a SQLite write (${doCallsPerRequest(d, "strict-ips")} calls per request), ` +
