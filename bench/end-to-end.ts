@@ -228,7 +228,8 @@ async function measure(sizes: Sizes, options: RunOptions, only?: string[]): Prom
     const calibration = sizes.calibrate && targets.has("bare") ? await calibrate(targets.get("bare")!.url, sizes, log) : [];
 
     if (sizes.warmupSeconds > 0) {
-      for (const v of variants) {
+      // Stateful variants warm up before each of their runs instead.
+      for (const v of variants.filter((v) => !STATEFUL.has(v.target))) {
         await generator
           .run({ url: targets.get(v.target)!.url, path: PATH, connections: sizes.connections, seconds: sizes.warmupSeconds, ips: ipsFor(v) })
           .catch((error: unknown) => failure(`${v.id} warm-up: ${message(error)}`));
@@ -405,7 +406,7 @@ function variantOf(id: string): Variant {
 
 function report(d: EndToEndData): string {
   const s = d.sizes;
-  const get = (variant: string, phase: Phase) => d.summary.find((x) => x.variant === variant && x.phase === phase);
+  const get = (variant: string, phase: Phase) => summaryOf(d, variant, phase);
   const lines: string[] = [];
   const storage =
     d.doStorage === "tmpfs"
@@ -419,7 +420,7 @@ function report(d: EndToEndData): string {
     `- Load: **${d.generator}**, closed loop: ${s.connections} keep-alive connections for ${s.seconds} s ("saturated")${s.lightSeconds ? `, then one connection for ${s.lightSeconds} s ("light": latency without queueing)` : " (no light-load runs at this size)"}. ` +
       `Traffic: \`GET ${PATH}\` with \`CF-Connecting-IP\` cycling through ${s.ips.toLocaleString("en-US")} addresses, or one address (the hot key).`,
     `- Rule: \`${JSON.stringify(rule("strict"))}\`, and the same with \`"mode": "fast"\`: a limit nothing reaches, so every request is admitted and forwarded. This measures the cost of deciding, not of denying.`,
-    `- Repeats: ${s.rounds} round${s.rounds > 1 ? "s" : ""}, each variant once per round in a rotating order after a ${s.warmupSeconds} s warm-up, with a bare-Worker run before every ${s.bracket} variants and one at the end. ` +
+    `- Repeats: ${s.rounds} round${s.rounds > 1 ? "s" : ""}, each variant once per round in a rotating order (the stateless ones after a ${s.warmupSeconds} s warm-up at the start, the others warmed before every run: see below), with a bare-Worker run before every ${s.bracket} variants and one at the end. ` +
       `Each run is divided by the mean of the bare-Worker runs just before and after it; the tables show the median of those ratios, and of the raw figures, over the rounds.`,
     `- Steady state: ${s.warmupSeconds > 0 ? `each saturated run of a variant that keeps per-key state (floodgate, the binding, Redis) follows ${s.warmupSeconds} s of the same traffic, unmeasured` : "no warm-up at this size"}. ` +
       `The other variants run for longer than a fast lease between two runs of one variant, so without it each run would begin with every key coming back from a quiet spell. ` +
@@ -547,12 +548,17 @@ function perKey(m: Summary | undefined, ips: number): string {
   return r >= 10 ? r.toFixed(0) : r.toFixed(1);
 }
 
+/** A variant's summary for one phase. */
+function summaryOf(d: EndToEndData, variant: string, phase: Phase = "saturated"): Summary | undefined {
+  return d.summary.find((x) => x.variant === variant && x.phase === phase);
+}
+
 /** The issue's targets: each mode's throughput as a share of the bare Worker's, judged with 1,000 IPs and with one hot key. */
 const TARGETS = { strict: 0.6, fast: 0.95 } as const;
 
 /** Each mode against its target, and why a miss is a miss, from the run's CPU and call counts. */
 function verdicts(d: EndToEndData): Verdict[] {
-  const sat = (variant: string) => d.summary.find((x) => x.variant === variant && x.phase === "saturated");
+  const sat = (variant: string) => summaryOf(d, variant);
   const bareCpu = sat("bare")?.serverCpuUsPerRequest ?? NaN;
   const extra = (m: Summary | undefined) => fmt((m?.serverCpuUsPerRequest ?? NaN) - bareCpu, 0);
   return (["strict", "fast"] as const).map((mode) => {
@@ -580,7 +586,7 @@ function verdicts(d: EndToEndData): Verdict[] {
 
 /** Where floodgate stands end to end, in one sentence. */
 function headline(d: EndToEndData): string {
-  const r = (variant: string) => ratio(d.summary.find((x) => x.variant === variant && x.phase === "saturated")?.rpsRatio);
+  const r = (variant: string) => ratio(summaryOf(d, variant)?.rpsRatio);
   return (
     `Through local workerd, fast mode keeps ${r("fast-hot")}× and ${r("fast-ips")}× of a bare Worker's throughput (one hot key, 1,000 IPs), ` +
     `strict ${r("strict-hot")}× and ${r("strict-ips")}×, Cloudflare's emulated binding ${r("cf-hot")}× and ${r("cf-ips")}×.`
@@ -595,7 +601,7 @@ function doCallsPerRequest(d: EndToEndData, variant: string): string {
 }
 
 function charts(d: EndToEndData): ChartSpec[] {
-  const sat = (id: string) => d.summary.find((x) => x.variant === id && x.phase === "saturated");
+  const sat = (id: string) => summaryOf(d, id);
   const categories = ["floodgate strict", "floodgate fast", "CF rate-limit binding", "Node proxy + Redis"];
   const ids: Record<Traffic, string[]> = { ips: ["strict-ips", "fast-ips", "cf-ips", "redis-ips"], hot: ["strict-hot", "fast-hot", "cf-hot", "redis-hot"] };
   const points = (traffic: Traffic, pick: (m: Summary) => number): [number, number][] =>

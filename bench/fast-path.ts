@@ -537,10 +537,10 @@ function targets(d: FastPathData): FastPathData["targets"] {
 function headline(d: FastPathData): string {
   const at10 = d.configs.filter((c) => c.mode === "fast" && c.load === 10 && c.isolates === 8);
   const most = Math.max(...at10.map((c) => c.admittedUpper));
-  const calls = at10.map((c) => c.callsPer100 ?? NaN).filter(Number.isFinite);
+  const calls = [...new Set(at10.map((c) => c.callsPer100?.toFixed(2)).filter((c) => c !== undefined))].sort();
   return (
     `Fast mode on 8 isolates at 10× the limit admits at most ${ratio(most / d.limit)} × the limit per window` +
-    (calls.length ? `, with ${Math.min(...calls).toFixed(2)}–${Math.max(...calls).toFixed(2)} Durable Object calls per 100 requests.` : ".")
+    (calls.length ? `, with ${calls.join("–")} Durable Object calls per 100 requests.` : ".")
   );
 }
 
