@@ -36,7 +36,8 @@ export function slidingWindow(
   const at = now > start ? now : start;
   const used = usedScaled(policy, state, at);
   const allowed = used + cost * policy.periodMs <= policy.limit * policy.periodMs;
-  const next = allowed ? withCurrent(state, state.current + cost) : state;
+  // A state roll just made belongs to this decision alone, so it takes the units itself: one state per decision.
+  const next = !allowed ? state : state !== stored ? counted(state, cost) : withCurrent(state, state.current + cost);
   const usedNext = allowed ? used + cost * policy.periodMs : used;
   const remaining = Math.max(0, Math.floor((policy.limit * policy.periodMs - usedNext) / policy.periodMs));
   const reset = resetAt(policy, next, at);
@@ -121,10 +122,15 @@ function bucketStart(policy: Policy, index: number): number {
  * also once a few pairs have left the window, so that a stored state carries little besides them.
  */
 function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
-  const { buckets, periodMs } = policy;
   const index = bucketIndex(policy, now);
+  // Most decisions find their key in the bucket it is already in: this much stays small enough to inline.
+  if (stored !== undefined && stored.index >= index && stored.periodMs === policy.periodMs && stored.buckets === policy.buckets) return stored;
+  return rollTo(policy, stored, index);
+}
+
+function rollTo(policy: Policy, stored: SlidingWindowState | undefined, index: number): SlidingWindowState {
+  const { buckets, periodMs } = policy;
   const fits = stored !== undefined && stored.periodMs === periodMs && stored.buckets === buckets;
-  if (fits && stored.index >= index) return stored;
   if (!fits || index - stored.index > buckets) {
     // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
     const carried = !fits && stored ? stored.covered + stored.current : 0;
@@ -171,6 +177,11 @@ function windowState(
 function withCurrent(state: SlidingWindowState, current: number): SlidingWindowState {
   const { periodMs, buckets, index, history, base, from, end, covered } = state;
   return windowState(periodMs, buckets, index, history, base, from, end, covered, current);
+}
+
+function counted(state: SlidingWindowState, units: number): SlidingWindowState {
+  state.current += units;
+  return state;
 }
 
 /** Units in the window's oldest bucket, the one only partly inside it. */
