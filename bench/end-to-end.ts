@@ -6,7 +6,7 @@
  */
 import { cpus, loadavg } from "node:os";
 import { startNodeProxy, startRedis, type NodeProxy, type Redis } from "./redis";
-import { autocannon, pickGenerator, wrk, type LoadGenerator, type LoadResult } from "./lib/load";
+import { autocannon, pickGenerator, touchEveryAddress, wrk, type LoadGenerator, type LoadResult } from "./lib/load";
 import { startOrigin, type Origin } from "./lib/origin";
 import { cpuSeconds, hasCommand } from "./lib/processes";
 import type { ChartSpec, RunOptions, Section, Verdict } from "./lib/section";
@@ -38,7 +38,7 @@ interface Sizes {
 
 // Five short rounds rather than three long ones, and a bare run every three variants: the machine's
 // speed drifts within minutes, so baselines close in time and a median of five steady the ratios.
-const FULL: Sizes = { rounds: 5, seconds: 5, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: true, bracket: 3 };
+const FULL: Sizes = { rounds: 5, seconds: 4, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: true, bracket: 3 };
 const QUICK: Sizes = { rounds: 1, seconds: 3, connections: 32, lightSeconds: 1, warmupSeconds: 1, ips: 1000, calibrate: false, bracket: 5 };
 const TINY: Sizes = { rounds: 1, seconds: 1, connections: 8, lightSeconds: 0, warmupSeconds: 0, ips: 100, calibrate: false, bracket: 5 };
 
@@ -280,9 +280,10 @@ async function measure(sizes: Sizes, options: RunOptions, only?: string[]): Prom
 }
 
 /**
- * One measured run. With `warmupSeconds`, the same traffic runs that long first, unmeasured, so the
- * run sees the steady state (keys known, leases held, objects in memory); floodgate's counters are
- * read across both, so the calls a key makes after a quiet spell still count toward its cost.
+ * One measured run. With `warmupSeconds`, every client address first sends one request and then the
+ * same traffic runs that long, unmeasured, so the run sees the steady state (every key known, leases
+ * held, objects in memory); floodgate's counters are read across all of it, so the calls a key makes
+ * after a quiet spell still count toward its cost.
  */
 async function measureOne(
   generator: LoadGenerator,
@@ -291,6 +292,7 @@ async function measureOne(
   warmupSeconds = 0,
 ): Promise<Omit<Run, "variant" | "round" | "slot" | "phase">> {
   const metricsBefore = target.metrics ? await target.metrics() : "";
+  const touched = warmupSeconds > 0 && load.ips > 1 ? await touchEveryAddress(load) : 0;
   const warmup = warmupSeconds > 0 ? await generator.run({ ...load, seconds: warmupSeconds }) : undefined;
   const cpuBefore = target.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   const result = await generator.run(load);
@@ -301,7 +303,7 @@ async function measureOne(
   };
   if (target.metrics) {
     const metricsAfter = await target.metrics();
-    out.countedRequests = result.requests + (warmup?.requests ?? 0);
+    out.countedRequests = result.requests + touched + (warmup?.requests ?? 0);
     out.durableObjectCalls = minus(byLabel(metricsAfter, "floodgate_durable_object_calls_total", "method"), byLabel(metricsBefore, "floodgate_durable_object_calls_total", "method"));
     const local = minus(byLabel(metricsAfter, "floodgate_local_decisions_total", "rule"), byLabel(metricsBefore, "floodgate_local_decisions_total", "rule"));
     out.localDecisions = Object.values(local).reduce((a, b) => a + b, 0);
@@ -422,9 +424,9 @@ function report(d: EndToEndData): string {
     `- Rule: \`${JSON.stringify(rule("strict"))}\`, and the same with \`"mode": "fast"\`: a limit nothing reaches, so every request is admitted and forwarded. This measures the cost of deciding, not of denying.`,
     `- Repeats: ${s.rounds} round${s.rounds > 1 ? "s" : ""}, each variant once per round in a rotating order (the stateless ones after a ${s.warmupSeconds} s warm-up at the start, the others warmed before every run: see below), with a bare-Worker run before every ${s.bracket} variants and one at the end. ` +
       `Each run is divided by the mean of the bare-Worker runs just before and after it; the tables show the median of those ratios, and of the raw figures, over the rounds.`,
-    `- Steady state: ${s.warmupSeconds > 0 ? `each saturated run of a variant that keeps per-key state (floodgate, the binding, Redis) follows ${s.warmupSeconds} s of the same traffic, unmeasured` : "no warm-up at this size"}. ` +
-      `The other variants run for longer than a fast lease between two runs of one variant, so without it each run would begin with every key coming back from a quiet spell. ` +
-      `floodgate's Durable Object calls per request are counted over the warm-up and the run together, so they include each key's first sync after that spell.`,
+    `- Steady state: ${s.warmupSeconds > 0 ? `each saturated run of a variant that keeps per-key state (floodgate, the binding, Redis) follows a warm-up, unmeasured: one request from every client address (${s.connections} at a time), then ${s.warmupSeconds} s of the same traffic` : "no warm-up at this size"}. ` +
+      `The other variants run for longer than a fast lease, and than an idle object lives, between two runs of one variant, so without it each run would begin with every key coming back from a quiet spell. ` +
+      `floodgate's Durable Object calls per request are counted over the warm-up and the run together, so they include each key's first call after that spell.`,
     `- Server CPU: CPU time of the variant's own processes (workerd; or the Node proxy plus Redis) per request, from /proc; the origin and the load generator are not included. It suffers less from the machine's other work than throughput does.`,
     `- Machine: ${d.machine.cpus} CPUs shared by the load generator, the origin and the server measured, and by other work (load average ${d.machine.loadBefore.map((x) => x.toFixed(2)).join(", ")} before, ${d.machine.loadAfter.map((x) => x.toFixed(2)).join(", ")} after).`,
   );

@@ -47,6 +47,24 @@ export function clientIp(n: number): string {
 }
 
 /**
+ * Sends one request from every client address, `connections` at a time, so that every key the
+ * traffic uses exists before it is measured; resolves to the number of requests sent. Each run of a
+ * generator starts its cycle of addresses afresh, so a short run alone reaches only the first few
+ * hundred when each of them waits for a cold key.
+ */
+export async function touchEveryAddress(options: LoadOptions): Promise<number> {
+  let next = 0;
+  const client = async () => {
+    while (next < options.ips) {
+      const response = await fetch(`${options.url}${options.path}`, { headers: { "CF-Connecting-IP": clientIp(next++) } });
+      await response.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.connections, options.ips) }, client));
+  return options.ips;
+}
+
+/**
  * wrk, one thread. A Lua script prepares one request per address up front and cycles through
  * them, and prints the summary as JSON.
  */
