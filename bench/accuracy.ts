@@ -367,7 +367,10 @@ export async function run(options: RunOptions): Promise<Section> {
           `${times(ratio(shipped))} with ${shipped} buckets (${percent(shippedShare)} against ${percent(twoWindowShare)}, every attempt counted; ` +
           `${times(ratio(shipped, "admitted-only"))} with only admitted requests counted)`,
         met: ratio(shipped) >= TARGET,
-        why: `no bucket count up to ${Math.max(...candidates)} reaches it on this trace`,
+        why:
+          atTarget === undefined
+            ? `no bucket count up to ${Math.max(...candidates)} reaches it on this trace`
+            : `${atTarget} buckets reach it on this trace; floodgate's default, ${shipped}, is set in src/algorithms/sliding-window.ts`,
       },
     ],
     headline:

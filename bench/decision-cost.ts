@@ -283,8 +283,12 @@ export async function run(options: RunOptions): Promise<Section> {
 
   const worst = floodgateResults.reduce((a, b) => (ratioTo(a) <= ratioTo(b) ? a : b));
   const best = floodgateResults.reduce((a, b) => (ratioTo(a) >= ratioTo(b) ? a : b));
+  // Repeat r of every contender ran in the same round, moments apart: their ratios show the spread the machine adds.
+  const rlfOf = (r: Result) => results.find((x) => x.workload === r.workload && x.contender === rlfName)!;
+  const paired = worst.samples.map((x, i) => x / (rlfOf(worst).samples[i] ?? NaN)).filter(Number.isFinite);
   const why =
-    `on this trace ${percent(newBucketShare(trace, DEFAULT_BUCKETS))} of decisions find their key's window in a new bucket with ` +
+    `${worst.contender} (${worst.workload}) is at ${times(ratioTo(worst))}, and from ${times(Math.min(...paired))} to ${times(Math.max(...paired))} ` +
+    `repeat by repeat against rate-limiter-flexible's run in the same round. On this trace ${percent(newBucketShare(trace, DEFAULT_BUCKETS))} of decisions find their key's window in a new bucket with ` +
     `${DEFAULT_BUCKETS} buckets (${percent(newBucketShare(trace, 1))} with 1), and each such move appends to the key's history; every ` +
     `decision also makes a new state, because states are values that the Durable Object and the lease code may read again. A CPU ` +
     `profile of such a pass (\`node --cpu-prof\`) shows the time in those moves, in garbage collection, and in the Map lookups every contender pays.`;
