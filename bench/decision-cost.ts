@@ -239,8 +239,8 @@ export async function run(options: RunOptions): Promise<Section> {
     }
   }
 
-  const rlfName = rateLimiterFlexible.name;
-  const ratioTo = (r: Result) => r.median / results.find((x) => x.workload === r.workload && x.contender === rlfName)!.median;
+  const rlfOf = (r: Result) => results.find((x) => x.workload === r.workload && x.contender === rateLimiterFlexible.name)!;
+  const ratioTo = (r: Result) => r.median / rlfOf(r).median;
   const floodgateResults = results.filter((r) => r.floodgate);
   const missed = floodgateResults.filter((r) => ratioTo(r) < TARGET);
 
@@ -284,7 +284,6 @@ export async function run(options: RunOptions): Promise<Section> {
   const worst = floodgateResults.reduce((a, b) => (ratioTo(a) <= ratioTo(b) ? a : b));
   const best = floodgateResults.reduce((a, b) => (ratioTo(a) >= ratioTo(b) ? a : b));
   // Repeat r of every contender ran in the same round, moments apart: their ratios show the spread the machine adds.
-  const rlfOf = (r: Result) => results.find((x) => x.workload === r.workload && x.contender === rlfName)!;
   const paired = worst.samples.map((x, i) => x / (rlfOf(worst).samples[i] ?? NaN)).filter(Number.isFinite);
   const why =
     `${worst.contender} (${worst.workload}) is at ${times(ratioTo(worst))}, and from ${times(Math.min(...paired))} to ${times(Math.max(...paired))} ` +

@@ -249,6 +249,12 @@ function renderResults(outcomes: Outcome[], run: { command: string; quick: boole
   return `${lines.join("\n")}\n`;
 }
 
+/** "N of M targets met", over every part's verdicts. */
+function targetsMet(outcomes: readonly Pick<Outcome, "section">[]): string {
+  const verdicts = outcomes.flatMap((o) => o.section?.verdicts ?? []);
+  return `${verdicts.filter((v) => v.met).length} of ${verdicts.length}`;
+}
+
 /** Every part's targets in one table, then why each missed one is missed. */
 function renderTargets(outcomes: Outcome[]): string[] {
   const verdicts = outcomes.flatMap((o) => (o.section?.verdicts ?? []).map((v) => ({ part: o.section!.title, ...v })));
@@ -259,7 +265,7 @@ function renderTargets(outcomes: Outcome[]): string[] {
     "",
     "## Targets",
     "",
-    `${verdicts.filter((v) => v.met).length} of ${verdicts.length} met on this run. Each is measured in the part named, which gives its method, repeats and the command that reproduces it.`,
+    `${targetsMet(outcomes)} met on this run. Each is measured in the part named, which gives its method, repeats and the command that reproduces it.`,
     "",
     table(["target", "this run", "verdict", "part"], verdicts.map((v) => [v.target, v.measured, word(v.met), `[${v.part}](#${anchor(v.part)})`]), ["l", "l", "l", "l"]),
     ...(missed.length ? ["", ...missed.map((v) => `- **Missed: ${v.target}.** ${sentence(v.why ?? "the part's section says why")}`)] : []),
@@ -295,12 +301,11 @@ export function standingBlock(outcomes: readonly Pick<Outcome, "id" | "status" |
   const parts = ["accuracy", "fast-path", "decision-cost", "end-to-end", "cost"].map(headline);
   if (parts.some((h) => h === undefined)) return undefined;
   const [accuracy, fastPath, decisionCost, endToEnd, cost] = parts as string[];
-  const verdicts = outcomes.flatMap((o) => o.section?.verdicts ?? []);
   return [
     STANDING_START,
     `- **Accuracy.** Strict mode admits exactly the limit. ${accuracy} ${fastPath}`,
     `- **Speed.** ${decisionCost} ${endToEnd}`,
-    `- **Cost.** ${cost} ${verdicts.filter((v) => v.met).length} of ${verdicts.length} targets met; the misses and why: [Targets](bench/RESULTS.md#targets).`,
+    `- **Cost.** ${cost} ${targetsMet(outcomes)} targets met; the misses and why: [Targets](bench/RESULTS.md#targets).`,
     STANDING_END,
   ].join("\n");
 }
