@@ -25,10 +25,10 @@ describe("fast mode in the real runtime", () => {
   it("admits exactly the limit, then denies from the object's answer", async () => {
     const rules = [{ name: "fast-exact", mode: "fast", limit: 5, period: "1m" }];
     const statuses = [];
-    for (let i = 0; i < 12; i++) statuses.push((await send(get("/fe/x"), { rules })).status);
+    for (let i = 0; i < 12; i++) statuses.push((await send(get("/fast-exact/x"), { rules })).status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(5);
     expect(statuses.slice(5).every((s) => s === 429)).toBe(true);
-    expect(await originLog("fe")).toHaveLength(5);
+    expect(await originLog("fast-exact")).toHaveLength(5);
   });
 
   it("admits exactly the limit out of 100 concurrent requests", async () => {

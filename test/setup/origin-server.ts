@@ -18,9 +18,10 @@ export interface Received {
 
 /**
  * Starts the origin. `GET /__origin/log?tag=<t>` answers the requests recorded whose path contains
- * `/<t>/` (so each test reads only its own traffic), `GET /__origin/count?tag=<t>` just how many
- * there are, as `{"count": n}`; every other request is recorded and
- * answered 200 with a small JSON body and a header `x-origin: yes`. `/<t>/redirect` answers 302.
+ * `/<t>/` (so each test reads only its own traffic: the fuzz tests send short random path segments
+ * to this same origin, so a tag must be a name they cannot make, like `fault-allow`, not `fa`),
+ * `GET /__origin/count?tag=<t>` just how many there are, as `{"count": n}`; every other request is
+ * recorded and answered 200 with a small JSON body and a header `x-origin: yes`. `/<t>/redirect` answers 302.
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];

@@ -21,17 +21,17 @@ describe("when the Durable Object fails", () => {
   it("lets requests through with onError allow", async () => {
     await flaky("f-allow/192.0.2.80").fail(100, "before");
     const rules = [{ name: "f-allow", limit: 1, period: "1m", onError: "allow" }];
-    expect(await statuses(3, () => get("/fa/x", "192.0.2.80"), { rules, ...withFlaky })).toEqual([200, 200, 200]);
-    expect(await originLog("fa")).toHaveLength(3);
+    expect(await statuses(3, () => get("/fault-allow/x", "192.0.2.80"), { rules, ...withFlaky })).toEqual([200, 200, 200]);
+    expect(await originLog("fault-allow")).toHaveLength(3);
   });
 
   it("denies requests with onError deny, never reaching the origin", async () => {
     await flaky("f-deny/192.0.2.81").fail(100, "before");
     const rules = [{ name: "f-deny", limit: 10, period: "1m", onError: "deny" }];
-    const res = await send(get("/fd/x", "192.0.2.81"), { rules, ...withFlaky });
+    const res = await send(get("/fault-deny/x", "192.0.2.81"), { rules, ...withFlaky });
     expect(res.status).toBe(429);
     expect(res.headers.get("Retry-After")).toBe("1");
-    expect(await originLog("fd")).toEqual([]);
+    expect(await originLog("fault-deny")).toEqual([]);
   });
 
   it("limits from the isolate's own counters with onError local, the default", async () => {

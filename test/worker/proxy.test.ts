@@ -25,22 +25,22 @@ async function sha256(chunks: number, size: number): Promise<string> {
 describe("proxying an allowed request", () => {
   it("delivers method, path, query and headers to the origin", async () => {
     await send(
-      new Request("http://floodgate.test/fwd1/items/42?q=a%20b&x=1&x=2", {
+      new Request("http://floodgate.test/forward-1/items/42?q=a%20b&x=1&x=2", {
         method: "PATCH",
         headers: { "x-custom": "kept", authorization: "Bearer api", "CF-Connecting-IP": "203.0.113.5" },
         body: "{}",
       }),
       { rules },
     );
-    const [seen] = await originLog("fwd1");
-    expect(seen).toMatchObject({ method: "PATCH", url: "/fwd1/items/42?q=a%20b&x=1&x=2" });
+    const [seen] = await originLog("forward-1");
+    expect(seen).toMatchObject({ method: "PATCH", url: "/forward-1/items/42?q=a%20b&x=1&x=2" });
     expect(seen?.headers).toMatchObject({ "x-custom": "kept", authorization: "Bearer api" });
   });
 
   it("streams a large body to the origin intact", async () => {
     const { stream, bytes } = chunkedBody(64, 16 * 1024);
-    await send(new Request("http://floodgate.test/fwd2/upload", { method: "POST", body: stream }), { rules });
-    const [seen] = await originLog("fwd2");
+    await send(new Request("http://floodgate.test/forward-2/upload", { method: "POST", body: stream }), { rules });
+    const [seen] = await originLog("forward-2");
     expect(seen?.bodyBytes).toBe(bytes);
     expect(seen?.bodySha256).toBe(await sha256(64, 16 * 1024));
     expect(seen?.chunks).toBeGreaterThan(1);
@@ -48,12 +48,12 @@ describe("proxying an allowed request", () => {
 
   it("drops hop-by-hop headers and those the Connection header names", async () => {
     await send(
-      new Request("http://floodgate.test/fwd3/", {
+      new Request("http://floodgate.test/forward-3/", {
         headers: { connection: "x-private", "x-private": "secret", "keep-alive": "timeout=5", "proxy-authorization": "p", te: "trailers" },
       }),
       { rules },
     );
-    const [seen] = await originLog("fwd3");
+    const [seen] = await originLog("forward-3");
     expect(Object.keys(seen?.headers ?? {})).not.toContain("x-private");
     expect(Object.keys(seen?.headers ?? {})).not.toContain("proxy-authorization");
     expect(Object.keys(seen?.headers ?? {})).not.toContain("keep-alive");
@@ -61,22 +61,22 @@ describe("proxying an allowed request", () => {
 
   it("proxies a request whose Connection header lists something that is not a header name", async () => {
     const res = await send(
-      new Request("http://floodgate.test/fwd3b/", { headers: { connection: 'close, "x y", x-private', "x-private": "secret", "x-kept": "1" } }),
+      new Request("http://floodgate.test/forward-3b/", { headers: { connection: 'close, "x y", x-private', "x-private": "secret", "x-kept": "1" } }),
       { rules },
     );
     expect(res.status).toBe(200);
-    const [seen] = await originLog("fwd3b");
+    const [seen] = await originLog("forward-3b");
     expect(seen?.headers).toMatchObject({ "x-kept": "1" });
     expect(Object.keys(seen?.headers ?? {})).not.toContain("x-private");
   });
 
   it("sends each allowed request to the origin exactly once", async () => {
-    for (let i = 0; i < 5; i++) await send(new Request(`http://floodgate.test/fwd4/${i}`), { rules });
-    expect((await originLog("fwd4")).map((r) => r.url)).toEqual(["/fwd4/0", "/fwd4/1", "/fwd4/2", "/fwd4/3", "/fwd4/4"]);
+    for (let i = 0; i < 5; i++) await send(new Request(`http://floodgate.test/forward-4/${i}`), { rules });
+    expect((await originLog("forward-4")).map((r) => r.url)).toEqual(["/forward-4/0", "/forward-4/1", "/forward-4/2", "/forward-4/3", "/forward-4/4"]);
   });
 
   it("returns the origin's response with the rate-limit headers added", async () => {
-    const res = await send(new Request("http://floodgate.test/fwd5/", { headers: { "CF-Connecting-IP": "198.51.100.5" } }), {
+    const res = await send(new Request("http://floodgate.test/forward-5/", { headers: { "CF-Connecting-IP": "198.51.100.5" } }), {
       rules,
     });
     expect(res.status).toBe(200);
@@ -87,24 +87,24 @@ describe("proxying an allowed request", () => {
   });
 
   it("passes the origin's redirects back instead of following them", async () => {
-    const res = await send(new Request("http://floodgate.test/fwd6/redirect"), { rules });
+    const res = await send(new Request("http://floodgate.test/forward-6/redirect"), { rules });
     expect(res.status).toBe(302);
     expect(res.headers.get("location")).toBe("/elsewhere");
   });
 
   it("passes redirects back when it forwards a copy without hop-by-hop headers", async () => {
-    const res = await send(new Request("http://floodgate.test/fwd6/redirect", { headers: { "keep-alive": "timeout=5" } }), { rules });
+    const res = await send(new Request("http://floodgate.test/forward-6/redirect", { headers: { "keep-alive": "timeout=5" } }), { rules });
     expect(res.status).toBe(302);
     expect(res.headers.get("location")).toBe("/elsewhere");
   });
 
   it("keeps the configured origin whatever host, absolute form or path the request carries", async () => {
-    await send(new Request("http://evil.example/fwd7/a/../b/%2F%2Fevil.example/c", { headers: { host: "evil.example" } }), {
+    await send(new Request("http://evil.example/forward-7/a/../b/%2F%2Fevil.example/c", { headers: { host: "evil.example" } }), {
       rules,
     });
-    await send(new Request("http://floodgate.test//evil.example/fwd7/x"), { rules });
-    const seen = await originLog("fwd7");
-    expect(seen.map((r) => r.url)).toEqual(["/fwd7/b/%2F%2Fevil.example/c", "//evil.example/fwd7/x"]);
+    await send(new Request("http://floodgate.test//evil.example/forward-7/x"), { rules });
+    const seen = await originLog("forward-7");
+    expect(seen.map((r) => r.url)).toEqual(["/forward-7/b/%2F%2Fevil.example/c", "//evil.example/forward-7/x"]);
     expect(seen[0]?.headers.host).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 
