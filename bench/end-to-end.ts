@@ -292,7 +292,8 @@ async function measureOne(
   warmupSeconds = 0,
 ): Promise<Omit<Run, "variant" | "round" | "slot" | "phase">> {
   const metricsBefore = target.metrics ? await target.metrics() : "";
-  const touched = warmupSeconds > 0 && load.ips > 1 ? await touchEveryAddress(load) : 0;
+  const touchAll = warmupSeconds > 0 && load.ips > 1;
+  if (touchAll) await touchEveryAddress(load);
   const warmup = warmupSeconds > 0 ? await generator.run({ ...load, seconds: warmupSeconds }) : undefined;
   const cpuBefore = target.pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   const result = await generator.run(load);
@@ -303,7 +304,7 @@ async function measureOne(
   };
   if (target.metrics) {
     const metricsAfter = await target.metrics();
-    out.countedRequests = result.requests + touched + (warmup?.requests ?? 0);
+    out.countedRequests = result.requests + (touchAll ? load.ips : 0) + (warmup?.requests ?? 0);
     out.durableObjectCalls = minus(byLabel(metricsAfter, "floodgate_durable_object_calls_total", "method"), byLabel(metricsBefore, "floodgate_durable_object_calls_total", "method"));
     const local = minus(byLabel(metricsAfter, "floodgate_local_decisions_total", "rule"), byLabel(metricsBefore, "floodgate_local_decisions_total", "rule"));
     out.localDecisions = Object.values(local).reduce((a, b) => a + b, 0);

@@ -329,7 +329,6 @@ export async function run(options: RunOptions): Promise<Section> {
         target: `fast path: ${t.name}, ${t.target}`,
         measured: t.measured,
         met: t.verdict === "met" ? true : t.verdict === "not met" ? false : undefined,
-        why: "see the fast path's section",
       })),
       headline: headline(data),
     };

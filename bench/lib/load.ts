@@ -48,11 +48,11 @@ export function clientIp(n: number): string {
 
 /**
  * Sends one request from every client address, `connections` at a time, so that every key the
- * traffic uses exists before it is measured; resolves to the number of requests sent. Each run of a
+ * traffic uses exists before it is measured: `options.ips` requests in all. Each run of a
  * generator starts its cycle of addresses afresh, so a short run alone reaches only the first few
  * hundred when each of them waits for a cold key.
  */
-export async function touchEveryAddress(options: LoadOptions): Promise<number> {
+export async function touchEveryAddress(options: LoadOptions): Promise<void> {
   let next = 0;
   const client = async () => {
     while (next < options.ips) {
@@ -61,7 +61,6 @@ export async function touchEveryAddress(options: LoadOptions): Promise<number> {
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.connections, options.ips) }, client));
-  return options.ips;
 }
 
 /**
