@@ -7,6 +7,7 @@ import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode", "sync", "onError", "timeout",
+  "ipv6Prefix", "newKeysPerSecond",
 ];
 const MATCH_FIELDS = ["path", "methods", "host"];
 /** The first choice is the default. */
@@ -17,6 +18,10 @@ const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a decision may wait for the Durable Object before the rule's onError policy decides. */
 const DEFAULT_TIMEOUT_MS = 1_000;
+/** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
+const DEFAULT_IPV6_PREFIX = 56;
+/** Shorter prefixes than this would group whole providers, longer than 128 bits there are none. */
+const IPV6_PREFIX_RANGE = [32, 128] as const;
 const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
 const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
 
@@ -50,6 +55,9 @@ export interface RuleDescription {
   sync?: string;
   onError: OnError;
   timeout: string;
+  /** only for rules whose key has an `ip` part */
+  ipv6Prefix?: number;
+  newKeysPerSecond?: number;
 }
 
 /**
@@ -89,6 +97,8 @@ export function describeRule(rule: Rule): RuleDescription {
     ...(rule.mode === "fast" ? { sync: formatDuration(rule.syncMs) } : {}),
     onError: rule.onError,
     timeout: formatDuration(rule.timeoutMs),
+    ...(hasIpPart(rule.key) ? { ipv6Prefix: rule.ipv6Prefix } : {}),
+    ...(rule.newKeysPerSecond !== null ? { newKeysPerSecond: rule.newKeysPerSecond } : {}),
   };
 }
 
@@ -145,7 +155,9 @@ function parseRule(value: unknown, index: number): Rule {
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
   const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
-  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs };
+  const ipv6Prefix = parseIpv6Prefix(fields.get("ipv6Prefix"), key, at);
+  const newKeysPerSecond = fields.has("newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
+  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond };
 }
 
 function parseName(value: unknown, at: RuleRef): string {
@@ -245,6 +257,20 @@ function parseKeyPart(value: unknown, at: RuleRef, field: string): KeyPart {
       return { source, name };
   }
   fail(at, field, `unknown key part ${show(value)}; use ${KEY_PARTS_HINT}`);
+}
+
+function parseIpv6Prefix(value: unknown, key: KeyPart[], at: RuleRef): number {
+  if (value === undefined) return DEFAULT_IPV6_PREFIX;
+  if (!hasIpPart(key)) fail(at, "ipv6Prefix", `ipv6Prefix applies to rules whose key has an "ip" part; remove it, or add "ip" to the key`);
+  const [min, max] = IPV6_PREFIX_RANGE;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
+    fail(at, "ipv6Prefix", `expected a prefix length from ${min} to ${max} (default ${DEFAULT_IPV6_PREFIX}, a /56), got ${show(value)}`);
+  }
+  return value as number;
+}
+
+function hasIpPart(key: readonly KeyPart[]): boolean {
+  return key.some((part) => part.source === "ip");
 }
 
 function rejectRepeatedParts(parts: KeyPart[], at: RuleRef): void {

@@ -39,6 +39,10 @@ export interface Rule {
   onError: OnError;
   /** how long a decision waits for the Durable Object before `onError` applies */
   timeoutMs: number;
+  /** the `ip` key part groups IPv6 clients by this prefix length (IPv4 and IPv4-mapped ones by the address) */
+  ipv6Prefix: number;
+  /** most keys of this rule one isolate starts tracking per second; null: no cap */
+  newKeysPerSecond: number | null;
 }
 
 export interface Config {

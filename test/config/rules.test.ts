@@ -46,6 +46,8 @@ const minimal: Rule = {
   syncMs: 1_000,
   onError: "local",
   timeoutMs: 1_000,
+  ipv6Prefix: 56,
+  newKeysPerSecond: null,
 };
 
 describe("accepted shapes", () => {
@@ -101,6 +103,8 @@ describe("accepted shapes", () => {
         syncMs: 1_000,
         onError: "local",
         timeoutMs: 1_000,
+        ipv6Prefix: 56,
+        newKeysPerSecond: null,
       },
       {
         name: "login",
@@ -116,6 +120,8 @@ describe("accepted shapes", () => {
         syncMs: 1_000,
         onError: "local",
         timeoutMs: 1_000,
+        ipv6Prefix: 56,
+        newKeysPerSecond: null,
       },
     ]);
   });
@@ -588,6 +594,7 @@ describe("describeRule", () => {
       mode: "strict",
       onError: "local",
       timeout: "1s",
+      ipv6Prefix: 56,
     });
   });
 

@@ -25,6 +25,8 @@ export function rule(overrides: RuleOverrides = {}): Rule {
     syncMs: 1_000,
     onError: "local",
     timeoutMs: 1_000,
+    ipv6Prefix: 56,
+    newKeysPerSecond: null,
     ...rest,
     match: { path: "*", methods: null, host: null, ...match },
   };
