@@ -1,16 +1,32 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
-import { adjustSlidingWindow, bucketStartOf, countedAtSlidingWindow, slidingWindow } from "./sliding-window";
-import { adjustTokenBucket, tokenBucket } from "./token-bucket";
+import { adjustSlidingWindow, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
+import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket";
 import type { Decision, LimiterState, Outcome, Policy } from "./types";
 
 export type * from "./types";
 
-/** Decides one request of `cost` units at `now`; state left by another algorithm is started afresh. */
-export function decide(policy: Policy, state: LimiterState | undefined, cost: number, now: number): Outcome {
-  if (policy.algorithm === "sliding-window") {
-    return slidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, cost, now);
+/**
+ * A policy or state names an algorithm this version does not know: one written by a newer Worker
+ * version, live beside this one. Guessing would grant the key a quota it may not have, so the call
+ * fails and the caller's `onError` policy decides.
+ */
+export class UnknownAlgorithmError extends Error {
+  override readonly name = "UnknownAlgorithmError";
+
+  constructor(algorithm: unknown) {
+    super(`unknown algorithm ${JSON.stringify(algorithm)}; this version knows "sliding-window" and "token-bucket"`);
   }
-  return tokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, cost, now);
+}
+
+/** Decides one request of `cost` units at `now`; state left by another algorithm is started afresh (see {@link carryOver}). */
+export function decide(policy: Policy, state: LimiterState | undefined, cost: number, now: number): Outcome {
+  switch (policy.algorithm) {
+    case "sliding-window":
+      return slidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, cost, now);
+    case "token-bucket":
+      return tokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, cost, now);
+  }
+  throw new UnknownAlgorithmError(policy.algorithm);
 }
 
 /** Counts `units` taken at `at` (negative: given back) with no decision; see each algorithm's adjust. */
@@ -21,10 +37,38 @@ export function adjust(
   at: number,
   now: number,
 ): LimiterState {
-  if (policy.algorithm === "sliding-window") {
-    return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
+  switch (policy.algorithm) {
+    case "sliding-window":
+      return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
+    case "token-bucket":
+      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, now);
   }
-  return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, now);
+  throw new UnknownAlgorithmError(policy.algorithm);
+}
+
+/**
+ * The state `to` decides from when the key's state was last kept under `from`. Under the same
+ * algorithm it is the state itself: each algorithm reads a changed limit, period or bucket count
+ * from its own state without forgetting what was used. Under another algorithm it is a fresh
+ * state of the new one holding every unit the old one still counted as used, taken at `now`: the
+ * units are held a little longer than before, never dropped, so neither a rule changed under live
+ * keys nor two Worker versions alternating between algorithms grants a fresh quota.
+ */
+export function carryOver(from: Policy, state: LimiterState | undefined, to: Policy, now: number): LimiterState | undefined {
+  if (state === undefined || from.algorithm === to.algorithm) return state;
+  const used = usedUnits(from, state, now);
+  return used > 0 ? adjust(to, undefined, used, now, now) : undefined;
+}
+
+/** Units the state counts as used at `now` under its own policy, whole units rounded up. */
+export function usedUnits(policy: Policy, state: LimiterState, now: number): number {
+  switch (state.algorithm) {
+    case "sliding-window":
+      return usedSlidingWindow(state, now);
+    case "token-bucket":
+      return usedTokenBucket(policy, state, now);
+  }
+  throw new UnknownAlgorithmError((state as { algorithm: unknown }).algorithm);
 }
 
 /**

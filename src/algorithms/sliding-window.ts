@@ -9,6 +9,9 @@ export const DEFAULT_BUCKETS = 60;
 /** More buckets than this buy no accuracy worth their state. */
 export const MAX_BUCKETS = 60;
 
+/** What the window's arithmetic needs of a policy: its period and how it is split. */
+type Shape = Pick<Policy, "periodMs" | "buckets">;
+
 /** Pairs that left the window a history may keep before it is copied without them. */
 const STALE_PAIRS = 8;
 
@@ -101,17 +104,28 @@ export function countedAtSlidingWindow(policy: Policy, state: SlidingWindowState
   return Math.max(now, bucketStart(policy, state.index));
 }
 
+/**
+ * Whole units the state counts as used at `now`, rounded up, by the window's own shape (its
+ * period and buckets, which the state carries): what a change of rule carries over.
+ */
+export function usedSlidingWindow(stored: SlidingWindowState, now: number): number {
+  const shape: Shape = { periodMs: stored.periodMs, buckets: stored.buckets };
+  const state = roll(shape, stored, now);
+  const at = Math.max(now, bucketStart(shape, state.index));
+  return Math.ceil(usedScaled(shape, state, at) / shape.periodMs);
+}
+
 /** The first millisecond of the bucket holding `t`. */
 export function bucketStartOf(policy: Policy, t: number): number {
   return bucketStart(policy, bucketIndex(policy, t));
 }
 
-function bucketIndex(policy: Policy, t: number): number {
+function bucketIndex(policy: Shape, t: number): number {
   return Math.floor((t * policy.buckets) / policy.periodMs);
 }
 
 /** The first whole millisecond of a bucket (buckets need not be whole milliseconds long). */
-function bucketStart(policy: Policy, index: number): number {
+function bucketStart(policy: Shape, index: number): number {
   return Math.ceil((index * policy.periodMs) / policy.buckets);
 }
 
@@ -121,19 +135,19 @@ function bucketStart(policy: Policy, index: number): number {
  * state owns the history's end, otherwise into a fresh copy of the pairs still inside the window;
  * also once a few pairs have left the window, so that a stored state carries little besides them.
  */
-function roll(policy: Policy, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
+function roll(policy: Shape, stored: SlidingWindowState | undefined, now: number): SlidingWindowState {
   const index = bucketIndex(policy, now);
   // Most decisions find their key in the bucket it is already in: this much stays small enough to inline.
   if (stored !== undefined && stored.index >= index && stored.periodMs === policy.periodMs && stored.buckets === policy.buckets) return stored;
-  return rollTo(policy, stored, index);
+  return rollTo(policy, stored, index, now);
 }
 
-function rollTo(policy: Policy, stored: SlidingWindowState | undefined, index: number): SlidingWindowState {
+function rollTo(policy: Shape, stored: SlidingWindowState | undefined, index: number, now: number): SlidingWindowState {
   const { buckets, periodMs } = policy;
   const fits = stored !== undefined && stored.periodMs === periodMs && stored.buckets === buckets;
   if (!fits || index - stored.index > buckets) {
-    // A reshaped window cannot keep its buckets; what was counted recently stays counted, as current.
-    const carried = !fits && stored ? stored.covered + stored.current : 0;
+    // A reshaped window cannot keep its buckets: what its own shape still counts stays counted, as current.
+    const carried = !fits && stored ? usedSlidingWindow(stored, now) : 0;
     return windowState(periodMs, buckets, index, [], index, 0, 0, 0, carried);
   }
   const { history, base, end, current } = stored;
@@ -185,13 +199,13 @@ function counted(state: SlidingWindowState, units: number): SlidingWindowState {
 }
 
 /** Units in the window's oldest bucket, the one only partly inside it. */
-function oldestCount(policy: Policy, state: SlidingWindowState): number {
+function oldestCount(policy: Shape, state: SlidingWindowState): number {
   const { history, base, from } = state;
   return from < state.end && base + history[from]! === state.index - policy.buckets ? history[from + 1]! : 0;
 }
 
 /** The estimated use × period at `at`, which must fall in the state's current bucket. */
-function usedScaled(policy: Policy, state: SlidingWindowState, at: number): number {
+function usedScaled(policy: Shape, state: SlidingWindowState, at: number): number {
   const elapsedScaled = at * policy.buckets - state.index * policy.periodMs;
   return oldestCount(policy, state) * (policy.periodMs - elapsedScaled) + (state.covered + state.current) * policy.periodMs;
 }

@@ -45,6 +45,11 @@ export function adjustTokenBucket(
   return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - units * policy.periodMs), now);
 }
 
+/** Whole tokens taken from a full bucket at `now`, rounded up (more than `burst` while in debt): what a change of rule carries over. */
+export function usedTokenBucket(policy: Policy, stored: TokenBucketState, now: number): number {
+  return Math.max(0, Math.ceil((capacity(policy) - levelAt(policy, stored, now)) / policy.periodMs));
+}
+
 function capacity(policy: Policy): number {
   return policy.burst * policy.periodMs;
 }

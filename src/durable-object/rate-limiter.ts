@@ -1,6 +1,6 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, countedAt, decide, peek } from "../algorithms";
+import { adjust, carryOver, countedAt, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import type { Env } from "../env";
 import { grantLease, lastPinEnds, livePeers, settlePins, standingWithPins, type Lease, type Peer, type SyncRequest } from "../fast/lease";
@@ -144,8 +144,13 @@ export class RateLimiter extends DurableObject<Env> {
     this.write();
   }
 
+  /**
+   * The state to decide `policy` from. A request from a Worker version or rule with another
+   * algorithm carries what the stored one used over; one naming an algorithm this version does
+   * not know throws before anything changes, and its caller's `onError` decides.
+   */
   private stateFor(policy: Policy): LimiterState | undefined {
-    return this.stored?.policy.algorithm === policy.algorithm ? this.stored.state : undefined;
+    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, Date.now());
   }
 
   private save(policy: Policy, state: LimiterState): void {

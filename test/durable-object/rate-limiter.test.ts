@@ -71,10 +71,26 @@ describe("RateLimiter", () => {
     expect(allowed(await stub.decide(window, [3]))).toEqual([true]);
   });
 
-  it("starts afresh when the rule's algorithm changes", async () => {
+  it("carries what was used over when the rule's algorithm changes", async () => {
     const stub = limiter("switch/a");
     await stub.decide(window, [3]);
-    expect(allowed(await stub.decide(bucket, [6]))).toEqual([true]);
+    expect(allowed(await stub.decide(bucket, [1, 1, 1, 1]))).toEqual([true, true, true, false]);
+  });
+
+  it("decides two Worker versions' algorithms from one count: neither grants a fresh quota", async () => {
+    const stub = limiter("switch/b");
+    const results = [];
+    for (let i = 0; i < 10; i++) results.push(...(await stub.decide(i % 2 === 0 ? window : { ...bucket, limit: 3, burst: 3 }, [1])));
+    expect(allowed(results)).toEqual([true, true, true, false, false, false, false, false, false, false]);
+  });
+
+  it("rejects an algorithm it does not know and keeps its state", async () => {
+    const stub = limiter("switch/c");
+    await stub.decide(window, [2]);
+    const future = { ...window, algorithm: "fixed-window" } as unknown as Policy;
+    const failure = await stub.decide(future, [1]).then(() => null, (error: unknown) => error);
+    expect(String(failure)).toMatch(/unknown algorithm "fixed-window"/);
+    expect((await stub.peek(window)).remaining).toBe(1);
   });
 
   it("deletes its storage once the key has fully recovered", async () => {

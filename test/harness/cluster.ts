@@ -14,6 +14,11 @@ export interface ClusterOptions {
   isolates: number;
   /** RATE_LIMIT_RULES for every front: a string is passed as is, anything else as JSON */
   rules: unknown;
+  /**
+   * Two or more Worker versions live at once, as in a gradual deployment: front i runs with
+   * `versions[i % versions.length]` as its RATE_LIMIT_RULES instead of `rules`
+   */
+  versions?: unknown[];
   /** ORIGIN_URL for every front; absent: "demo", the built-in echo origin */
   originUrl?: string;
   /** more vars for every front; they win over the ones above, ADMIN_TOKEN included */
@@ -73,13 +78,14 @@ export const LIMITER_WORKER = "limiter";
  * }
  */
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const { isolates, rules, originUrl = "demo", bindings = {} } = options;
+  const { isolates, rules, versions, originUrl = "demo", bindings = {} } = options;
   if (!Number.isInteger(isolates) || isolates < 1 || isolates > 64) {
     throw new RangeError(`startCluster: isolates must be an integer from 1 to 64, got ${isolates}`);
   }
   const [bundle, compatibility] = await Promise.all([bundleWorker(), readCompatibility()]);
+  const rulesText = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
   const vars: Record<string, string> = {
-    RATE_LIMIT_RULES: typeof rules === "string" ? rules : JSON.stringify(rules),
+    RATE_LIMIT_RULES: rulesText(rules),
     ORIGIN_URL: originUrl,
     ADMIN_TOKEN: randomBytes(16).toString("hex"),
     ...bindings,
@@ -97,7 +103,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       { ...worker(LIMITER_WORKER), durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } } },
       ...Array.from({ length: isolates }, (_, i) => ({
         ...worker(frontName(i)),
-        bindings: vars,
+        bindings: versions ? { ...vars, RATE_LIMIT_RULES: rulesText(versions[i % versions.length]) } : vars,
         durableObjects: { LIMITER: { className: "RateLimiter", scriptName: LIMITER_WORKER, useSQLite: true } },
         unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
       })),

@@ -1,0 +1,125 @@
+// A key's state under a changed rule or a second live Worker version: what was used stays used.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { carryOver, decide, peek, UnknownAlgorithmError, usedUnits } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+
+const window = (limit: number, periodMs = 60_000, buckets = 1): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets });
+const bucket = (limit: number, periodMs = 60_000, burst = limit): Policy => ({ algorithm: "token-bucket", limit, periodMs, burst, buckets: 1 });
+const T0 = 1_700_000_040_000; // the start of a 60 s window
+
+/** Runs requests of one unit at `times` under `policy`, from `state`. */
+function admit(policy: Policy, state: LimiterState | undefined, times: number[]): LimiterState | undefined {
+  for (const now of times) state = decide(policy, state, 1, now).state;
+  return state;
+}
+
+describe("usedUnits", () => {
+  it("counts a sliding window's estimate, rounded up", () => {
+    const p = window(10);
+    const state = admit(p, undefined, [T0, T0, T0]);
+    expect(usedUnits(p, state!, T0 + 1)).toBe(3);
+    // Halfway through the next window the three weigh 1.5: two whole units are still used.
+    expect(usedUnits(p, state!, T0 + 90_000)).toBe(2);
+    expect(usedUnits(p, state!, T0 + 120_000)).toBe(0);
+  });
+
+  it("counts a token bucket's tokens taken and not yet refilled, rounded up", () => {
+    const p = bucket(6);
+    const state = admit(p, undefined, [T0, T0, T0]);
+    expect(usedUnits(p, state!, T0)).toBe(3);
+    expect(usedUnits(p, state!, T0 + 10_000)).toBe(2);
+    expect(usedUnits(p, state!, T0 + 10_001)).toBe(2);
+    expect(usedUnits(p, state!, T0 + 30_000)).toBe(0);
+  });
+});
+
+describe("carryOver", () => {
+  it("keeps the state itself when the algorithm is the same", () => {
+    const state = admit(window(10), undefined, [T0]);
+    expect(carryOver(window(10), state, window(3), T0)).toBe(state);
+  });
+
+  it("turns a sliding window's used units into tokens taken from the bucket", () => {
+    const state = admit(window(3), undefined, [T0, T0, T0]);
+    const carried = carryOver(window(3), state, bucket(6), T0 + 1);
+    expect(peek(bucket(6), carried, T0 + 1).remaining).toBe(3);
+  });
+
+  it("turns a token bucket's taken tokens into units counted in the window", () => {
+    const state = admit(bucket(3), undefined, [T0, T0]);
+    const carried = carryOver(bucket(3), state, window(3), T0);
+    expect(peek(window(3), carried, T0).remaining).toBe(1);
+  });
+
+  it("starts afresh only when nothing is used any more", () => {
+    const state = admit(window(3), undefined, [T0]);
+    expect(carryOver(window(3), state, bucket(3), T0 + 120_000)).toBeUndefined();
+  });
+
+  it("refuses an algorithm this version does not know, on either side", () => {
+    const state = admit(window(3), undefined, [T0]);
+    const future = { ...window(3), algorithm: "fixed-window" } as unknown as Policy;
+    expect(() => carryOver(window(3), state, future, T0)).toThrow(UnknownAlgorithmError);
+    expect(() => carryOver(future, { ...state!, algorithm: "fixed-window" } as unknown as LimiterState, window(3), T0)).toThrow(UnknownAlgorithmError);
+  });
+
+  it("never treats an unknown algorithm as a token bucket", () => {
+    const future = { ...bucket(3), algorithm: "gcra" } as unknown as Policy;
+    expect(() => decide(future, undefined, 1, T0)).toThrow(/unknown algorithm "gcra"/);
+  });
+
+  it("keeps a reshaped window's used units, by the old shape at the time of the change", () => {
+    // 3 units 90 s ago in a 60 s window weigh 1.5 now; a 10 s window must still count 2.
+    const state = admit(window(3), undefined, [T0, T0, T0]);
+    expect(peek(window(3, 10_000), state, T0 + 90_000).remaining).toBe(1);
+    // Long gone by the old shape: nothing is carried.
+    expect(peek(window(3, 10_000), state, T0 + 600_000).remaining).toBe(3);
+  });
+});
+
+describe("two versions alternating between algorithms", () => {
+  it("admit 3 of 30 requests against a limit of 3 per minute", () => {
+    const versions = [window(3), bucket(3)];
+    let state: LimiterState | undefined;
+    let from = versions[0]!;
+    let admitted = 0;
+    for (let i = 0; i < 30; i++) {
+      const policy = versions[i % 2]!;
+      const outcome = decide(policy, carryOver(from, state, policy, T0 + i * 100), 1, T0 + i * 100);
+      if (outcome.decision.allowed) {
+        admitted++;
+        state = outcome.state;
+        from = policy;
+      }
+    }
+    expect(admitted).toBe(3);
+  });
+
+  it("never admit more than the token bucket alone may: limit + limit × t / period in any first t of a window", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.constantFrom(1, 6, 60),
+        fc.array(fc.record({ at: fc.integer({ min: 0, max: 59_999 }), version: fc.boolean(), cost: fc.integer({ min: 1, max: 3 }) }), { maxLength: 80 }),
+        (limit, buckets, requests) => {
+          const versions = [window(limit, 60_000, buckets), bucket(limit)];
+          let state: LimiterState | undefined;
+          let from = versions[0]!;
+          let admitted = 0;
+          for (const r of [...requests].sort((a, b) => a.at - b.at)) {
+            const policy = versions[r.version ? 1 : 0]!;
+            const now = T0 + r.at;
+            const outcome = decide(policy, carryOver(from, state, policy, now), r.cost, now);
+            if (!outcome.decision.allowed) continue;
+            admitted += r.cost;
+            state = outcome.state;
+            from = policy;
+            expect(admitted).toBeLessThanOrEqual(limit + Math.floor((limit * r.at) / 60_000));
+          }
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+});

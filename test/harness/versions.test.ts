@@ -1,0 +1,77 @@
+// Two Worker versions live at once over one RateLimiter namespace, as in a gradual deployment: no switch grants a fresh quota.
+import { describe, expect, it } from "vitest";
+import { useClusterFixture } from "./fixture";
+import { drive } from "./load";
+
+const harness = useClusterFixture();
+
+async function originCount(tag: string): Promise<number> {
+  const body = (await (await fetch(`${harness.originUrl()}/__origin/count?tag=${tag}`)).json()) as { count: number };
+  return body.count;
+}
+
+/** Sends `count` requests one after another, alternating between the fronts (versions). */
+async function alternate(cluster: Awaited<ReturnType<typeof harness.start>>, count: number, path: string): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i++) statuses.push((await cluster.fetch(i % cluster.fronts.length, `${path}/${i}`)).status);
+  return statuses;
+}
+
+describe("two Worker versions live at once", () => {
+  it("alternating a sliding window and a token bucket admit the limit, not a fresh quota per switch", async () => {
+    const name = "h-versions-algorithm";
+    const cluster = await harness.start({
+      isolates: 2,
+      rules: [],
+      versions: [
+        [{ name, key: "global", limit: 3, period: "1m" }],
+        [{ name, key: "global", algorithm: "token-bucket", limit: 3, period: "1m", burst: 3 }],
+      ],
+    });
+
+    const statuses = await alternate(cluster, 30, "/versions-algorithm");
+
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(await originCount("versions-algorithm")).toBe(3);
+  });
+
+  it("a limit lowered in the new version applies at once to what the old one admitted", async () => {
+    const name = "h-versions-limit";
+    const cluster = await harness.start({
+      isolates: 2,
+      rules: [],
+      versions: [[{ name, key: "global", limit: 10, period: "1m" }], [{ name, key: "global", limit: 3, period: "1m" }]],
+    });
+
+    const old = [];
+    for (let i = 0; i < 3; i++) old.push((await cluster.fetch(0, `/versions-limit/old-${i}`)).status);
+    const lowered = (await cluster.fetch(1, "/versions-limit/new")).status;
+    const raisedStill = (await cluster.fetch(0, "/versions-limit/old-3")).status;
+
+    expect(old).toEqual([200, 200, 200]);
+    expect(lowered).toBe(429);
+    // The old version's own limit (10) still holds for it, counted over both versions' traffic.
+    expect(raisedStill).toBe(200);
+  });
+
+  it("fast mode: versions alternating algorithms on 4 isolates at 10× the limit stay within it", async () => {
+    const name = "h-versions-fast";
+    const limit = 20;
+    const cluster = await harness.start({
+      isolates: 4,
+      rules: [],
+      versions: [
+        [{ name, key: "global", limit, period: "1h", mode: "fast" }],
+        [{ name, key: "global", algorithm: "token-bucket", limit, period: "1h", burst: limit, mode: "fast" }],
+      ],
+    });
+
+    const result = await drive(cluster, { requests: 10 * limit, ratePerSecond: 400, distribution: "uniform", concurrency: 16, path: (n) => `/versions-fast/${n}` });
+
+    expect(result.errors).toBe(0);
+    // A token bucket refilling 20 per hour adds at most one unit over a run of a few seconds.
+    expect(await originCount("versions-fast")).toBeLessThanOrEqual(limit + 1);
+    expect(result.allowed).toBeGreaterThan(0);
+  });
+});
