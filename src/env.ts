@@ -3,7 +3,7 @@ import type { RateLimiter } from "./durable-object/rate-limiter";
 
 export interface Env {
   LIMITER: DurableObjectNamespace<RateLimiter>;
-  /** the origin to protect; absent or "demo" serves the built-in echo origin */
+  /** the origin to protect; "demo" serves the built-in echo origin; absent: every request answers 500 */
   ORIGIN_URL?: string;
   /** the rules: a JSON string, or the object wrangler makes of a TOML table */
   RATE_LIMIT_RULES?: unknown;

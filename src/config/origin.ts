@@ -1,16 +1,26 @@
-/** Reads ORIGIN_URL: the one origin floodgate forwards to, or the built-in demo. */
+/** Reads ORIGIN_URL: the one origin floodgate forwards to, or the built-in demo when it says "demo". */
 import { ConfigError } from "./errors";
 
-/** Where allowed requests go: a fixed http(s) origin, or the demo echo when none is configured. */
+/** Where allowed requests go: a fixed http(s) origin, or the demo echo when ORIGIN_URL is "demo". */
 export type Origin = { demo: true } | { demo: false; url: URL };
 
 /**
  * Validates ORIGIN_URL once. It must be an absolute http(s) URL with no query or fragment; a path
- * is kept as a prefix (`https://api.example.com/v1` + `/users` → `/v1/users`).
+ * is kept as a prefix (`https://api.example.com/v1` + `/users` → `/v1/users`). `"demo"` selects the
+ * built-in echo origin, on purpose only: absent or empty is an error, so a deployment that lost
+ * its [vars] answers 500 instead of serving the echo.
+ *
+ * @example
+ * parseOrigin("https://api.example.com"); // { demo: false, url: URL }
+ * parseOrigin("demo"); // { demo: true }
+ * parseOrigin(undefined); // throws: ORIGIN_URL: not set; write ORIGIN_URL = "https://api.example.com" …
  */
 export function parseOrigin(raw: unknown): Origin {
-  if (raw === undefined || raw === "" || raw === "demo") return { demo: true };
+  if (raw === "demo") return { demo: true };
   const fail = (why: string) => ConfigError.topLevel(why, "ORIGIN_URL");
+  if (raw === undefined || raw === "") {
+    throw fail(`not set; write ORIGIN_URL = "https://api.example.com" (your API) in [vars], or "demo" for the built-in echo origin in local runs`);
+  }
   if (typeof raw !== "string") throw fail(`expected a URL like "https://api.example.com", got ${typeof raw}`);
   let url: URL;
   try {

@@ -620,7 +620,7 @@ describe("configurations through the Worker", () => {
     const tag = "fuzz-origin-url";
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.constantFrom("ftp://x.test", "not a url", "https://u:p@x.test", "https://x.test/?q", "https://x.test/#f", "//x.test", "http:"), fc.string({ maxLength: 30 }).filter((s) => !["", "demo"].includes(s) && !/^https?:\/\/[^?#@]+$/.test(s))),
+        fc.oneof(fc.constantFrom("", "ftp://x.test", "not a url", "https://u:p@x.test", "https://x.test/?q", "https://x.test/#f", "//x.test", "http:"), fc.string({ maxLength: 30 }).filter((s) => s !== "demo" && !/^https?:\/\/[^?#@]+$/.test(s))),
         async (origin) => {
           const response = await send(new Request(`http://floodgate.test/${tag}/x`), { ORIGIN_URL: origin, rules: VALID_RULES });
           const problem = await expectProblem(response, 500);

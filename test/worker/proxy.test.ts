@@ -117,8 +117,28 @@ describe("proxying an allowed request", () => {
     expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
   });
 
-  it("answers from the demo origin when ORIGIN_URL is absent", async () => {
-    const res = await send(new Request("http://floodgate.test/demo/absent"), { rules, ORIGIN_URL: undefined });
-    expect(await res.json()).toMatchObject({ origin: "floodgate demo", path: "/demo/absent" });
+  it("shows the demo origin's credential headers by name only, their values redacted", async () => {
+    const secrets = { cookie: "session=s3cret", authorization: "Bearer t0ken", "proxy-authorization": "Basic cHJveHk=" };
+    const res = await send(new Request("http://floodgate.test/demo/creds", { headers: { ...secrets, "x-hello": "there" } }), {
+      rules,
+      ORIGIN_URL: "demo",
+    });
+    const text = await res.text();
+    const { headers } = JSON.parse(text) as { headers: Record<string, string> };
+    expect(headers).toMatchObject({ cookie: "[redacted]", authorization: "[redacted]", "x-hello": "there" });
+    // Proxy-Authorization is hop-by-hop: dropped before the echo, as before any origin.
+    expect(headers).not.toHaveProperty("proxy-authorization");
+    for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+  });
+
+  it("answers a configuration error when ORIGIN_URL is absent or empty, never the demo", async () => {
+    for (const origin of [undefined, ""]) {
+      const res = await send(new Request("http://floodgate.test/demo/absent"), { rules, ORIGIN_URL: origin });
+      expect(res.status).toBe(500);
+      expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+      const problem = await res.json<{ title: string; detail: string }>();
+      expect(problem.title).toBe("Invalid Configuration");
+      expect(problem.detail).toMatch(/^ORIGIN_URL: not set; write ORIGIN_URL = "https:\/\/api\.example\.com"/);
+    }
   });
 });
