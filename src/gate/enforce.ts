@@ -63,7 +63,7 @@ export async function enforce(
 async function ask(rule: Rule, request: Request): Promise<Ask> {
   const cost = requestCost(rule.cost, request);
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  const objectName = await durableObjectName(rule.name, buildKey(rule.key, request));
+  const objectName = await durableObjectName(rule.name, buildKey(rule, request));
   return { rule, objectName, cost: cost.units };
 }
 

@@ -1,5 +1,6 @@
 /** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
-import type { Cost, KeyPart } from "../config/types";
+import type { Cost, KeyPart, Rule } from "../config/types";
+import { ipKey } from "./ip";
 
 /**
  * What a key part becomes when the request lacks it. Real values always have `#` escaped, so
@@ -14,9 +15,13 @@ export const MAX_KEY_BYTES = 1024;
  * Builds a rule's key: each part's value, escaped, joined with `|`.
  *
  * Values are taken as-is except that `%`, `|` and `#` become `%25`, `%7C` and `%23`, so the key
- * splits back into exactly its parts and stays readable (an IPv6 address is unchanged).
+ * splits back into exactly its parts and stays readable.
  *
  * `ip` is `CF-Connecting-IP` and nothing else: X-Forwarded-For and friends are set by clients.
+ * Its value is {@link ipKey}'s: an IPv4 address as is, an IPv4-mapped IPv6 address as its IPv4,
+ * any other IPv6 address as its network under the rule's `ipv6Prefix` (`2001:db8:abcd:1200::/56`),
+ * so a client cannot mint quotas from the addresses its ISP delegates to it. A CF-Connecting-IP
+ * that is not an address counts as missing.
  *
  * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP)
  * becomes {@link MISSING_PART}. All requests lacking it therefore share ONE bucket under the
@@ -25,25 +30,30 @@ export const MAX_KEY_BYTES = 1024;
  *
  * @example
  * // key: [header:x-api-key, method] on `GET /` with `x-api-key: k|1`
- * buildKey(rule.key, request); // "k%7C1|GET"
+ * buildKey(rule, request); // "k%7C1|GET"
  * // the same request without x-api-key
- * buildKey(rule.key, request); // "#none|GET"
+ * buildKey(rule, request); // "#none|GET"
+ * // key: [ip] (ipv6Prefix 56) with `CF-Connecting-IP: 2001:db8:abcd:12ff::1`
+ * buildKey(rule, request); // "2001:db8:abcd:1200::/56"
  */
-export function buildKey(parts: readonly KeyPart[], request: Request): string {
+export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Request): string {
   let url: URL | undefined;
   const requestUrl = () => (url ??= new URL(request.url));
+  const parts = rule.key;
   let key = "";
   for (let i = 0; i < parts.length; i++) {
-    const value = partValue(parts[i]!, request, requestUrl);
+    const value = partValue(parts[i]!, request, requestUrl, rule.ipv6Prefix);
     key += (i === 0 ? "" : "|") + (value === null ? MISSING_PART : escapeValue(value));
   }
   return key;
 }
 
-function partValue(part: KeyPart, request: Request, url: () => URL): string | null {
+function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: number): string | null {
   switch (part.source) {
-    case "ip":
-      return request.headers.get("CF-Connecting-IP");
+    case "ip": {
+      const address = request.headers.get("CF-Connecting-IP");
+      return address === null ? null : ipKey(address, ipv6Prefix);
+    }
     case "header":
       return request.headers.get(part.name);
     case "query":

@@ -1,6 +1,7 @@
 // Keys, Durable Object names, display keys and request costs.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
 import {
   MAX_KEY_BYTES,
@@ -18,110 +19,129 @@ const header = (name: string): KeyPart => ({ source: "header", name });
 const query = (name: string): KeyPart => ({ source: "query", name });
 const cookie = (name: string): KeyPart => ({ source: "cookie", name });
 const IP: KeyPart = { source: "ip" };
+/** What buildKey reads of a rule: its key parts and, for `ip`, its IPv6 prefix length. */
+const keyed = (key: KeyPart[], ipv6Prefix = 56) => ({ key, ipv6Prefix });
 
 describe("buildKey", () => {
   it("takes ip from CF-Connecting-IP", () => {
-    expect(buildKey([IP], request({ "CF-Connecting-IP": "203.0.113.9" }))).toBe("203.0.113.9");
+    expect(buildKey(keyed([IP]), request({ "CF-Connecting-IP": "203.0.113.9" }))).toBe("203.0.113.9");
   });
 
-  it("leaves an IPv6 address readable", () => {
-    expect(buildKey([IP], request({ "CF-Connecting-IP": "2001:db8::1" }))).toBe("2001:db8::1");
+  it("keys an IPv6 address by its /56 when the rule names no ipv6Prefix", () => {
+    const [byIp] = parseConfig([{ name: "by-ip", limit: 1, period: 1 }]).rules;
+    expect(buildKey(byIp!, request({ "CF-Connecting-IP": "2001:DB8:abcd:12ff::1" }))).toBe("2001:db8:abcd:1200::/56");
   });
+
+  it("keys an IPv6 address by the rule's ipv6Prefix", () => {
+    const [byIp] = parseConfig([{ name: "by-ip", limit: 1, period: 1, ipv6Prefix: 64 }]).rules;
+    expect(buildKey(byIp!, request({ "CF-Connecting-IP": "2001:db8:abcd:12ff::1" }))).toBe("2001:db8:abcd:12ff::/64");
+  });
+
+  it("keys an IPv4-mapped IPv6 address as its IPv4 address", () => {
+    expect(buildKey(keyed([IP]), request({ "CF-Connecting-IP": "::ffff:203.0.113.9" }))).toBe("203.0.113.9");
+  });
+
+  it.each(["", "garbage", "localhost", "203.0.113.9:443", "[2001:db8::1]", "2001:db8::1%eth0", "203.0.113.09", "#none"])(
+    "marks a CF-Connecting-IP of %j, not an address, as #none",
+    (value) => {
+      expect(buildKey(keyed([IP, { source: "method" }]), request({ "CF-Connecting-IP": value }))).toBe(`${MISSING_PART}|GET`);
+    },
+  );
 
   it("ignores client-set address headers when CF-Connecting-IP is absent", () => {
     const spoofed = request({ "X-Forwarded-For": "198.51.100.1", "True-Client-IP": "198.51.100.2", "X-Real-IP": "198.51.100.3" });
-    expect(buildKey([IP], spoofed)).toBe(MISSING_PART);
+    expect(buildKey(keyed([IP]), spoofed)).toBe(MISSING_PART);
   });
 
   it("ignores client-set address headers when CF-Connecting-IP is present", () => {
     const spoofed = request({ "CF-Connecting-IP": "203.0.113.9", "X-Forwarded-For": "198.51.100.1", "True-Client-IP": "198.51.100.2" });
-    expect(buildKey([IP], spoofed)).toBe("203.0.113.9");
+    expect(buildKey(keyed([IP]), spoofed)).toBe("203.0.113.9");
   });
 
   it("reads a header by case-insensitive name", () => {
-    expect(buildKey([header("x-api-key")], request({ "X-API-Key": "k-123" }))).toBe("k-123");
+    expect(buildKey(keyed([header("x-api-key")]), request({ "X-API-Key": "k-123" }))).toBe("k-123");
   });
 
   it("marks a missing header as #none", () => {
-    expect(buildKey([header("x-api-key")], request())).toBe("#none");
+    expect(buildKey(keyed([header("x-api-key")]), request())).toBe("#none");
   });
 
   it("puts every request lacking a part in one shared bucket", () => {
     const parts = [header("x-api-key"), { source: "method" } as const];
-    expect(buildKey(parts, request({ "x-other": "1" }))).toBe(buildKey(parts, request({ "x-other": "2" })));
+    expect(buildKey(keyed(parts), request({ "x-other": "1" }))).toBe(buildKey(keyed(parts), request({ "x-other": "2" })));
   });
 
   it("keeps an empty header value apart from a missing header", () => {
-    expect(buildKey([header("x-api-key")], request({ "x-api-key": "" }))).toBe("");
+    expect(buildKey(keyed([header("x-api-key")]), request({ "x-api-key": "" }))).toBe("");
   });
 
   it("takes the first value of a query parameter, decoded", () => {
     const req = request({}, "https://x.test/?k=a%20b+c&k=second");
-    expect(buildKey([query("k")], req)).toBe("a b c");
+    expect(buildKey(keyed([query("k")]), req)).toBe("a b c");
   });
 
   it("marks a missing query parameter as #none", () => {
-    expect(buildKey([query("k")], request({}, "https://x.test/?other=1"))).toBe("#none");
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?other=1"))).toBe("#none");
   });
 
   it("reads a cookie from the Cookie header", () => {
-    expect(buildKey([cookie("session")], request({ Cookie: "theme=dark; session=s-42; lang=en" }))).toBe("s-42");
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "theme=dark; session=s-42; lang=en" }))).toBe("s-42");
   });
 
   it("takes the first of repeated cookies", () => {
-    expect(buildKey([cookie("session")], request({ Cookie: "session=first; session=second" }))).toBe("first");
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "session=first; session=second" }))).toBe("first");
   });
 
   it("matches cookie names exactly, not by prefix, suffix or case", () => {
     const req = request({ Cookie: "xsession=a; sessionx=b; Session=c; session=d" });
-    expect(buildKey([cookie("session")], req)).toBe("d");
+    expect(buildKey(keyed([cookie("session")]), req)).toBe("d");
   });
 
   it("tolerates stray whitespace, empty pairs and pairs without =", () => {
     const req = request({ Cookie: " ;flag;  ; \tsession \t=\t s-42 ;" });
-    expect(buildKey([cookie("session")], req)).toBe("s-42");
+    expect(buildKey(keyed([cookie("session")]), req)).toBe("s-42");
   });
 
   it("keeps = inside a cookie value", () => {
-    expect(buildKey([cookie("t")], request({ Cookie: "t=a=b==" }))).toBe("a=b==");
+    expect(buildKey(keyed([cookie("t")]), request({ Cookie: "t=a=b==" }))).toBe("a=b==");
   });
 
   it("drops the double quotes around a quoted cookie value", () => {
-    expect(buildKey([cookie("session")], request({ Cookie: 'session="s-42"' }))).toBe("s-42");
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: 'session="s-42"' }))).toBe("s-42");
   });
 
   it("marks a missing cookie as #none, with or without a Cookie header", () => {
-    expect(buildKey([cookie("session")], request({ Cookie: "theme=dark" }))).toBe("#none");
-    expect(buildKey([cookie("session")], request())).toBe("#none");
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "theme=dark" }))).toBe("#none");
+    expect(buildKey(keyed([cookie("session")]), request())).toBe("#none");
   });
 
   it("takes path as the URL pathname without the query", () => {
-    expect(buildKey([{ source: "path" }], request())).toBe("/v1/items");
+    expect(buildKey(keyed([{ source: "path" }]), request())).toBe("/v1/items");
   });
 
   it("takes method upper-case", () => {
-    expect(buildKey([{ source: "method" }], request({}, "https://x.test/", "patch"))).toBe("PATCH");
+    expect(buildKey(keyed([{ source: "method" }]), request({}, "https://x.test/", "patch"))).toBe("PATCH");
   });
 
   it("takes host lower-case, with its port", () => {
-    expect(buildKey([{ source: "host" }], request({}, "https://API.Example.com:8443/"))).toBe("api.example.com:8443");
+    expect(buildKey(keyed([{ source: "host" }]), request({}, "https://API.Example.com:8443/"))).toBe("api.example.com:8443");
   });
 
   it("makes global the same literal for every request", () => {
-    expect(buildKey([{ source: "global" }], request())).toBe("global");
+    expect(buildKey(keyed([{ source: "global" }]), request())).toBe("global");
   });
 
   it("joins parts with |", () => {
     const req = request({ "CF-Connecting-IP": "203.0.113.9" });
-    expect(buildKey([IP, { source: "method" }, { source: "path" }], req)).toBe("203.0.113.9|GET|/v1/items");
+    expect(buildKey(keyed([IP, { source: "method" }, { source: "path" }]), req)).toBe("203.0.113.9|GET|/v1/items");
   });
 
   it("escapes %, | and # inside values, and nothing else", () => {
-    expect(buildKey([header("x-k")], request({ "x-k": "a|b%c#d :/?=;, [::1]" }))).toBe("a%7Cb%25c%23d :/?=;, [::1]");
+    expect(buildKey(keyed([header("x-k")]), request({ "x-k": "a|b%c#d :/?=;, [::1]" }))).toBe("a%7Cb%25c%23d :/?=;, [::1]");
   });
 
   it("never turns a real value into #none", () => {
-    expect(buildKey([header("x-k")], request({ "x-k": "#none" }))).toBe("%23none");
+    expect(buildKey(keyed([header("x-k")]), request({ "x-k": "#none" }))).toBe("%23none");
   });
 
   // A tiny alphabet of what escaping is about (the separators and their escapes), so that a
@@ -140,7 +160,7 @@ describe("buildKey", () => {
   const keyOf = (values: (string | null)[]) => {
     const url = new URL("https://x.test/");
     values.forEach((v, i) => { if (v !== null) url.searchParams.append(`p${i}`, v); });
-    return buildKey(values.map((_, i) => query(`p${i}`)), new Request(url));
+    return buildKey(keyed(values.map((_, i) => query(`p${i}`))), new Request(url));
   };
 
   it("gives different value tuples different keys", () => {

@@ -7,7 +7,7 @@ import { ConfigError } from "../../src/config/errors";
 import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
 import { metrics } from "../../src/metrics/metrics";
-import { buildKey, durableObjectName, MAX_KEY_BYTES, requestCost } from "../../src/routing/key";
+import { buildKey, durableObjectName, MAX_KEY_BYTES, MISSING_PART, requestCost } from "../../src/routing/key";
 import { matchingRules } from "../../src/routing/match";
 import { originLog, send } from "../helpers/worker";
 
@@ -437,14 +437,20 @@ describe("hostile requests through matching, keys and cost", () => {
   it("builds a key, an object name of bounded size and a cost for any request, and never throws", async () => {
     let built = 0;
     await fc.assert(
-      fc.asyncProperty(requestSpec, fc.subarray(parts, { minLength: 1 }), async (spec, keyParts) => {
+      fc.asyncProperty(requestSpec, fc.subarray(parts, { minLength: 1 }), fc.integer({ min: 32, max: 128 }), async (spec, keyParts, ipv6Prefix) => {
         const request = toRequest(spec);
         if (request === null) return;
         built++;
         const url = new URL(request.url);
         matchingRules(globRules, { method: request.method, path: url.pathname, host: url.host });
-        const key = buildKey(keyParts, request);
+        const key = buildKey({ key: keyParts, ipv6Prefix }, request);
         expect(key.split("|")).toHaveLength(keyParts.length);
+        // The ip part (first when present) is #none, a dotted quad, or an IPv6 network under the rule's prefix.
+        if (keyParts[0]!.source === "ip") {
+          const ipPart = key.split("|")[0]!;
+          const shaped = ipPart === MISSING_PART || /^\d{1,3}(\.\d{1,3}){3}$/.test(ipPart) || new RegExp(`^[0-9a-f:]{2,39}/${ipv6Prefix}$`).test(ipPart);
+          expect(shaped, ipPart).toBe(true);
+        }
         const name = await durableObjectName("r".repeat(64), key);
         expect(new TextEncoder().encode(name).length).toBeLessThanOrEqual(maxNameBytes);
         const cost = requestCost({ header: "x-cost" }, request);
