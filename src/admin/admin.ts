@@ -7,7 +7,7 @@ import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/pro
 import { metrics } from "../metrics/metrics";
 import { forgetLocal, localView } from "../fast";
 import { durableObjectName } from "../routing/key";
-import { policyOf } from "../strict";
+import { forgetStrict, policyOf } from "../strict";
 
 export const ADMIN_PREFIX = "/__floodgate/";
 
@@ -45,8 +45,9 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
   if (method === "DELETE") {
     await stub.reset();
-    // Other isolates keep their leases and denials until these run out (at most ten sync intervals).
+    // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
     forgetLocal(objectName);
+    forgetStrict(objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }
   const state = await stub.peek(policyOf(rule));

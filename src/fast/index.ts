@@ -11,6 +11,7 @@ import type { Lease } from "./lease";
 import {
   applyLease,
   decideLocally,
+  deniedLocally,
   freshKey,
   fromLease,
   hasPending,
@@ -100,6 +101,17 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
   return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
+}
+
+/**
+ * This isolate's denial of a fast key for a request of `cost`, counted as the key's demand as any
+ * local decision is, while the object's denial holds and the lease cannot pay; undefined otherwise.
+ */
+export function cachedFastDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
+  const entry = table.peek(objectName);
+  if (entry === undefined || !deniedLocally(entry.key, cost, now)) return undefined;
+  metrics.count("floodgate_local_decisions_total", { rule: rule.name });
+  return decideLocally(entry.key, rule, cost, now);
 }
 
 /** Gives back what a fast decision spent, when another rule denied the request. */

@@ -73,6 +73,14 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
   return fromLease(key, rule, cost, now);
 }
 
+/**
+ * Whether the object's denial of the key holds and the lease cannot pay for `cost`: then
+ * {@link decideLocally} denies it from the cache, and no other rule need ask its object either.
+ */
+export function deniedLocally(key: LocalKey, cost: number, now: number): boolean {
+  return now < key.blockedUntil && leaseLeft(key) < cost;
+}
+
 /** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
 export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number): Decision | undefined {
   expireLots(key, now);

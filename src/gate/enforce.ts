@@ -2,12 +2,13 @@
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
-import { decideFast, peersOf, refundFast, type FastContext } from "../fast";
+import { cachedFastDenial, decideFast, peersOf, refundFast, type FastContext } from "../fast";
 import { invalidRequest } from "../http/problem";
 import { metrics } from "../metrics/metrics";
 import { matchingRules } from "../routing/match";
 import { buildKey, durableObjectName, requestCost } from "../routing/key";
-import { decideStrict, refundStrict } from "../strict";
+import { cachedStrictDenial, decideStrict, refundStrict, type StrictDecision } from "../strict";
+import { admitKey } from "./new-keys";
 import { onErrorDecision } from "./on-error";
 
 /** One applicable rule and what it decided for the request. */
@@ -18,7 +19,10 @@ export interface Enforced {
 
 export interface Verdict {
   allowed: boolean;
-  /** every applicable rule's decision, in rule order */
+  /**
+   * every applicable rule's decision, in rule order; when the isolate already knew a rule denies
+   * the request, only the rules that knew it: the others were not asked
+   */
   entries: Enforced[];
 }
 
@@ -29,16 +33,15 @@ interface Ask {
 }
 
 /** A decision, and for a strict one that took units, when the object counted them. */
-interface Taken {
-  decision: Decision;
-  countedAt?: number;
-}
+type Taken = StrictDecision;
 
 /**
  * Evaluates every rule whose `match` fits `url` (the request's, parsed once by the caller). The request is allowed only if every rule allows it;
  * when one denies, the units the others took are given back, so a client blocked by one rule does
- * not burn its quota under another. Throws a 400 HttpProblem when the request's input is invalid
- * for a rule (a malformed cost header), before any rule consumes anything.
+ * not burn its quota under another. A request that this isolate already knows one rule denies (a
+ * cached denial) is denied at once: no rule asks its object, so a client over one limit costs
+ * nothing under the others. Throws a 400 HttpProblem when the request's input is invalid for a
+ * rule (a malformed cost header), before any rule consumes anything.
  */
 export async function enforce(
   request: Request,
@@ -48,23 +51,39 @@ export async function enforce(
   ctx: ExecutionContext,
 ): Promise<Verdict> {
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host });
-  const asks = await Promise.all(applicable.map((rule) => ask(rule, request)));
+  const now = Date.now();
+  const asks = await Promise.all(applicable.map((rule) => ask(rule, request, now)));
+  const known = knownDenials(asks, now);
+  if (known.length > 0) return counted({ allowed: false, entries: known });
   const fast: FastContext = { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) };
   const taken = await Promise.all(asks.map((a) => take(a, fast)));
   const allowed = taken.every((t) => t.decision.allowed);
-  const entries = asks.map((a, i) => ({ rule: a.rule, decision: taken[i]!.decision }));
-  for (const { rule, decision } of entries) {
-    metrics.count("floodgate_decisions_total", { rule: rule.name, decision: decision.allowed ? "allowed" : "denied" });
-  }
   if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, fast));
-  return { allowed, entries };
+  return counted({ allowed, entries: asks.map((a, i) => ({ rule: a.rule, decision: taken[i]!.decision })) });
 }
 
-async function ask(rule: Rule, request: Request): Promise<Ask> {
+async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {
   const cost = requestCost(rule.cost, request);
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  const objectName = await durableObjectName(rule.name, buildKey(rule, request));
+  const objectName = await durableObjectName(rule.name, admitKey(rule, buildKey(rule, request), now));
   return { rule, objectName, cost: cost.units };
+}
+
+/** The rules this isolate already knows deny the request, from its cached denials: no call needed. */
+function knownDenials(asks: readonly Ask[], now: number): Enforced[] {
+  const known: Enforced[] = [];
+  for (const { rule, objectName, cost } of asks) {
+    const decision = rule.mode === "fast" ? cachedFastDenial(rule, objectName, cost, now) : cachedStrictDenial(objectName, cost, now);
+    if (decision) known.push({ rule, decision });
+  }
+  return known;
+}
+
+function counted(verdict: Verdict): Verdict {
+  for (const { rule, decision } of verdict.entries) {
+    metrics.count("floodgate_decisions_total", { rule: rule.name, decision: decision.allowed ? "allowed" : "denied" });
+  }
+  return verdict;
 }
 
 /** One rule's decision by its mode; when the object fails or is too slow, by its onError policy. */

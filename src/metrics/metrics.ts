@@ -8,6 +8,7 @@ const COUNTERS = {
   floodgate_syncs_total: "Fast-path reconciliations with a Durable Object, by result.",
   floodgate_errors_total: "Failures, by kind.",
   floodgate_key_evictions_total: "Fast-path keys evicted from this isolate's table.",
+  floodgate_key_overflows_total: "Requests counted under a rule's shared #overflow key: their own key was new past the rule's newKeysPerSecond.",
 } as const;
 
 export type CounterName = keyof typeof COUNTERS;

@@ -1,15 +1,22 @@
 /** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
-import type { Policy } from "../algorithms";
+import type { Decision, Policy } from "../algorithms";
 import type { Rule } from "../config/types";
-import type { Decided } from "../durable-object/rate-limiter";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer } from "./coalescer";
+import { DenialCache } from "./denials";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
+const denials = new DenialCache();
+
+/** A strict decision; `countedAt` when the object took units, for a refund to find them. */
+export interface StrictDecision {
+  decision: Decision;
+  countedAt?: number;
+}
 
 /** The arithmetic half of a rule, which is all its Durable Object needs to know. */
 export function policyOf(rule: Rule): Policy {
@@ -17,7 +24,21 @@ export function policyOf(rule: Rule): Policy {
 }
 
 /**
- * Asks the named object to decide one request, batched with concurrent requests for the same key.
+ * This isolate's denial of the key for a request of `cost`, while the object's last denial holds
+ * (see {@link DenialCache}); undefined when only the object can tell.
+ */
+export function cachedStrictDenial(objectName: string, cost: number, now: number): Decision | undefined {
+  return denials.lookup(objectName, cost, now);
+}
+
+/** Forgets this isolate's cached denial of a key whose object was reset. */
+export function forgetStrict(objectName: string): void {
+  denials.forget(objectName);
+}
+
+/**
+ * Asks the named object to decide one request, batched with concurrent requests for the same key;
+ * a request the object just denied is denied again from {@link cachedStrictDenial}, with no call.
  * Rejects with a TimeoutError when no decision comes within the rule's timeout, and at once while
  * the object's breaker, or the rule's, is open after failures in a row (see {@link Breakers} and
  * {@link ruleBreaker}).
@@ -28,8 +49,10 @@ export async function decideStrict(
   rule: Rule,
   cost: number,
   waitUntil: (promise: Promise<unknown>) => void,
-): Promise<Decided> {
+): Promise<StrictDecision> {
   const now = Date.now();
+  const cached = denials.lookup(objectName, cost, now);
+  if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name);
   const wait = Math.max(breakers.waitFor(objectName, now), wholeRule.waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
@@ -41,6 +64,7 @@ export async function decideStrict(
     const decided = await coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
     breakers.succeeded(objectName);
     wholeRule.succeeded();
+    denials.remember(objectName, cost, decided.decision, Date.now());
     return decided;
   } catch (error) {
     breakers.failed(objectName, rule.timeoutMs, Date.now());

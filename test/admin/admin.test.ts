@@ -52,6 +52,7 @@ describe("admin API", () => {
       mode: "strict",
       onError: "local",
       timeout: "1s",
+      ipv6Prefix: 56,
     });
     expect(body.rules[1]).toMatchObject({ key: ["ip", "header:x-api-key"], burst: 8, cost: "header:x-cost", match: { methods: ["GET", "POST"] } });
   });

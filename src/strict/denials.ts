@@ -1,0 +1,44 @@
+/** Strict keys their object just denied: the isolate denies the same request again, with no call, until the object's retryAfter. */
+import type { Decision } from "../algorithms";
+import { LruTable } from "../fast/table";
+
+/** Denied keys one isolate remembers; the least recently used is forgotten first. */
+const MAX_DENIALS = 10_000;
+
+interface Denial {
+  decision: Decision;
+  /** the cost that was denied: a cheaper request may still fit, so only this much or more is denied here */
+  cost: number;
+  until: number;
+}
+
+/**
+ * The object's `retryAfter` is the shortest wait before that same request could be admitted if
+ * nothing else arrived. Until then, it and any costlier one are denied in the isolate: a refund
+ * or a reset in between can only make this deny early, never admit over the limit.
+ */
+export class DenialCache {
+  private readonly table = new LruTable<Denial>(MAX_DENIALS, () => undefined);
+
+  /** Remembers a denial at the limit; a cost over the capacity or an error says nothing about other requests. */
+  remember(objectName: string, cost: number, decision: Decision, now: number): void {
+    if (decision.allowed || decision.reason !== "limit" || decision.retryAfter <= 0) return;
+    this.table.set(objectName, { decision, cost, until: now + decision.retryAfter });
+  }
+
+  /** The remembered denial of a request of `cost` at `now`, its wait counted down; undefined when none holds. */
+  lookup(objectName: string, cost: number, now: number): Decision | undefined {
+    const denial = this.table.peek(objectName);
+    if (denial === undefined) return undefined;
+    if (now >= denial.until) {
+      this.table.delete(objectName);
+      return undefined;
+    }
+    if (cost < denial.cost) return undefined;
+    return { ...denial.decision, remaining: 0, retryAfter: denial.until - now, reason: "cache" };
+  }
+
+  forget(objectName: string): void {
+    this.table.delete(objectName);
+  }
+}
