@@ -80,12 +80,8 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   const entry = entryFor(rule, objectName, now);
   flushEvicted(context);
   sweep(context, now);
-  const local = decideLocally(entry.key, rule, cost, now);
-  if (local) {
-    metrics.count("floodgate_local_decisions_total", { rule: rule.name });
-    if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
-    return local;
-  }
+  const local = decideHere(context, entry, rule, cost, now);
+  if (local) return local;
   // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
   const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
@@ -104,14 +100,25 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
 }
 
 /**
- * This isolate's denial of a fast key for a request of `cost`, counted as the key's demand as any
- * local decision is, while the object's denial holds and the lease cannot pay; undefined otherwise.
+ * This isolate's denial of a fast key for a request of `cost`, while the object's denial holds and
+ * the lease cannot pay, made as {@link decideFast} makes it; undefined otherwise.
  */
-export function cachedFastDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
+export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   const entry = table.peek(objectName);
   if (entry === undefined || !deniedLocally(entry.key, cost, now)) return undefined;
+  return decideHere(context, entry, rule, cost, now);
+}
+
+/**
+ * A decision from the key's lease or its cached denial, with no call on the request's path; the
+ * background sync it may be due for still runs, so a denied key hears of freed units on time.
+ */
+function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
+  const local = decideLocally(entry.key, rule, cost, now);
+  if (!local) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
-  return decideLocally(entry.key, rule, cost, now);
+  if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
+  return local;
 }
 
 /** Gives back what a fast decision spent, when another rule denied the request. */

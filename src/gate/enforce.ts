@@ -53,9 +53,9 @@ export async function enforce(
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host });
   const now = Date.now();
   const asks = await Promise.all(applicable.map((rule) => ask(rule, request, now)));
-  const known = knownDenials(asks, now);
-  if (known.length > 0) return counted({ allowed: false, entries: known });
   const fast: FastContext = { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) };
+  const known = knownDenials(asks, fast, now);
+  if (known.length > 0) return counted({ allowed: false, entries: known });
   const taken = await Promise.all(asks.map((a) => take(a, fast)));
   const allowed = taken.every((t) => t.decision.allowed);
   if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, fast));
@@ -70,10 +70,10 @@ async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {
 }
 
 /** The rules this isolate already knows deny the request, from its cached denials: no call needed. */
-function knownDenials(asks: readonly Ask[], now: number): Enforced[] {
+function knownDenials(asks: readonly Ask[], fast: FastContext, now: number): Enforced[] {
   const known: Enforced[] = [];
   for (const { rule, objectName, cost } of asks) {
-    const decision = rule.mode === "fast" ? cachedFastDenial(rule, objectName, cost, now) : cachedStrictDenial(objectName, cost, now);
+    const decision = rule.mode === "fast" ? cachedFastDenial(fast, rule, objectName, cost, now) : cachedStrictDenial(objectName, cost, now);
     if (decision) known.push({ rule, decision });
   }
   return known;
