@@ -42,6 +42,7 @@ export const PARTS: PartEntry[] = [
       "Not yet measured: the fast path's own benchmark (`bench/fast-path.ts`) does not exist yet. " +
       "It will plug in here by exporting `run(options): Promise<Section>` like every other part; nothing else needs to change.",
   },
+  { id: "attack", title: "Attack", file: "bench/attack.ts" },
   { id: "cost", title: "Cost", file: "bench/cost.ts" },
 ];
 

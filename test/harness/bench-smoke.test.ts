@@ -1,5 +1,6 @@
-// The bench's pieces start and produce numbers: the SVG renderer, and the end-to-end part at smoke-test size.
+// The bench's pieces start and produce numbers: the SVG renderer, and the end-to-end and attack parts at smoke-test size.
 import { describe, expect, it } from "vitest";
+import { run as attack, type AttackData } from "../../bench/attack";
 import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
 import type { ChartSpec } from "../../bench/lib/section";
 import { renderChart } from "../../bench/lib/svg";
@@ -107,4 +108,20 @@ describe("the bench's report", () => {
     expect(withStanding(readme, block)).toBe(`# x\n\n${block}\n\n## Quick start\n`);
     expect(withStanding("# no markers\n", block)).toBeUndefined();
   });
+});
+
+describe("the bench's attack part", () => {
+  it("measures the rotating-key client's object calls now and at the commit before the fix", async () => {
+    const section = await attack({ quick: true, tiny: true, log: () => undefined });
+    const data = section.data as AttackData;
+    const line = (scenario: string, version: string) => data.lines.find((l) => l.scenario === scenario && l.version === version);
+
+    expect(data.before.built, data.before.why).toBe(true);
+    expect(line("limited-ip", "before")?.callsPerRequest).toBeGreaterThan(2);
+    expect(line("limited-ip", "now")?.callsPerRequest).toBeLessThan(line("limited-ip", "before")!.callsPerRequest);
+    expect(line("rotating-capped", "now")?.admitted).toBeGreaterThan(0);
+    // At smoke size the calls of the first, concurrent requests weigh too much for the 10× target to mean anything.
+    expect(section.verdicts?.map((v) => typeof v.met)).toEqual(["boolean", "boolean"]);
+    expect(section.verdicts?.[1]?.met).toBe(true);
+  }, 60_000);
 });

@@ -6,7 +6,6 @@ import { build, version as esbuildVersion, type BuildOptions } from "esbuild";
 import { ROOT } from "./root";
 import { WORKER_BUILD } from "./worker-build";
 
-const ENTRY = join(ROOT, "src/index.ts");
 const CACHE = join(ROOT, "node_modules/.cache/floodgate-harness");
 
 /** One built Worker module on disk. */
@@ -18,28 +17,34 @@ export interface Bundle {
 }
 
 /** As wrangler bundles a module Worker, with a source map so errors point into src/. */
-const OPTIONS = { ...WORKER_BUILD, entryPoints: [ENTRY], sourcemap: "linked" } satisfies BuildOptions;
+const OPTIONS = { ...WORKER_BUILD, sourcemap: "linked" } satisfies BuildOptions;
 
-let built: Promise<Bundle> | undefined;
+const built = new Map<string, Promise<Bundle>>();
 
 /**
- * The Worker bundle, built at most once per process and reused across processes while src/ is
- * unchanged: the output is keyed by a hash of every file under src/, the esbuild version and the
- * build options, under node_modules/.cache/floodgate-harness/<hash>/index.js.
+ * The Worker bundle of the sources under `root` (this checkout by default; the bench also builds
+ * a past commit's, extracted elsewhere), built at most once per process and reused across
+ * processes while they are unchanged: the output is keyed by a hash of every file under
+ * `root`/src, the esbuild version and the build options, under
+ * node_modules/.cache/floodgate-harness/<hash>/index.js.
  *
  * @example
  * const { path } = await bundleWorker(); // then `new Miniflare({ modules: true, scriptPath: path })`
  */
-export function bundleWorker(): Promise<Bundle> {
-  built ??= buildOnce().catch((error: unknown) => {
-    built = undefined;
-    throw error;
-  });
-  return built;
+export function bundleWorker(root = ROOT): Promise<Bundle> {
+  let bundle = built.get(root);
+  if (!bundle) {
+    bundle = buildOnce(root).catch((error: unknown) => {
+      built.delete(root);
+      throw error;
+    });
+    built.set(root, bundle);
+  }
+  return bundle;
 }
 
-async function buildOnce(): Promise<Bundle> {
-  const hash = await sourceHash();
+async function buildOnce(root: string): Promise<Bundle> {
+  const hash = await sourceHash(root);
   const dir = join(CACHE, hash);
   const path = join(dir, "index.js");
   if (await exists(path)) return { path, hash };
@@ -47,7 +52,7 @@ async function buildOnce(): Promise<Bundle> {
   const scratch = `${dir}.${process.pid}.${Date.now()}`;
   await mkdir(scratch, { recursive: true });
   try {
-    await build({ ...OPTIONS, outfile: join(scratch, "index.js") });
+    await build({ ...OPTIONS, entryPoints: [join(root, "src/index.ts")], outfile: join(scratch, "index.js") });
     await rename(scratch, dir).catch(async (error: NodeJS.ErrnoException) => {
       // Another process finished the same build first: theirs is identical.
       if (!(await exists(path))) throw error;
@@ -71,11 +76,11 @@ async function prune(keep: number): Promise<void> {
   await Promise.all(stale.map((d) => rm(d.path, { recursive: true, force: true })));
 }
 
-/** Hashes every file under src/ (path and content), the esbuild version and the options. */
-async function sourceHash(): Promise<string> {
+/** Hashes every file under `root`/src (path and content), the esbuild version and the options. */
+async function sourceHash(root: string): Promise<string> {
   const hash = createHash("sha256").update(`esbuild ${esbuildVersion}\n${JSON.stringify(OPTIONS)}\n`);
-  const files = (await listFiles(join(ROOT, "src"))).sort();
-  for (const file of files) hash.update(`${relative(ROOT, file)}\n`).update(await readFile(file)).update("\n");
+  const files = (await listFiles(join(root, "src"))).sort();
+  for (const file of files) hash.update(`${relative(root, file)}\n`).update(await readFile(file)).update("\n");
   return hash.digest("hex").slice(0, 16);
 }
 

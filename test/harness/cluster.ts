@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { Miniflare, type WorkerOptions } from "miniflare";
-import { bundleWorker } from "./bundle";
+import { bundleWorker, type Bundle } from "./bundle";
 import { ROOT } from "./root";
 
 /** What {@link startCluster} runs. */
@@ -23,6 +23,8 @@ export interface ClusterOptions {
   originUrl?: string;
   /** more vars for every front; they win over the ones above, ADMIN_TOKEN included */
   bindings?: Record<string, string>;
+  /** the Worker to run, fronts and objects alike; absent: this checkout's (see {@link bundleWorker}) */
+  bundle?: Bundle;
 }
 
 /** One front Worker, reached over its own loopback socket. */
@@ -82,7 +84,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   if (!Number.isInteger(isolates) || isolates < 1 || isolates > 64) {
     throw new RangeError(`startCluster: isolates must be an integer from 1 to 64, got ${isolates}`);
   }
-  const [bundle, compatibility] = await Promise.all([bundleWorker(), readCompatibility()]);
+  const [bundle, compatibility] = await Promise.all([options.bundle ?? bundleWorker(), readCompatibility()]);
   const rulesText = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
   const vars: Record<string, string> = {
     RATE_LIMIT_RULES: rulesText(rules),
