@@ -544,6 +544,42 @@ describe("cost", () => {
   });
 });
 
+describe("abuse controls", () => {
+  it("groups IPv6 clients by /56 unless ipv6Prefix says otherwise", () => {
+    expect(only([rule()]).ipv6Prefix).toBe(56);
+    expect(only([rule({ key: ["ip", "header:x-api-key"], ipv6Prefix: 64 })]).ipv6Prefix).toBe(64);
+  });
+
+  it.each([31, 129, 56.5, "56", -1, null])("rejects the ipv6Prefix %j, naming the range", (ipv6Prefix) => {
+    const error = errorFor([rule({ ipv6Prefix })]);
+    expect(error.field).toBe("rules[0].ipv6Prefix");
+    expect(error.message).toContain("from 32 to 128");
+  });
+
+  it("rejects an ipv6Prefix on a rule whose key has no ip part", () => {
+    const error = errorFor([rule({ key: "header:x-api-key", ipv6Prefix: 64 })]);
+    expect(error.field).toBe("rules[0].ipv6Prefix");
+    expect(error.message).toContain('add "ip" to the key');
+  });
+
+  it("caps no keys unless newKeysPerSecond is set", () => {
+    expect(only([rule()]).newKeysPerSecond).toBeNull();
+    expect(only([rule({ newKeysPerSecond: 50 })]).newKeysPerSecond).toBe(50);
+  });
+
+  it.each([0, -5, 2.5, "10", true])("rejects the newKeysPerSecond %j", (newKeysPerSecond) => {
+    const error = errorFor([rule({ newKeysPerSecond })]);
+    expect(error.field).toBe("rules[0].newKeysPerSecond");
+    expect(error.message).toContain("positive integer");
+  });
+
+  it("describes both only where they apply", () => {
+    expect(describeRule(only([rule({ newKeysPerSecond: 5 })]))).toMatchObject({ ipv6Prefix: 56, newKeysPerSecond: 5 });
+    const described = describeRule(only([rule({ key: "global" })]));
+    expect("ipv6Prefix" in described || "newKeysPerSecond" in described).toBe(false);
+  });
+});
+
 describe("failure handling and fast mode", () => {
   it("defaults onError to local and timeout to 1s", () => {
     expect(only([rule()])).toMatchObject({ onError: "local", timeoutMs: 1_000 });
