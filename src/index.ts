@@ -1,16 +1,16 @@
-/** floodgate's Worker: validates the configuration, answers the admin API, enforces the rules, proxies. */
+/** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
 import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
 import { loadSettings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
-import { enforce } from "./gate/enforce";
+import { check } from "./gate/check";
 import { demoOrigin } from "./http/demo-origin";
-import { HttpProblem, invalidConfig, rateLimited } from "./http/problem";
+import { HttpProblem, invalidConfig } from "./http/problem";
 import { forward } from "./http/proxy";
-import { longestWait, mostRestrictive, rateLimitHeaders } from "./http/rate-limit-headers";
 import { metrics } from "./metrics/metrics";
 
+export { Floodgate } from "./binding/floodgate";
 export { RateLimiter } from "./durable-object/rate-limiter";
 
 export default {
@@ -23,9 +23,9 @@ export default {
       metrics.count("floodgate_errors_total", { kind: "internal" });
       console.error("floodgate: unexpected error", error);
       return new HttpProblem({
-        type: "internal",
+        type: "about:blank",
         status: 500,
-        title: "Internal Error",
+        title: "Internal Server Error",
         detail: "floodgate failed to handle this request; the error is logged.",
       }).toResponse();
     }
@@ -37,20 +37,9 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   setCapacity(settings.fastMaxKeys);
   const url = new URL(request.url);
   if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
-  const verdict = await enforce(request, url, settings.rules, env, ctx);
-  const now = Date.now();
-  if (!verdict.allowed) {
-    const denying = verdict.entries.filter((e) => !e.decision.allowed);
-    const shown = longestWait(denying)!;
-    const names = denying.map((e) => e.rule.name);
-    const detail = `Rate limit exceeded for ${names.join(", ")}; retry in ${Math.max(1, Math.ceil(shown.decision.retryAfter / 1000))} s.`;
-    return rateLimited(names, detail).toResponse(rateLimitHeaders(shown.rule, shown.decision, now));
-  }
+  const checked = await check(request, url, settings.rules, { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) }, settings.headers);
+  if (checked.response) return checked.response;
   const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
-  const shown = mostRestrictive(verdict.entries);
-  if (shown) {
-    const headers = rateLimitHeaders(shown.rule, shown.decision, now);
-    for (const name in headers) response.headers.set(name, headers[name]!);
-  }
+  for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);
   return response;
 }

@@ -1,13 +1,12 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics; bearer token required. */
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
-import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { metrics } from "../metrics/metrics";
-import { forgetLocal, localView } from "../fast";
+import { localView } from "../fast";
+import { forget, standing } from "../limiter";
 import { durableObjectName } from "../routing/key";
-import { forgetStrict, policyOf } from "../strict";
 
 export const ADMIN_PREFIX = "/__floodgate/";
 
@@ -39,18 +38,13 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const key = url.searchParams.get("key");
   if (ruleName === null || key === null) throw invalidRequest("state needs ?rule=<name>&key=<key>");
   const rule = settings.rules.find((r) => r.name === ruleName);
-  if (!rule) throw new HttpProblem({ type: "not-found", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
+  if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
   const objectName = await durableObjectName(rule.name, key);
-  const stub = limiterStub(env.LIMITER, objectName);
-  metrics.count("floodgate_durable_object_calls_total", { method: method === "GET" ? "peek" : "reset" });
   if (method === "DELETE") {
-    await stub.reset();
-    // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
-    forgetLocal(objectName);
-    forgetStrict(objectName);
+    await forget(env.LIMITER, objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }
-  const state = await stub.peek(policyOf(rule));
+  const state = await standing(env.LIMITER, rule, objectName);
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, state, ...(isolate === undefined ? {} : { isolate }) });

@@ -1,8 +1,11 @@
 // The one error configuration parsing throws: it names the rule and the field at fault and says what to write.
 
-/** A rule being parsed: its position in the list, and its name once that is known to be valid. */
+/**
+ * A rule being parsed: its position in the list (none for a rule given on its own, as the library's
+ * `limiter(namespace, rule)` takes one), and its name once that is known to be valid.
+ */
 export interface RuleRef {
-  readonly index: number;
+  readonly index?: number;
   readonly name?: string;
 }
 
@@ -35,10 +38,10 @@ export class ConfigError extends Error {
 
   /** A problem inside one rule; `subfield` is a path such as `period`, `match.path` or `key[1]`. */
   static inRule(rule: RuleRef, subfield: string | undefined, problem: string): ConfigError {
-    const base = `rules[${rule.index}]`;
+    const base = rule.index === undefined ? "rule" : `rules[${rule.index}]`;
     const tail = subfield === undefined ? "" : subfield.startsWith("[") ? subfield : `.${subfield}`;
     const label = rule.name === undefined ? base : `${base} (${JSON.stringify(rule.name)})`;
-    return new ConfigError(base + tail, rule.name ?? rule.index, problem, label + tail);
+    return new ConfigError(base + tail, rule.name ?? rule.index ?? null, problem, label + tail);
   }
 }
 

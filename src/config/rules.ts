@@ -74,6 +74,32 @@ export function parseConfig(raw: unknown): Config {
   return { rules };
 }
 
+/** What a rule used from code means nothing there: the caller chooses the key, and no request is matched. */
+const STANDALONE_EXCLUDED = ["match", "key"];
+
+/**
+ * Validates one rule used from code (the library's `limiter`, the Hono middleware): the fields of
+ * a `RATE_LIMIT_RULES` rule, with the same defaults and messages, except `match` and `key`, which
+ * are errors there. Throws a {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
+ *
+ * @example
+ * parseStandaloneRule({ name: "api", limit: 100, period: "1m" }).periodMs; // 60000
+ */
+export function parseStandaloneRule(value: unknown): Rule {
+  const fields = isObject(value) ? fieldsOf(value) : undefined;
+  for (const field of STANDALONE_EXCLUDED) {
+    if (!fields?.has(field)) continue;
+    const name = fields.get("name");
+    const at: RuleRef = typeof name === "string" && NAME.test(name) ? { name } : {};
+    fail(at, field, `has no meaning for a rule used from code (the key is what you pass to limit, and no request is matched); remove it`);
+  }
+  const rule = parseRule(value, undefined);
+  if ("header" in rule.cost) {
+    fail({ name: rule.name }, "cost", `a header cost needs a request, and a rule used from code has none; pass { cost } to limit instead`);
+  }
+  return rule;
+}
+
 /**
  * A parsed rule in the format users write, with every default filled in.
  *
@@ -131,7 +157,7 @@ function ruleList(value: unknown): unknown[] {
   return rules;
 }
 
-function parseRule(value: unknown, index: number): Rule {
+function parseRule(value: unknown, index: number | undefined): Rule {
   if (!isObject(value)) {
     const example = `{"name": "api", "limit": 100, "period": "1m"}`;
     fail({ index }, undefined, `expected a rule object like ${example}, got ${show(value)}`);

@@ -7,6 +7,7 @@ import { metrics } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer } from "./coalescer";
 import { DenialCache } from "./denials";
+import { withTimeout } from "./timeout";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
@@ -37,7 +38,8 @@ export function forgetStrict(objectName: string): void {
 }
 
 /**
- * Asks the named object to decide one request, batched with concurrent requests for the same key;
+ * Asks the named object to decide one request, batched with concurrent requests for the same key
+ * when there is a `waitUntil` to keep the batch alive;
  * a request the object just denied is denied again from {@link cachedStrictDenial}, with no call.
  * Rejects with a TimeoutError when no decision comes within the rule's timeout, and at once while
  * the object's breaker, or the rule's, is open after failures in a row (see {@link Breakers} and
@@ -48,7 +50,7 @@ export async function decideStrict(
   objectName: string,
   rule: Rule,
   cost: number,
-  waitUntil: (promise: Promise<unknown>) => void,
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): Promise<StrictDecision> {
   const now = Date.now();
   const cached = denials.lookup(objectName, cost, now);
@@ -61,7 +63,11 @@ export async function decideStrict(
     return limiterStub(namespace, name).decide(policy, costs);
   };
   try {
-    const decided = await coalescer.decide(call, objectName, policyOf(rule), cost, { timeoutMs: rule.timeoutMs, waitUntil });
+    const policy = policyOf(rule);
+    // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
+    const decided = waitUntil
+      ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil })
+      : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     breakers.succeeded(objectName);
     wholeRule.succeeded();
     denials.remember(objectName, cost, decided.decision, Date.now());

@@ -104,9 +104,8 @@ describe("unknown algorithms from another version", () => {
     const { rule } = await import("../helpers/rules");
     const future = rule({ name: "atk-future", onError: "deny", algorithm: "fixed-window" as never });
     const request = new Request("http://floodgate.test/x", { headers: { "CF-Connecting-IP": "192.0.2.154" } });
-    const ctx = { waitUntil: () => undefined, passThroughOnException: () => undefined } as unknown as ExecutionContext;
 
-    const verdict = await enforce(request, new URL(request.url), [future], env as unknown as Env, ctx);
+    const verdict = await enforce(request, new URL(request.url), [future], { namespace: (env as unknown as Env).LIMITER, waitUntil: () => undefined });
 
     expect(verdict.allowed).toBe(false);
     expect(verdict.entries[0]?.decision.reason).toBe("error");

@@ -1,0 +1,95 @@
+/** The Floodgate service binding: another Worker's RPC door to the same rules, keys and decisions as the proxy. */
+import { WorkerEntrypoint } from "cloudflare:workers";
+import { loadSettings, type Settings } from "../config";
+import type { Rule } from "../config/types";
+import type { Env } from "../env";
+import { setCapacity } from "../fast";
+import { check, type Checked } from "../gate/check";
+import { checkCost, checkKey } from "../limiter/arguments";
+import { forget, limitKey, standing, type LimiterContext } from "../limiter";
+import { limitResult, type LimitResult } from "../limiter/result";
+import { durableObjectName } from "../routing/key";
+
+/** What the binding's `props` may say: the rule a call uses when it names none. */
+export interface FloodgateProps {
+  rule?: string;
+}
+
+/** `limit`'s argument; `rule` may be left out when `props.rule` names one or there is only one rule. */
+export interface LimitOptions {
+  rule?: string;
+  key: string;
+  cost?: number;
+}
+
+export type KeyOptions = Omit<LimitOptions, "cost">;
+
+/**
+ * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
+ * entrypoint = "Floodgate"`). Every method reads `RATE_LIMIT_RULES` as the proxy does and decides
+ * with the same core: strict through the key's object, fast from this isolate's lease, with the
+ * same breaker, timeout and `onError`. Bad arguments reject with an Error that says what to pass,
+ * and consume nothing.
+ *
+ * @example
+ * const { success } = await env.FLOODGATE.limit({ key: userId }); // props.rule names the rule
+ */
+export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
+  /** Decides `cost` units (default: the rule's constant cost, 1 unless it sets one) for `key` under the rule. */
+  async limit(options: LimitOptions): Promise<LimitResult> {
+    const { rule, key } = this.resolve(options, "limit");
+    const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
+    return limitResult(rule, await limitKey(this.context(), rule, key, cost));
+  }
+
+  /**
+   * Applies every rule whose `match` fits the request, exactly as the proxy does, without proxying:
+   * the headers to add to the caller's response, and when not allowed the 429 (or 400) floodgate
+   * would have sent.
+   */
+  async check(request: Request): Promise<Checked> {
+    if (!(request instanceof Request)) throw new TypeError(`check: expected a Request, got ${request === null ? "null" : typeof request}`);
+    const settings = this.settings();
+    return check(request, new URL(request.url), settings.rules, this.context(), settings.headers);
+  }
+
+  /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
+  async peek(options: KeyOptions): Promise<LimitResult> {
+    const { rule, key } = this.resolve(options, "peek");
+    return limitResult(rule, await standing(this.env.LIMITER, rule, await durableObjectName(rule.name, key)));
+  }
+
+  /** Forgets the key: its next request starts from a full quota. */
+  async reset(options: KeyOptions): Promise<void> {
+    const { rule, key } = this.resolve(options, "reset");
+    await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
+  }
+
+  private settings(): Settings {
+    const settings = loadSettings(this.env);
+    setCapacity(settings.fastMaxKeys);
+    return settings;
+  }
+
+  private context(): LimiterContext {
+    return { namespace: this.env.LIMITER, waitUntil: (promise) => this.ctx.waitUntil(promise) };
+  }
+
+  /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */
+  private resolve(options: unknown, method: string): { rule: Rule; key: string } {
+    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { rule?, key${method === "limit" ? ", cost?" : ""} }, got ${options === null ? "null" : typeof options}`);
+    const { rule: named, key } = options as { rule?: unknown; key?: unknown };
+    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method), key: checkKey(key, method) };
+  }
+}
+
+function ruleNamed(rules: readonly Rule[], name: unknown, method: string): Rule {
+  const names = rules.map((r) => JSON.stringify(r.name)).join(", ") || "none";
+  if (name === undefined) {
+    if (rules.length === 1) return rules[0]!;
+    throw new TypeError(`${method}: name a rule ({ rule: "…" }, or props.rule on the binding): RATE_LIMIT_RULES has ${rules.length} (${names})`);
+  }
+  const rule = typeof name === "string" ? rules.find((r) => r.name === name) : undefined;
+  if (!rule) throw new TypeError(`${method}: no rule named ${JSON.stringify(name)} in RATE_LIMIT_RULES; its rules are ${names}`);
+  return rule;
+}

@@ -1,0 +1,85 @@
+/** `floodgate/hono`: Hono middleware that limits each request it guards with floodgate, answering as the proxy does. */
+import type { Context, MiddlewareHandler } from "hono";
+import { parseStandaloneRule } from "../config/rules";
+import type { Env } from "../env";
+import { denial } from "../gate/check";
+import { headerOptions, type HeaderForm } from "../http/header-options";
+import { rateLimitHeaders } from "../http/rate-limit-headers";
+import { limitKey, type LimiterContext } from "../limiter";
+import { limitResult, type LimitResult } from "../limiter/result";
+import { MISSING_PART } from "../routing/key";
+
+export type { LimitResult } from "../limiter/result";
+
+type Namespace = Env["LIMITER"];
+
+/** The options of {@link rateLimit}. */
+export interface RateLimitOptions<C extends Context = Context> {
+  /** the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context returning the namespace */
+  binding: string | ((c: C) => Namespace);
+  /** one rule, as in RATE_LIMIT_RULES without `match` and `key`, e.g. `{ name: "api", limit: 100, period: "1m" }` */
+  rule: unknown;
+  /**
+   * the request's key, e.g. `(c) => c.req.header("x-api-key")`. Nothing (undefined, null or "")
+   * counts the request under the rule's one shared key `#none`, as the proxy does for a missing
+   * key part: limited together, never let through. A key function that throws fails the request
+   * (Hono's error handler answers it); it never lets it through unlimited.
+   */
+  key: (c: C) => string | null | undefined | Promise<string | null | undefined>;
+  /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
+  headers?: HeaderForm;
+  /** whether to send X-RateLimit-*; default true */
+  legacyHeaders?: boolean;
+}
+
+/**
+ * Limits every request the middleware guards under one rule: a denied request gets the proxy's 429
+ * problem+json and headers; an allowed one continues, its response gets the rate-limit headers,
+ * and `c.get("rateLimit")` holds the {@link LimitResult}. The options are checked now: a bad rule
+ * throws an Error naming the field.
+ *
+ * @example
+ * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));
+ */
+export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
+  if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: expected options { binding, rule, key }");
+  const rule = parseStandaloneRule(options.rule);
+  const { binding, key } = options;
+  if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
+  if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
+  const forms = headerOptions(options, "rateLimit");
+  const cost = "units" in rule.cost ? rule.cost.units : 1;
+  return async function rateLimitMiddleware(c, next) {
+    const context = contextOf(c as unknown as C, binding);
+    const value = await key(c as unknown as C);
+    const decision = await limitKey(context, rule, typeof value === "string" && value !== "" ? value : MISSING_PART, cost);
+    c.set("rateLimit", limitResult(rule, decision));
+    const now = Date.now();
+    if (!decision.allowed) return denial([{ rule, decision }], now, forms).response;
+    await next();
+    const headers = rateLimitHeaders(rule, decision, now, forms);
+    try {
+      for (const name in headers) c.res.headers.set(name, headers[name]!);
+    } catch {
+      // A response straight from fetch() has immutable headers: copy it once.
+      c.res = new Response(c.res.body, c.res);
+      for (const name in headers) c.res.headers.set(name, headers[name]!);
+    }
+  };
+}
+
+function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {
+  const namespace = typeof binding === "string" ? (c.env as Record<string, unknown> | undefined)?.[binding] : binding(c);
+  if (typeof (namespace as Namespace | undefined)?.idFromName !== "function") {
+    const where = typeof binding === "string" ? `c.env.${binding}` : "the binding function's result";
+    throw new TypeError(`rateLimit: ${where} is not a Durable Object namespace; bind the RateLimiter class in wrangler.toml`);
+  }
+  let waitUntil: LimiterContext["waitUntil"];
+  try {
+    const ctx = c.executionCtx;
+    waitUntil = (promise) => ctx.waitUntil(promise);
+  } catch {
+    // No ExecutionContext (a test calling app.request without one): strict calls go one by one.
+  }
+  return { namespace: namespace as Namespace, ...(waitUntil ? { waitUntil } : {}) };
+}

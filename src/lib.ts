@@ -1,0 +1,102 @@
+/** The `floodgate` package: the RateLimiter Durable Object, a limiter for one rule, and a gate for a rule set, to use from your own Worker. */
+import { parseConfig, parseStandaloneRule } from "./config/rules";
+import type { Env } from "./env";
+import { check, type Checked } from "./gate/check";
+import { headerOptions, type HeaderForm } from "./http/header-options";
+import { checkCost, checkKey } from "./limiter/arguments";
+import { forget, limitKey, standing } from "./limiter";
+import { limitResult, type LimitResult } from "./limiter/result";
+import { durableObjectName } from "./routing/key";
+
+export { RateLimiter } from "./durable-object/rate-limiter";
+export type { LimitResult } from "./limiter/result";
+export type { Checked } from "./gate/check";
+export type { HeaderForm } from "./http/header-options";
+
+/** The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`). */
+export type RateLimiterNamespace = Env["LIMITER"];
+
+/** The per-call options of {@link Limiter.limit}. */
+export interface LimitCallOptions {
+  /** units this call takes; default the rule's `cost` (1 unless it sets one) */
+  cost?: number;
+  /** the request's ExecutionContext: fast mode needs it for its background syncs, and strict mode batches concurrent calls with it */
+  ctx?: Pick<ExecutionContext, "waitUntil">;
+}
+
+/** One rule, for keys you choose. */
+export interface Limiter {
+  /** Decides `cost` units for `key`. */
+  limit(key: string, options?: LimitCallOptions): Promise<LimitResult>;
+  /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
+  peek(key: string): Promise<LimitResult>;
+  /** Forgets the key: its next request starts from a full quota. */
+  reset(key: string): Promise<void>;
+}
+
+/**
+ * A limiter for one rule, validated now by the parser the proxy uses: the fields of a
+ * `RATE_LIMIT_RULES` rule except `match` and `key`, which have no meaning here. Throws an Error
+ * naming the field, e.g. `rule ("api").period: expected a duration like "10s" …`.
+ *
+ * @example
+ * import { limiter, RateLimiter } from "floodgate";
+ * export { RateLimiter };
+ * const api = limiter(env.LIMITER, { name: "api", limit: 100, period: "1m" });
+ * const { success, retryAfter } = await api.limit(userId, { ctx });
+ */
+export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter {
+  const parsed = parseStandaloneRule(rule);
+  const defaultCost = "units" in parsed.cost ? parsed.cost.units : 1;
+  const where = (method: string) => `limiter("${parsed.name}").${method}`;
+  return {
+    async limit(key, options = {}) {
+      const checked = checkKey(key, where("limit"));
+      const cost = checkCost(options.cost, defaultCost, where("limit"));
+      if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
+      const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
+      return limitResult(parsed, await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}) }, parsed, checked, cost));
+    },
+    async peek(key) {
+      const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));
+      return limitResult(parsed, await standing(namespace, parsed, name));
+    },
+    async reset(key) {
+      await forget(namespace, await durableObjectName(parsed.name, checkKey(key, where("reset"))));
+    },
+  };
+}
+
+/** The options of {@link createGate}. */
+export interface GateOptions {
+  /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
+  headers?: HeaderForm;
+  /** whether to send X-RateLimit-*; default true */
+  legacyHeaders?: boolean;
+}
+
+/** A whole rule set, applied to requests as the proxy applies it. */
+export interface Gate {
+  check(request: Request, ctx: Pick<ExecutionContext, "waitUntil">): Promise<Checked>;
+}
+
+/**
+ * A gate for a rule set in the `RATE_LIMIT_RULES` format (a JSON string, `{"rules": […]}` or an
+ * array), validated now: `check` is the binding's `check`, the proxy without the proxying.
+ *
+ * @example
+ * const gate = createGate(env.LIMITER, [{ name: "per-ip", key: "ip", limit: 100, period: "1m" }]);
+ * const { allowed, headers, response } = await gate.check(request, ctx);
+ * if (!allowed) return response;
+ */
+export function createGate(namespace: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
+  const parsed = parseConfig(rules).rules;
+  const forms = headerOptions(options, "createGate");
+  return {
+    async check(request, ctx) {
+      if (!(request instanceof Request)) throw new TypeError(`createGate(…).check: expected a Request, got ${request === null ? "null" : typeof request}`);
+      if (typeof ctx?.waitUntil !== "function") throw new TypeError("createGate(…).check: pass the request's ExecutionContext (ctx) as the second argument");
+      return check(request, new URL(request.url), parsed, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) }, forms);
+    },
+  };
+}

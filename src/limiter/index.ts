@@ -1,0 +1,114 @@
+/** This rule, this key, this cost → a Decision: the one core every surface (proxy, binding, library, middleware) decides with. */
+import type { Decision } from "../algorithms";
+import type { Rule } from "../config/types";
+import { limiterStub } from "../durable-object/stub";
+import type { Env } from "../env";
+import { cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
+import { admitKey } from "../gate/new-keys";
+import { onErrorDecision } from "../gate/on-error";
+import { metrics } from "../metrics/metrics";
+import { durableObjectName } from "../routing/key";
+import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict, type StrictDecision } from "../strict";
+
+/**
+ * Where decisions are made: the RateLimiter namespace, and the request's `waitUntil`, which keeps
+ * background work (fast syncs, refunds, a batch other requests wait on) alive past the response.
+ * Without it, strict calls are made one by one rather than batched, and fast rules cannot run.
+ */
+export interface LimiterContext {
+  namespace: Env["LIMITER"];
+  waitUntil?: (promise: Promise<unknown>) => void;
+}
+
+/** One rule asked about one key: the object that owns it and the units the request costs. */
+export interface Ask {
+  rule: Rule;
+  objectName: string;
+  cost: number;
+}
+
+/** A decision, and for a strict one that took units, when the object counted them. */
+export type Taken = StrictDecision;
+
+/**
+ * The object that owns `key` under `rule`: `<rule>/<key>` (hashed past 1 KB), or the rule's
+ * `#overflow` key when the key is new to this isolate past the rule's `newKeysPerSecond`.
+ */
+export function objectNameOf(rule: Rule, key: string, now: number): Promise<string> {
+  return durableObjectName(rule.name, admitKey(rule, key, now));
+}
+
+/** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */
+export function cachedDenial(ask: Ask, context: LimiterContext, now: number): Decision | undefined {
+  if (ask.rule.mode === "strict") return cachedStrictDenial(ask.objectName, ask.cost, now);
+  return context.waitUntil ? cachedFastDenial(fastContext(context), ask.rule, ask.objectName, ask.cost, now) : undefined;
+}
+
+/** One rule's decision by its mode; when the object fails or is too slow, by its `onError` policy. */
+export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> {
+  const { rule, objectName, cost } = ask;
+  // A fast rule without a context is the caller's mistake, not the object's failure: it throws.
+  const fast = rule.mode === "fast" ? fastContext(context) : undefined;
+  try {
+    if (fast) return { decision: await decideFast(fast, rule, objectName, cost) };
+    return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
+  } catch (error) {
+    countError("durable_object")(error);
+    const peers = rule.mode === "fast" ? peersOf(objectName) : 1;
+    return { decision: onErrorDecision(rule, objectName, cost, peers, Date.now()) };
+  }
+}
+
+/** Returns what an allowed decision took, when another rule denied the request. */
+export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: LimiterContext): void {
+  if (!decision.allowed || decision.reason === "error") return;
+  if (countedAt === undefined) return refundFast(ask.objectName, ask.cost);
+  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund"));
+  context.waitUntil?.(refund);
+}
+
+/**
+ * Decides `cost` units for `key` under `rule`: from this isolate's cached denial when it has one,
+ * otherwise by the rule's mode, and counted in the metrics. The whole of `limit` for the binding,
+ * the library and the middleware.
+ */
+export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number): Promise<Decision> {
+  const now = Date.now();
+  const ask: Ask = { rule, objectName: await objectNameOf(rule, key, now), cost };
+  const decision = cachedDenial(ask, context, now) ?? (await decide(ask, context)).decision;
+  countDecision(rule, decision);
+  return decision;
+}
+
+/** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */
+export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
+  metrics.count("floodgate_durable_object_calls_total", { method: "peek" });
+  return limiterStub(namespace, objectName).peek(policyOf(rule));
+}
+
+/** Forgets the key: its object, and this isolate's lease and cached denial of it. */
+export async function forget(namespace: Env["LIMITER"], objectName: string): Promise<void> {
+  metrics.count("floodgate_durable_object_calls_total", { method: "reset" });
+  await limiterStub(namespace, objectName).reset();
+  // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
+  forgetLocal(objectName);
+  forgetStrict(objectName);
+}
+
+/** Counts a decision in `floodgate_decisions_total`. */
+export function countDecision(rule: Rule, decision: Decision): void {
+  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: decision.allowed ? "allowed" : "denied" });
+}
+
+function fastContext(context: LimiterContext): { namespace: Env["LIMITER"]; waitUntil(promise: Promise<unknown>): void } {
+  const { namespace, waitUntil } = context;
+  if (!waitUntil) throw new TypeError("a fast rule needs the request's ExecutionContext (ctx) for its background syncs");
+  return { namespace, waitUntil };
+}
+
+function countError(kind: string): (error: unknown) => void {
+  return (error) => {
+    metrics.count("floodgate_errors_total", { kind });
+    console.error(`floodgate: ${kind} failed: ${error instanceof Error ? error.message : String(error)}`);
+  };
+}

@@ -1,0 +1,42 @@
+/** LimitResult: what a decision tells the code that asked for it, the same from the binding, the library and the middleware. */
+import type { Decision, Reason } from "../algorithms";
+import type { Rule } from "../config/types";
+
+/**
+ * The answer to `limit` and `peek`. A superset of Cloudflare's `RateLimitOutcome` (`{ success }`),
+ * so code written for Cloudflare's rate-limiting binding reads it unchanged.
+ *
+ * @example
+ * const { success, remaining, retryAfter } = await env.FLOODGATE.limit({ key: userId });
+ * if (!success) return new Response("slow down", { status: 429, headers: { "Retry-After": String(Math.ceil(retryAfter / 1000)) } });
+ */
+export interface LimitResult {
+  /** whether the units were granted */
+  success: boolean;
+  /** the rule's `limit` */
+  limit: number;
+  /** whole units still available after this decision */
+  remaining: number;
+  /** epoch ms at which the key is back to its full quota if it sends nothing more */
+  reset: number;
+  /** ms until a request of this cost would be granted; 0 when granted */
+  retryAfter: number;
+  /** the rule's name */
+  rule: string;
+  /** why, when it needs saying: "limit", "cost-exceeds-capacity", "local", "cache" or "error" (see the README) */
+  reason?: Reason;
+}
+
+/** The one translation from the internal Decision. */
+export function limitResult(rule: Rule, decision: Decision): LimitResult {
+  const result: LimitResult = {
+    success: decision.allowed,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    reset: decision.resetAt,
+    retryAfter: decision.allowed ? 0 : decision.retryAfter,
+    rule: rule.name,
+  };
+  if (decision.reason !== undefined) result.reason = decision.reason;
+  return result;
+}

@@ -1,0 +1,169 @@
+// The Floodgate service binding, called from another Worker over a real binding in workerd: limit, check, peek, reset and bad input.
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOrigin } from "../setup/origin-server";
+import { bundleWorker } from "./bundle";
+
+const RULES = [
+  { name: "login", key: "ip", limit: 5, period: "1h" },
+  { name: "api", key: "header:x-api-key", limit: 3, period: "1h", mode: "fast" },
+  { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
+];
+
+/** The caller: a Worker with the binding, whose routes run one kind of call each and answer JSON. */
+const CALLER = `
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const q = (name) => url.searchParams.get(name);
+    const settle = (promise) => promise.then((value) => ({ ok: true, value }), (error) => ({ ok: false, error: String(error && error.message || error) }));
+    switch (url.pathname) {
+      case "/limit": {
+        const calls = Array.from({ length: Number(q("n") ?? 1) }, () => env.FLOODGATE.limit({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
+        return Response.json(await Promise.all(calls));
+      }
+      case "/check": {
+        const { allowed, headers, response } = await env.FLOODGATE.check(new Request("https://api.example.com" + q("path"), { headers: { "CF-Connecting-IP": q("ip") } }));
+        return Response.json({ allowed, headers, status: response ? response.status : null, body: response ? await response.json() : null });
+      }
+      case "/peek":
+        return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
+      case "/reset":
+        await env.FLOODGATE.reset({ key: q("key") });
+        return Response.json({ reset: true });
+      case "/bad":
+        return Response.json(await Promise.all([
+          settle(env.FLOODGATE.limit({ rule: "nope", key: "k" })),
+          settle(env.FLOODGATE.limit({ key: "" })),
+          settle(env.FLOODGATE.limit({})),
+          settle(env.FLOODGATE.limit({ key: "x".repeat(1025) })),
+          settle(env.FLOODGATE.limit({ key: "k", cost: 1.5 })),
+          settle(env.FLOODGATE.limit({ key: "k", cost: -2 })),
+          settle(env.FLOODGATE.check("not a request")),
+          settle(env.UNNAMED.limit({ key: "k" })),
+        ]));
+    }
+    return new Response("no such route", { status: 404 });
+  },
+};`;
+
+let mf: Miniflare;
+let origin: Awaited<ReturnType<typeof startOrigin>>;
+
+beforeAll(async () => {
+  origin = await startOrigin();
+  const bundle = await bundleWorker();
+  mf = new Miniflare({
+    workers: [
+      {
+        name: "caller",
+        modules: true,
+        script: CALLER,
+        compatibilityDate: "2026-04-20",
+        serviceBindings: {
+          FLOODGATE: { name: "floodgate", entrypoint: "Floodgate", props: { rule: "login" } },
+          UNNAMED: { name: "floodgate", entrypoint: "Floodgate" },
+        },
+      },
+      {
+        name: "floodgate",
+        modules: true,
+        scriptPath: bundle.path,
+        compatibilityDate: "2026-04-20",
+        bindings: { RATE_LIMIT_RULES: JSON.stringify(RULES), ORIGIN_URL: `http://127.0.0.1:${origin.port}` },
+        durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
+      },
+    ],
+  });
+  await mf.ready;
+}, 60_000);
+
+afterAll(async () => {
+  await mf?.dispose();
+  await origin?.close();
+});
+
+const call = async <T>(path: string): Promise<T> => (await mf.dispatchFetch(`http://caller${path}`)).json() as Promise<T>;
+const originCount = async (tag: string) => ((await (await fetch(`http://127.0.0.1:${origin.port}/__origin/count?tag=${tag}`)).json()) as { count: number }).count;
+
+interface Result {
+  success: boolean;
+  limit: number;
+  remaining: number;
+  reset: number;
+  retryAfter: number;
+  rule: string;
+  reason?: string;
+}
+
+describe("the Floodgate service binding", () => {
+  it("grants exactly 5 of 40 concurrent limit({ key }) calls on a strict rule with limit 5, the rule from props", async () => {
+    const results = await call<Result[]>("/limit?key=198.51.100.1&n=40");
+
+    expect(results.filter((r) => r.success)).toHaveLength(5);
+    expect(results.every((r) => r.rule === "login" && r.limit === 5)).toBe(true);
+    const denied = results.filter((r) => !r.success);
+    expect(denied.every((r) => r.retryAfter > 0 && r.remaining === 0)).toBe(true);
+  });
+
+  it("shares a key's counter with the proxy: the same rule and key are one object", async () => {
+    await call<Result[]>("/limit?key=198.51.100.2&n=4");
+    const proxy = await mf.getWorker("floodgate");
+    const proxied = await proxy.fetch("http://floodgate.test/login-shared/x", { headers: { "CF-Connecting-IP": "198.51.100.2" } });
+    const after = await call<Result[]>("/limit?key=198.51.100.2");
+
+    expect(proxied.status).toBe(200);
+    expect(after[0]?.success).toBe(false);
+  });
+
+  it("decides a fast rule named in the call from this isolate's lease", async () => {
+    const results = await call<Result[]>("/limit?rule=api&key=k-fast&n=5");
+    expect(results.filter((r) => r.success)).toHaveLength(3);
+  });
+
+  it("checks a request as the proxy would without ever contacting the origin", async () => {
+    const first = await call<{ allowed: boolean; headers: Record<string, string>; status: number | null }>("/check?path=/gated/check-only&ip=198.51.100.3");
+    await call("/check?path=/gated/check-only&ip=198.51.100.3");
+    const third = await call<{ allowed: boolean; headers: Record<string, string>; status: number | null; body: { status: number; "violated-policies": string[] } }>(
+      "/check?path=/gated/check-only&ip=198.51.100.3",
+    );
+
+    expect(first.allowed).toBe(true);
+    expect(first.status).toBeNull();
+    expect(Object.keys(first.headers)).toContain("RateLimit");
+    expect(third.allowed).toBe(false);
+    expect(third.status).toBe(429);
+    expect(third.body["violated-policies"]).toContain("gate");
+    expect(third.headers["Retry-After"]).toBeDefined();
+    expect(await originCount("check-only")).toBe(0);
+  });
+
+  it("peeks without consuming and resets a key", async () => {
+    await call("/limit?key=198.51.100.4&n=2");
+    const peeked = await call<Result>("/peek?key=198.51.100.4");
+    const again = await call<Result>("/peek?key=198.51.100.4");
+    await call("/reset?key=198.51.100.4");
+    const afterReset = await call<Result>("/peek?key=198.51.100.4");
+
+    expect(peeked.remaining).toBe(3);
+    expect(again.remaining).toBe(3);
+    expect(afterReset.remaining).toBe(5);
+  });
+
+  it("rejects bad calls with a message saying what is wrong, consuming nothing", async () => {
+    const outcomes = await call<{ ok: boolean; error?: string }[]>("/bad");
+
+    expect(outcomes.every((o) => !o.ok)).toBe(true);
+    expect(outcomes.map((o) => o.error)).toEqual([
+      expect.stringMatching(/no rule named "nope"/),
+      expect.stringMatching(/key must be a non-empty string/),
+      expect.stringMatching(/key must be a non-empty string/),
+      expect.stringMatching(/at most 1024 bytes/),
+      expect.stringMatching(/cost must be a positive integer, got 1\.5/),
+      expect.stringMatching(/cost must be a positive integer, got -2/),
+      expect.stringMatching(/expected a Request/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 3/),
+    ]);
+    expect((await call<Result>("/peek?key=k")).remaining).toBe(5);
+  });
+});

@@ -1,0 +1,87 @@
+// The Hono middleware in a Hono app, with the real RateLimiter object: the limit, the proxy's 429, c.get("rateLimit"), and bad keys.
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../src/env";
+import { rateLimit, type LimitResult } from "../../src/hono";
+import { send } from "../helpers/worker";
+
+type App = { Bindings: Env; Variables: { rateLimit: LimitResult } };
+
+function app(options: Partial<Parameters<typeof rateLimit>[0]> & { rule: unknown }) {
+  const hono = new Hono<App>();
+  hono.use("/api/*", rateLimit({ binding: "LIMITER", key: (c) => c.req.header("x-api-key"), ...options }));
+  hono.get("/api/:id", (c) => c.json({ id: c.req.param("id"), rateLimit: c.get("rateLimit") }));
+  return hono;
+}
+
+async function get(hono: Hono<App>, path: string, headers: Record<string, string> = {}): Promise<Response> {
+  const ctx = createExecutionContext();
+  const response = await hono.request(path, { headers }, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+describe("rateLimit (Hono middleware)", () => {
+  it("admits exactly the limit, concurrently, and exposes the result at c.get('rateLimit')", async () => {
+    const hono = app({ rule: { name: "hono-exact", limit: 4, period: "1h" } });
+    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => get(hono, `/api/${i}`, { "x-api-key": "k-exact" })));
+
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(4);
+    const body = (await responses.find((r) => r.status === 200)!.json()) as { rateLimit: LimitResult };
+    expect(body.rateLimit).toMatchObject({ success: true, limit: 4, rule: "hono-exact" });
+  });
+
+  it("answers the 429 with the proxy's problem+json and headers", async () => {
+    const hono = app({ rule: { name: "hono-same", limit: 1, period: "1m" } });
+    await get(hono, "/api/a", { "x-api-key": "k-same" });
+    const mine = await get(hono, "/api/b", { "x-api-key": "k-same" });
+    const rules = [{ name: "hono-same", key: "header:x-api-key", limit: 1, period: "1m" }];
+    await send(new Request("http://floodgate.test/hono-proxy/a", { headers: { "x-api-key": "k-proxy" } }), { rules });
+    const proxy = await send(new Request("http://floodgate.test/hono-proxy/b", { headers: { "x-api-key": "k-proxy" } }), { rules });
+
+    expect(mine.status).toBe(429);
+    expect([...mine.headers.keys()].sort()).toEqual([...proxy.headers.keys()].sort());
+    expect(mine.headers.get("RateLimit-Policy")).toBe(proxy.headers.get("RateLimit-Policy"));
+    const [a, b] = (await Promise.all([mine.json(), proxy.json()])) as Record<string, unknown>[];
+    expect(a).toEqual({ ...b!, detail: a!.detail });
+    expect(a!.detail).toMatch(/^Rate limit exceeded for hono-same; retry in \d+ s\.$/);
+  });
+
+  it("adds the rate-limit headers to an allowed response", async () => {
+    const response = await get(app({ rule: { name: "hono-headers", limit: 5, period: "1m" } }), "/api/x", { "x-api-key": "k-h" });
+    expect(response.headers.get("RateLimit-Policy")).toBe('"hono-headers";q=5;w=60');
+    expect(response.headers.get("X-RateLimit-Remaining")).toBe("4");
+  });
+
+  it("sends the header forms it is given", async () => {
+    const response = await get(app({ rule: { name: "hono-forms", limit: 5, period: "1m" }, headers: "draft-7", legacyHeaders: false }), "/api/x", { "x-api-key": "k-f" });
+    expect(response.headers.get("RateLimit")).toMatch(/^limit=5, remaining=4, reset=\d+$/);
+    expect(response.headers.get("X-RateLimit-Limit")).toBeNull();
+  });
+
+  it("counts requests whose key function returns nothing under one shared key, never unlimited", async () => {
+    const hono = app({ rule: { name: "hono-none", limit: 2, period: "1h" } });
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(hono, `/api/${i}`)).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+  });
+
+  it("fails the request, never letting it through, when the key function throws", async () => {
+    const hono = app({ rule: { name: "hono-throw", limit: 2, period: "1h" }, key: () => { throw new Error("no session"); } });
+    const response = await get(hono, "/api/x");
+    expect(response.status).toBe(500);
+  });
+
+  it("checks its options when it is made", () => {
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" }, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
+    expect(() => rateLimit({ binding: 42 as never, rule: { name: "h", limit: 1, period: "1m" }, key: () => "k" })).toThrow(/binding must be the name/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", headers: "draft-99" as never })).toThrow(/headers/);
+  });
+
+  it("says which binding is missing instead of letting the request through", async () => {
+    const response = await get(app({ rule: { name: "hono-nobind", limit: 1, period: "1m" }, binding: "NOPE" }), "/api/x", { "x-api-key": "k" });
+    expect(response.status).toBe(500);
+  });
+});

@@ -1,0 +1,120 @@
+// The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../src/env";
+import { createGate, limiter } from "../../src/lib";
+import { originLog } from "../helpers/worker";
+
+const namespace = (env as unknown as Env).LIMITER;
+
+describe("limiter", () => {
+  it("throws at construction with the proxy parser's message naming the field", () => {
+    expect(() => limiter(namespace, { name: "lib-bad", limit: 10, period: "ten" })).toThrow(/^rule \("lib-bad"\)\.period: expected a duration like "10s"/);
+    expect(() => limiter(namespace, { name: "lib-bad", limit: 0, period: "1m" })).toThrow(/^rule \("lib-bad"\)\.limit: expected a positive integer/);
+  });
+
+  it("rejects match, key and a header cost, which have no meaning for a rule used from code", () => {
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" })).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } })).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", cost: "header:x-cost" })).toThrow(/rule \("lib-x"\)\.cost: a header cost needs a request/);
+  });
+
+  it("grants exactly the limit to concurrent calls and reports a LimitResult", async () => {
+    const api = limiter(namespace, { name: "lib-exact", limit: 5, period: "1h" });
+    const ctx = createExecutionContext();
+    const results = await Promise.all(Array.from({ length: 20 }, () => api.limit("user-1", { ctx })));
+    await waitOnExecutionContext(ctx);
+
+    expect(results.filter((r) => r.success)).toHaveLength(5);
+    const denied = results.find((r) => !r.success)!;
+    expect(denied).toMatchObject({ success: false, limit: 5, remaining: 0, rule: "lib-exact", reason: "limit" });
+    expect(denied.retryAfter).toBeGreaterThan(0);
+    expect(denied.reset).toBeGreaterThan(Date.now());
+  });
+
+  it("decides without a ctx on a strict rule, one call each", async () => {
+    const api = limiter(namespace, { name: "lib-noctx", limit: 2, period: "1h" });
+    const results = await Promise.all([api.limit("k"), api.limit("k"), api.limit("k")]);
+    expect(results.map((r) => r.success).sort()).toEqual([false, true, true]);
+  });
+
+  it("takes the rule's constant cost by default, and a cost per call", async () => {
+    const api = limiter(namespace, { name: "lib-cost", limit: 10, period: "1h", cost: 4 });
+    expect((await api.limit("k")).remaining).toBe(6);
+    expect((await api.limit("k", { cost: 6 })).remaining).toBe(0);
+  });
+
+  it("peeks without consuming, and resets", async () => {
+    const api = limiter(namespace, { name: "lib-peek", limit: 3, period: "1h" });
+    await api.limit("k");
+    expect((await api.peek("k")).remaining).toBe(2);
+    expect((await api.peek("k")).remaining).toBe(2);
+    await api.reset("k");
+    expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("throws for a missing, empty or oversized key and a bad cost, consuming nothing", async () => {
+    const api = limiter(namespace, { name: "lib-args", limit: 3, period: "1h" });
+    await expect(api.limit("")).rejects.toThrow(/limiter\("lib-args"\)\.limit: key must be a non-empty string/);
+    await expect(api.limit(undefined as unknown as string)).rejects.toThrow(/key must be a non-empty string/);
+    await expect(api.limit("é".repeat(600))).rejects.toThrow(/at most 1024 bytes of UTF-8, got 1200/);
+    await expect(api.limit("k", { cost: 0 })).rejects.toThrow(/cost must be a positive integer, got 0/);
+    await expect(api.limit("k", { cost: 2.5 })).rejects.toThrow(/cost must be a positive integer, got 2\.5/);
+    expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("asks for the ExecutionContext on a fast rule instead of deciding without background syncs", async () => {
+    const api = limiter(namespace, { name: "lib-fast", limit: 3, period: "1h", mode: "fast" });
+    await expect(api.limit("k")).rejects.toThrow(/a fast rule needs \{ ctx \}/);
+    const ctx = createExecutionContext();
+    const results = await Promise.all(Array.from({ length: 5 }, () => api.limit("k", { ctx })));
+    await waitOnExecutionContext(ctx);
+    expect(results.filter((r) => r.success)).toHaveLength(3);
+  });
+});
+
+describe("createGate", () => {
+  const rules = [{ name: "gate-ip", match: { path: "/gate-lib/*" }, key: "ip", limit: 2, period: "1h", cost: "header:x-cost" }];
+  const request = (headers: Record<string, string> = {}) => new Request("http://app.test/gate-lib/x", { headers: { "CF-Connecting-IP": "192.0.2.200", ...headers } });
+
+  it("throws at construction for an invalid rule set, naming the rule and field", () => {
+    expect(() => createGate(namespace, [{ name: "g", limit: 1, period: "soon" }])).toThrow(/^rules\[0\] \("g"\)\.period/);
+  });
+
+  it("applies the rules as the proxy does: headers when allowed, the 429 when not, never the origin", async () => {
+    const gate = createGate(namespace, rules);
+    const ctx = createExecutionContext();
+    const first = await gate.check(request(), ctx);
+    await gate.check(request(), ctx);
+    const third = await gate.check(request(), ctx);
+    await waitOnExecutionContext(ctx);
+
+    expect(first.allowed).toBe(true);
+    expect(first.response).toBeUndefined();
+    expect(first.headers["RateLimit-Policy"]).toBe('"gate-ip";q=2;w=3600');
+    expect(third.allowed).toBe(false);
+    expect(third.response?.status).toBe(429);
+    expect(third.response?.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(third.headers["Retry-After"]).toBeDefined();
+    expect(await originLog("gate-lib")).toEqual([]);
+  });
+
+  it("answers a malformed cost header with the 400 the proxy sends, consuming nothing", async () => {
+    const gate = createGate(namespace, rules);
+    const checked = await gate.check(request({ "CF-Connecting-IP": "192.0.2.201", "x-cost": "abc" }), createExecutionContext());
+    expect(checked.allowed).toBe(false);
+    expect(checked.response?.status).toBe(400);
+  });
+
+  it("sends the header forms it is given", async () => {
+    const gate = createGate(namespace, rules, { headers: "draft-6", legacyHeaders: false });
+    const checked = await gate.check(request({ "CF-Connecting-IP": "192.0.2.202" }), createExecutionContext());
+    expect(Object.keys(checked.headers).sort()).toEqual(["RateLimit-Limit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset"]);
+  });
+
+  it("throws for a request that is not a Request, or no ctx", async () => {
+    const gate = createGate(namespace, rules);
+    await expect(gate.check("http://x" as unknown as Request, createExecutionContext())).rejects.toThrow(/expected a Request/);
+    await expect(gate.check(request(), undefined as unknown as ExecutionContext)).rejects.toThrow(/pass the request's ExecutionContext/);
+  });
+});
