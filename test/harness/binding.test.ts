@@ -41,6 +41,8 @@ export default {
           settle(env.FLOODGATE.limit({ key: "k", cost: -2 })),
           settle(env.FLOODGATE.check("not a request")),
           settle(env.UNNAMED.limit({ key: "k" })),
+          settle(env.BROKEN.check(new Request("https://api.example.com/"))),
+          settle(env.BROKEN.limit({ key: "k" })),
         ]));
     }
     return new Response("no such route", { status: 404 });
@@ -63,6 +65,7 @@ beforeAll(async () => {
         serviceBindings: {
           FLOODGATE: { name: "floodgate", entrypoint: "Floodgate", props: { rule: "login" } },
           UNNAMED: { name: "floodgate", entrypoint: "Floodgate" },
+          BROKEN: { name: "floodgate-broken", entrypoint: "Floodgate" },
         },
       },
       {
@@ -71,6 +74,14 @@ beforeAll(async () => {
         scriptPath: bundle.path,
         compatibilityDate: "2026-04-20",
         bindings: { RATE_LIMIT_RULES: JSON.stringify(RULES), ORIGIN_URL: `http://127.0.0.1:${origin.port}` },
+        durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
+      },
+      {
+        name: "floodgate-broken",
+        modules: true,
+        scriptPath: bundle.path,
+        compatibilityDate: "2026-04-20",
+        bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "bad", limit: 5, period: "soon" }]), ORIGIN_URL: `http://127.0.0.1:${origin.port}` },
         durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
       },
     ],
@@ -150,7 +161,7 @@ describe("the Floodgate service binding", () => {
     expect(afterReset.remaining).toBe(5);
   });
 
-  it("rejects bad calls with a message saying what is wrong, consuming nothing", async () => {
+  it("rejects bad calls, and every call while the configuration is invalid, with a message saying what is wrong, consuming nothing", async () => {
     const outcomes = await call<{ ok: boolean; error?: string }[]>("/bad");
 
     expect(outcomes.every((o) => !o.ok)).toBe(true);
@@ -163,6 +174,8 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/cost must be a positive integer, got -2/),
       expect.stringMatching(/expected a Request/),
       expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 3/),
+      expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
+      expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
     ]);
     expect((await call<Result>("/peek?key=k")).remaining).toBe(5);
   });
