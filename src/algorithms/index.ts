@@ -81,12 +81,12 @@ export function countedAt(policy: Policy, state: LimiterState, now: number): num
 }
 
 /**
- * The key's standing at `now`, consuming nothing: `remaining` and `resetAt` as they are, `allowed`
- * and `retryAfter` for a request of one unit.
+ * The key's standing at `now`, consuming nothing: `remaining`, `resetAt` and `moreAt` as they are,
+ * `allowed` and `retryAfter` for a request of one unit.
  */
 export function peek(policy: Policy, state: LimiterState | undefined, now: number): Decision {
-  const { remaining, resetAt } = decide(policy, state, 0, now).decision;
-  return { ...decide(policy, state, 1, now).decision, remaining, resetAt };
+  const { remaining, resetAt, moreAt } = decide(policy, state, 0, now).decision;
+  return { ...decide(policy, state, 1, now).decision, remaining, resetAt, moreAt };
 }
 
 /**

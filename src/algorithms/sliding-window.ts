@@ -44,10 +44,16 @@ export function slidingWindow(
   const usedNext = allowed ? used + cost * policy.periodMs : used;
   const remaining = Math.max(0, Math.floor((policy.limit * policy.periodMs - usedNext) / policy.periodMs));
   const reset = resetAt(policy, next, at);
-  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, retryAfter: 0 }, state: next };
+  if (allowed) {
+    const moreAt = remaining === policy.limit ? at : nextUnitAt(policy, next, usedNext, remaining, at);
+    return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, moreAt, retryAfter: 0 }, state: next };
+  }
   const reason = cost > policy.limit ? "cost-exceeds-capacity" : "limit";
   const wait = retryAfter(policy, next, cost, at);
-  return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, retryAfter: wait, reason }, state: next };
+  // The usual denial asks for one unit more than is left: its wait is then also the next unit's.
+  const moreAt =
+    reason === "limit" && cost === remaining + 1 ? at + wait : remaining === policy.limit ? at : nextUnitAt(policy, next, usedNext, remaining, at);
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, moreAt, retryAfter: wait, reason }, state: next };
 }
 
 /**
@@ -216,6 +222,38 @@ function resetAt(policy: Policy, state: SlidingWindowState, at: number): number 
   if (state.current > 0) return bucketStart(policy, state.index + policy.buckets + 1);
   if (end > from) return bucketStart(policy, base + history[end - 2]! + policy.buckets + 1);
   return at;
+}
+
+/**
+ * When `remaining` next grows by a unit: the first ms at which the estimate is at most
+ * (limit − remaining − 1) × period, given `used`, the estimate × period at `at` (which must fall in
+ * the state's current bucket). The estimate falls continuously: a bucket weighs in full until it
+ * becomes the oldest, then fades to nothing over one bucket's length. So the buckets are taken in
+ * the order they fade, skipping the empty ones, until they have shed the excess; as the excess is
+ * at most one unit (more only while the key is over its limit), that is the oldest bucket and at
+ * most the next one with units in it. The key must not be at its full quota (used > 0).
+ */
+function nextUnitAt(policy: Policy, state: SlidingWindowState, used: number, remaining: number, at: number): number {
+  const { periodMs, buckets } = policy;
+  let excess = used - (policy.limit - remaining - 1) * periodMs;
+  // The oldest bucket fades for the rest of the current one, at `oldest` per scaled ms.
+  const oldest = oldestCount(policy, state);
+  if (oldest > 0) {
+    const fading = oldest * (periodMs - (at * buckets - state.index * periodMs));
+    if (excess <= fading) return at + Math.ceil(excess / (oldest * buckets));
+    excess -= fading;
+  }
+  // Then each bucket with units fades over the bucket `buckets` after it: finished ones, then the current one.
+  const { history, base, end } = state;
+  for (let i = oldest > 0 ? state.from + 2 : state.from; i <= end; i += 2) {
+    const bucket = i < end ? base + history[i]! : state.index;
+    const units = i < end ? history[i + 1]! : state.current;
+    if (units <= 0) continue;
+    if (excess <= units * periodMs) return Math.ceil(((bucket + buckets) * periodMs + Math.ceil(excess / units)) / buckets);
+    excess -= units * periodMs;
+  }
+  // Unreachable: every unit counted fades within the window, and the excess is at most what is counted.
+  return resetAt(policy, state, at);
 }
 
 /**

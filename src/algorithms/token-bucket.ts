@@ -22,13 +22,16 @@ export function tokenBucket(
   const allowed = level >= need;
   const next = bucketAt(policy, stored, allowed ? level - need : level, now);
   const remaining = Math.max(0, Math.floor(next.level / policy.periodMs));
-  const resetAt = next.updatedAt + Math.ceil((capacity(policy) - next.level) / policy.limit);
-  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, retryAfter: 0 }, state: next };
+  const missing = capacity(policy) - next.level;
+  const resetAt = next.updatedAt + Math.ceil(missing / policy.limit);
+  // The next whole token: when the level reaches (remaining + 1) tokens; a full bucket gets none.
+  const moreAt = missing <= 0 ? next.updatedAt : next.updatedAt + Math.ceil(((remaining + 1) * policy.periodMs - next.level) / policy.limit);
+  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
   // A cost above the capacity never fits; it is told to wait one period rather than forever.
   const fits = cost <= policy.burst;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
   const retryAfter = fits ? Math.ceil((need - next.level) / policy.limit) : policy.periodMs;
-  return { decision: { allowed, limit: policy.limit, remaining, resetAt, retryAfter, reason }, state: next };
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }
 
 /**

@@ -31,7 +31,7 @@ export type Reason =
  * The result of one decision, the same for every algorithm and every path (strict or fast).
  *
  * @example
- * { allowed: false, limit: 10, remaining: 0, resetAt: 1_700_000_060_000, retryAfter: 4_200, reason: "limit" }
+ * { allowed: false, limit: 10, remaining: 0, resetAt: 1_700_000_060_000, moreAt: 1_700_000_004_200, retryAfter: 4_200, reason: "limit" }
  */
 export interface Decision {
   /** whether the request may proceed */
@@ -42,6 +42,12 @@ export interface Decision {
   remaining: number;
   /** epoch ms at which the key is back to its full quota if it sends nothing more */
   resetAt: number;
+  /**
+   * epoch ms at which `remaining` next grows by a unit if the key sends nothing more (the next
+   * token; the oldest counted units leaving the window); equal to the decision's time when the key
+   * is at its full quota. What a `RateLimit` header's `t` counts down to.
+   */
+  moreAt: number;
   /** ms to wait before this same request would be admitted; 0 when allowed */
   retryAfter: number;
   /** set when the answer needs explaining; see {@link Reason} */

@@ -96,7 +96,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     entry.waiting -= cost;
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
-  return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
+  return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
 }
 
 /**

@@ -258,6 +258,8 @@ function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reas
     limit: rule.limit,
     remaining: leaseLeft(key) + (global?.allowed ? global.remaining : 0),
     resetAt: Math.max(global?.resetAt ?? now, now),
+    // What the object last said; once that has passed, this isolate cannot tell and says "now".
+    moreAt: Math.max(global?.moreAt ?? now, now),
     retryAfter: allowed ? 0 : Math.max(1, key.blockedUntil - now),
     reason,
   };

@@ -17,9 +17,9 @@ const fallback = new LruTable<LimiterState>(FALLBACK_KEYS, () => undefined);
 export function onErrorDecision(rule: Rule, objectName: string, cost: number, peers: number, now: number): Decision {
   switch (rule.onError) {
     case "allow":
-      return { allowed: true, limit: rule.limit, remaining: rule.limit, resetAt: now, retryAfter: 0, reason: "error" };
+      return { allowed: true, limit: rule.limit, remaining: rule.limit, resetAt: now, moreAt: now, retryAfter: 0, reason: "error" };
     case "deny":
-      return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, retryAfter: 1_000, reason: "error" };
+      return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, moreAt: now + 1_000, retryAfter: 1_000, reason: "error" };
     case "local": {
       const policy = policyOf(rule);
       const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: Math.max(1, Math.floor(policy.burst / peers)) };

@@ -35,7 +35,8 @@ export class DenialCache {
       return undefined;
     }
     if (cost < denial.cost) return undefined;
-    return { ...denial.decision, remaining: 0, retryAfter: denial.until - now, reason: "cache" };
+    const moreAt = Math.max(now, denial.decision.moreAt);
+    return { ...denial.decision, remaining: 0, moreAt, retryAfter: denial.until - now, reason: "cache" };
   }
 
   forget(objectName: string): void {

@@ -1,7 +1,7 @@
 // Exact reference models, written the obvious way with rational arithmetic, to check the algorithms against.
 import fc from "fast-check";
 import { expect } from "vitest";
-import { decide, type LimiterState, type Policy } from "../../src/algorithms";
+import { decide, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 
 /** A non-negative rational number over BigInt, just enough arithmetic for the models. */
 export class Fraction {
@@ -118,6 +118,37 @@ export function expectExactRetry(policy: Policy, steps: Step[], cost: number, st
   if (denied.allowed || denied.reason === "cost-exceeds-capacity") return;
   expect(decide(policy, state, cost, now + denied.retryAfter).decision.allowed).toBe(true);
   expect(decide(policy, state, cost, now + denied.retryAfter - 1).decision.allowed).toBe(false);
+}
+
+/**
+ * After every decision of the scenario, with nothing else arriving: at the full quota (`full`
+ * units remaining) `moreAt` is the decision's time; otherwise a request of `remaining + 1` units
+ * is admitted at `moreAt` and denied a millisecond before. Returns how many decisions were short
+ * of the full quota, so a property can show it tried some.
+ */
+export function expectExactMoreAt(policy: Policy, steps: Step[], start: number, full: number): number {
+  let state: LimiterState | undefined;
+  let now = start;
+  let checked = 0;
+  for (const { gap, cost } of steps) {
+    now += Math.floor((gap * policy.periodMs) / 1_000);
+    const outcome = decide(policy, state, cost, now);
+    state = outcome.state;
+    checked += expectNextUnitAt(policy, state, outcome.decision, now, full) ? 1 : 0;
+  }
+  return checked;
+}
+
+/** The check of {@link expectExactMoreAt} for one decision made at `at`, given the state after it; false at the full quota. */
+export function expectNextUnitAt(policy: Policy, state: LimiterState, decision: Decision, at: number, full: number): boolean {
+  if (decision.remaining >= full) {
+    expect(decision.moreAt).toBe(at);
+    return false;
+  }
+  const more = decision.remaining + 1;
+  expect(decide(policy, state, more, decision.moreAt).decision.allowed).toBe(true);
+  expect(decide(policy, state, more, decision.moreAt - 1).decision.allowed).toBe(false);
+  return true;
 }
 
 /** Units admitted with `at` in [from, to). */

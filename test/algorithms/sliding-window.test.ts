@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, countedAt, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactRetry, replay, stepsOf, SlidingWindowModel } from "./reference";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, stepsOf, SlidingWindowModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
   algorithm: "sliding-window",
@@ -73,6 +73,28 @@ describe("sliding window", () => {
     const p = policy(5, 60_000);
     const { decisions } = run(p, [T0 + 10_000]);
     expect(decisions[0]?.resetAt).toBe(T0 + 120_000);
+  });
+
+  it("says more comes when the oldest bucket has faded by one more unit, not when the window is empty", () => {
+    // 10 hits in the previous window weigh 7.5 a quarter into this one; with 2 more, 9.5 of 10.
+    // One more fits once they weigh 7: 18 s in, as they fade by one unit every 6 s.
+    const p = policy(10, 60_000);
+    const { state } = run(p, Array.from({ length: 10 }, () => T0));
+    const { decision } = decide(p, state, 2, T0 + 75_000);
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, moreAt: T0 + 78_000, resetAt: T0 + 180_000 });
+  });
+
+  it("says more comes when the first bucket with units fades, skipping empty ones", () => {
+    // Buckets of 10 s: 2 hits in bucket 0, 1 in bucket 2. Bucket 0 fades over [60 s, 70 s): one of
+    // its two units is gone halfway through.
+    const p = policy(3, 60_000, 6);
+    const { state } = run(p, [T0, T0]);
+    const { decision } = decide(p, state, 1, T0 + 20_000);
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, moreAt: T0 + 65_000 });
+  });
+
+  it("says more comes at the decision's time when the key is at its full quota", () => {
+    expect(peek(policy(3, 60_000), undefined, T0 + 5).moreAt).toBe(T0 + 5);
   });
 
   it("denies a request that costs more than the limit, telling it to wait a period", () => {
@@ -205,6 +227,30 @@ describe("sliding window properties", () => {
         expectExactRetry(policy(limit, periodMs, buckets), steps, cost, T0);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("grows remaining by a unit exactly at moreAt, and not a millisecond sooner", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, buckets, steps }) => {
+        checked += expectExactMoreAt(policy(limit, periodMs, buckets), steps, T0, limit);
+      }),
+      { numRuns: 300 },
+    );
+    expect(checked).toBeGreaterThan(1_000);
+  });
+
+  it("peeks the next unit exactly, also for a key over its limit from units taken without a decision", () => {
+    fc.assert(
+      fc.property(scenario, fc.nat({ max: 40 }), fc.nat({ max: 2_000 }), ({ limit, periodMs, buckets, steps }, extra, later) => {
+        const p = policy(limit, periodMs, buckets);
+        const { state, now } = replay(p, steps, T0);
+        const taken = adjust(p, state, extra, now, now);
+        const at = now + Math.floor((later * periodMs) / 1_000);
+        expectNextUnitAt(p, taken, peek(p, taken, at), at, limit);
+      }),
+      { numRuns: 300 },
     );
   });
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactRetry, replay, stepsOf, TokenBucketModel } from "./reference";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, stepsOf, TokenBucketModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   algorithm: "token-bucket",
@@ -88,6 +88,23 @@ describe("token bucket", () => {
     expect(decide(p, indebted, 1, T0 + 90_000).decision.allowed).toBe(true);
   });
 
+  it("says more comes with the next whole token, not when the bucket is full", () => {
+    // 6 tokens a minute, 3 taken: one is back 10 s after, all three after 30 s.
+    const { decisions } = run(policy(6, 60_000), [T0, T0, T0]);
+    expect(decisions[2]).toMatchObject({ remaining: 3, moreAt: T0 + 10_000, resetAt: T0 + 30_000 });
+  });
+
+  it("counts the next token from the fraction already refilled", () => {
+    // 3 tokens a second, one every 333.3 ms: 100 ms after taking two from a full bucket, the next is due at 334 ms.
+    const p = policy(3, 1_000);
+    const { state } = run(p, [T0, T0]);
+    expect(decide(p, state, 0, T0 + 100).decision).toMatchObject({ remaining: 1, moreAt: T0 + 334 });
+  });
+
+  it("says more comes at the decision's time when the bucket is full", () => {
+    expect(peek(policy(6, 60_000), undefined, T0 + 5).moreAt).toBe(T0 + 5);
+  });
+
   it("reports the reset as the time the bucket is full again", () => {
     const { decisions } = run(policy(2, 60_000), [T0]);
     expect(decisions[0]?.resetAt).toBe(T0 + 30_000);
@@ -120,6 +137,30 @@ describe("token bucket properties", () => {
         expectExactRetry(policy(limit, periodMs, burst), steps, cost, T0);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("grows remaining by a unit exactly at moreAt, and not a millisecond sooner", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
+        checked += expectExactMoreAt(policy(limit, periodMs, burst), steps, T0, burst);
+      }),
+      { numRuns: 300 },
+    );
+    expect(checked).toBeGreaterThan(1_000);
+  });
+
+  it("peeks the next token exactly, also for a bucket in debt from units taken without a decision", () => {
+    fc.assert(
+      fc.property(scenario, fc.nat({ max: 40 }), fc.nat({ max: 2_000 }), ({ limit, periodMs, burst, steps }, extra, later) => {
+        const p = policy(limit, periodMs, burst);
+        const { state, now } = replay(p, steps, T0);
+        const taken = adjust(p, state, extra, now, now);
+        const at = now + Math.floor((later * periodMs) / 1_000);
+        expectNextUnitAt(p, taken, peek(p, taken, at), at, burst);
+      }),
+      { numRuns: 300 },
     );
   });
 

@@ -19,14 +19,14 @@ const T0 = 1_700_000_000_000;
 const T0_BUCKET = T0 - (T0 % 60_000);
 const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
 /** The object's view of a key far from its limit: 90,000 of 100,000 left, against 100 leased. */
-const ROOMY = { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, retryAfter: 0 };
+const ROOMY = { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, moreAt: T0 + 1, retryAfter: 0 };
 /** One sender for the whole file: its sequence only rises, as an isolate's does. */
 const from = isolate();
 const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
   seq,
   units,
   expiresAt: T0 + 2_000,
-  standing: { allowed: true, limit: 100, remaining: 50, resetAt: T0 + 60_000, retryAfter: 0 },
+  standing: { allowed: true, limit: 100, remaining: 50, resetAt: T0 + 60_000, moreAt: T0 + 1_200, retryAfter: 0 },
   peers: 1,
   ...overrides,
 });
@@ -62,14 +62,14 @@ describe("a fast key in one isolate", () => {
   });
 
   it("denies from the object's denial until it expires, with no sync", () => {
-    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 1_700 };
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 1_700, retryAfter: 1_700 };
     const key = leased(0, { standing: denied });
     expect(decideLocally(key, fast, 1, T0 + 1_699)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
     expect(decideLocally(key, fast, 1, T0 + 1_700)).toBeUndefined();
   });
 
   it("holds a denial for at least one sync interval", () => {
-    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, retryAfter: 20 };
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 20, retryAfter: 20 };
     const key = leased(0, { standing: denied });
     expect(decideLocally(key, fast, 1, T0 + 999)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1 });
     expect(decideLocally(key, fast, 1, T0 + 1_000)).toBeUndefined();

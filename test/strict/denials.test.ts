@@ -9,6 +9,7 @@ const denied = (retryAfter: number, reason: Decision["reason"] = "limit"): Decis
   limit: 10,
   remaining: 0,
   resetAt: T0 + 60_000,
+  moreAt: T0 + retryAfter,
   retryAfter,
   reason,
 });
