@@ -11,4 +11,11 @@ export interface Env {
   ADMIN_TOKEN?: string;
   /** fast mode: how many keys one isolate tracks (default 20000) */
   FAST_MAX_KEYS?: string;
+  /**
+   * the `RateLimit*` fields responses carry: "draft-10" (the default: `RateLimit-Policy` and
+   * `RateLimit` as structured fields), "draft-7", "draft-6" or "none"
+   */
+  RATE_LIMIT_HEADERS?: string;
+  /** whether responses carry `X-RateLimit-Limit`, `-Remaining` and `-Reset`: "true" (the default) or "false"; a TOML boolean too */
+  LEGACY_HEADERS?: string | boolean;
 }

@@ -1,6 +1,7 @@
 /** The configuration of this isolate, validated once and again only when the raw bindings change. */
 import type { Env } from "../env";
-import { ConfigError } from "./errors";
+import { DEFAULT_HEADERS, HEADER_FORMS, type HeaderForm, type HeaderOptions } from "../http/rate-limit-headers";
+import { ConfigError, show } from "./errors";
 import { parseOrigin, type Origin } from "./origin";
 import { parseConfig } from "./rules";
 import type { Config } from "./types";
@@ -9,10 +10,12 @@ export interface Settings extends Config {
   origin: Origin;
   /** fast-mode keys tracked per isolate; undefined for the default */
   fastMaxKeys: number | undefined;
+  /** the rate-limit header forms responses carry, from `RATE_LIMIT_HEADERS` and `LEGACY_HEADERS` */
+  headers: HeaderOptions;
 }
 
 let cached:
-  | { rules: unknown; origin: unknown; maxKeys: unknown; rulesText: string; result: Settings | ConfigError }
+  | { rules: unknown; origin: unknown; maxKeys: unknown; form: unknown; legacy: unknown; rulesText: string; result: Settings | ConfigError }
   | undefined;
 
 /**
@@ -26,8 +29,13 @@ export function loadSettings(env: Env): Settings {
     cached !== undefined &&
     cached.origin === env.ORIGIN_URL &&
     cached.maxKeys === env.FAST_MAX_KEYS &&
+    cached.form === env.RATE_LIMIT_HEADERS &&
+    cached.legacy === env.LEGACY_HEADERS &&
     (cached.rules === rules || cached.rulesText === textOf(rules));
-  if (!same) cached = { rules, origin: env.ORIGIN_URL, maxKeys: env.FAST_MAX_KEYS, rulesText: textOf(rules), result: parse(env) };
+  if (!same) {
+    const { ORIGIN_URL: origin, FAST_MAX_KEYS: maxKeys, RATE_LIMIT_HEADERS: form, LEGACY_HEADERS: legacy } = env;
+    cached = { rules, origin, maxKeys, form, legacy, rulesText: textOf(rules), result: parse(env) };
+  }
   const { result } = cached!;
   if (result instanceof ConfigError) throw result;
   return result;
@@ -39,6 +47,7 @@ function parse(env: Env): Settings | ConfigError {
       ...parseConfig(env.RATE_LIMIT_RULES),
       origin: parseOrigin(env.ORIGIN_URL),
       fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
+      headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseLegacy(env.LEGACY_HEADERS) },
     };
   } catch (error) {
     if (error instanceof ConfigError) return error;
@@ -53,6 +62,24 @@ function parseMaxKeys(raw: unknown): number | undefined {
     throw ConfigError.topLevel(`expected a positive whole number of keys like "20000", got ${JSON.stringify(raw)}`, "FAST_MAX_KEYS");
   }
   return value;
+}
+
+function parseHeaderForm(raw: unknown): HeaderForm {
+  if (raw === undefined || raw === "") return DEFAULT_HEADERS.form;
+  if (HEADER_FORMS.includes(raw as HeaderForm)) return raw as HeaderForm;
+  const choices = HEADER_FORMS.map((form) => JSON.stringify(form));
+  throw ConfigError.topLevel(
+    `expected ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)} (${JSON.stringify(DEFAULT_HEADERS.form)} when unset), got ${show(raw)}`,
+    "RATE_LIMIT_HEADERS",
+  );
+}
+
+// wrangler passes a TOML boolean as a boolean, and a string as it is.
+function parseLegacy(raw: unknown): boolean {
+  if (raw === undefined || raw === "") return DEFAULT_HEADERS.legacy;
+  if (raw === true || raw === "true") return true;
+  if (raw === false || raw === "false") return false;
+  throw ConfigError.topLevel(`expected "true" (the default) or "false", got ${show(raw)}`, "LEGACY_HEADERS");
 }
 
 function textOf(raw: unknown): string {

@@ -1,10 +1,21 @@
 /** The one error type for HTTP answers: an RFC 9457 problem that knows how to become a Response. */
 
-const PROBLEM_TYPES = "https://floodgate.dev/problems/";
+/**
+ * The problem type draft-ietf-httpapi-ratelimit-headers-10 registers for a request over its quota;
+ * floodgate owns no domain to mint types under, so its own problems are URNs (see {@link ProblemInit}).
+ */
+export const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
+/** Where a floodgate problem name goes: `invalid-config` is `urn:floodgate:problem:invalid-config`. */
+const URN_PREFIX = "urn:floodgate:problem:";
 
 /** What a problem is made of; `extras` become further members of the JSON body. */
 export interface ProblemInit {
-  /** the last segment of the type URI, e.g. `rate-limited` */
+  /**
+   * The problem type: a URI, used as it is (`about:blank` when the status says it all, RFC 9457
+   * §4.2.1, with the status phrase as the title; {@link QUOTA_EXCEEDED}), or the name of a problem
+   * with floodgate's own semantics, e.g. `invalid-config`, which becomes a `urn:floodgate:problem:` URN.
+   */
   type: string;
   status: number;
   title: string;
@@ -19,7 +30,8 @@ export interface ProblemInit {
  * `{type, title, status, detail, ...extras}` as `application/problem+json`.
  *
  * @example
- * throw new HttpProblem({ type: "invalid-request", status: 400, title: "Invalid request", detail: "…" });
+ * throw new HttpProblem({ type: "invalid-request", status: 400, title: "Invalid request", detail: "…" }); // urn:floodgate:problem:invalid-request
+ * throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: "…" });
  * // at the edge:
  * catch (e) { if (e instanceof HttpProblem) return e.toResponse(); throw e; }
  */
@@ -35,7 +47,8 @@ export class HttpProblem extends Error {
 
   constructor(init: ProblemInit) {
     super(init.detail);
-    this.type = PROBLEM_TYPES + init.type;
+    // A name has no scheme; every URI does.
+    this.type = init.type.includes(":") ? init.type : URN_PREFIX + init.type;
     this.status = init.status;
     this.title = init.title;
     this.detail = init.detail;
@@ -49,7 +62,7 @@ export class HttpProblem extends Error {
    * standard members.
    *
    * @example
-   * rateLimited(["login"], "Too many login attempts.").toResponse(rateLimitHeaders(rule, decision, now));
+   * rateLimited(["login"], "Too many login attempts.").toResponse(rateLimitHeaders(rule, decision, now, settings.headers));
    */
   toResponse(headers?: HeadersInit): Response {
     const body: Record<string, unknown> = { type: this.type, title: this.title, status: this.status, detail: this.detail };
@@ -62,14 +75,15 @@ export class HttpProblem extends Error {
 }
 
 /**
- * 429: the request was denied; `violatedPolicies` are the names of the rules that denied it.
+ * 429: the request was denied; `violatedPolicies` are the names of the rules that denied it. The
+ * type is the IANA-registered quota-exceeded problem type.
  *
  * @example
  * rateLimited(["api-per-key"], "Rate limit exceeded for api-per-key; retry in 12 s.");
  */
 export function rateLimited(violatedPolicies: string[], detail: string): HttpProblem {
   return new HttpProblem({
-    type: "rate-limited", status: 429, title: "Too Many Requests", detail,
+    type: QUOTA_EXCEEDED, status: 429, title: "Too Many Requests", detail,
     extras: { "violated-policies": violatedPolicies },
   });
 }
@@ -101,7 +115,7 @@ export function invalidRequest(detail: string): HttpProblem {
  * try { upstream = await fetch(target, init); } catch { throw badGateway(); }
  */
 export function badGateway(): HttpProblem {
-  return new HttpProblem({ type: "bad-gateway", status: 502, title: "Bad Gateway", detail: "The origin could not be reached." });
+  return new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail: "The origin could not be reached." });
 }
 
 /**
@@ -113,7 +127,7 @@ export function badGateway(): HttpProblem {
  */
 export function unauthorized(): HttpProblem {
   return new HttpProblem({
-    type: "unauthorized", status: 401, title: "Unauthorized",
+    type: "about:blank", status: 401, title: "Unauthorized",
     detail: "This endpoint needs a valid bearer token.",
     // RFC 9110 §15.5.2: a 401 must say which scheme to use.
     headers: { "WWW-Authenticate": 'Bearer realm="floodgate"' },
@@ -127,5 +141,5 @@ export function unauthorized(): HttpProblem {
  * if (env.ADMIN_TOKEN === undefined) return notFound().toResponse();
  */
 export function notFound(): HttpProblem {
-  return new HttpProblem({ type: "not-found", status: 404, title: "Not Found", detail: "There is nothing here." });
+  return new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: "There is nothing here." });
 }

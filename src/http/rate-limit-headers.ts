@@ -1,4 +1,4 @@
-/** The rate-limit response headers: which rule to report, and its RateLimit-Policy, RateLimit, X-RateLimit-* and Retry-After. */
+/** The rate-limit response headers: which rule to report, and its RateLimit* fields in the configured form, X-RateLimit-* and Retry-After. */
 import type { Decision } from "../algorithms/types";
 import type { Rule } from "../config/types";
 
@@ -10,15 +10,15 @@ export interface RuleDecision {
 
 /**
  * The entry to report on an allowed response: the one with the fewest units remaining, the
- * latest `resetAt` among ties (the client will wait longest for it). Undefined when no rule
- * applied.
+ * latest `moreAt` among ties (the `t` it shows: the client will wait longest for more). Undefined
+ * when no rule applied.
  *
  * @example
  * mostRestrictive([{ rule: perIp, decision: d1 }, { rule: perKey, decision: d2 }]); // the smaller `remaining`
  */
 export function mostRestrictive<E extends RuleDecision>(entries: readonly E[]): E | undefined {
   return pick(entries, (a, b) => a.decision.remaining < b.decision.remaining
-    || (a.decision.remaining === b.decision.remaining && a.decision.resetAt > b.decision.resetAt));
+    || (a.decision.remaining === b.decision.remaining && a.decision.moreAt > b.decision.moreAt));
 }
 
 /**
@@ -41,46 +41,98 @@ function pick<E>(entries: readonly E[], better: (a: E, b: E) => boolean): E | un
   return best;
 }
 
+/** Which `RateLimit*` fields a response carries: a version of draft-ietf-httpapi-ratelimit-headers, or none. */
+export type HeaderForm = "draft-10" | "draft-7" | "draft-6" | "none";
+
+/** Every {@link HeaderForm}, the default first: what `RATE_LIMIT_HEADERS` accepts. */
+export const HEADER_FORMS: readonly HeaderForm[] = ["draft-10", "draft-7", "draft-6", "none"];
+
+/** The header forms to send: `form` for the `RateLimit*` fields, `legacy` for `X-RateLimit-*`. */
+export interface HeaderOptions {
+  form: HeaderForm;
+  legacy: boolean;
+}
+
+/** What a response carries unless configured otherwise: draft-10's fields and the `X-RateLimit-*` ones. */
+export const DEFAULT_HEADERS: Readonly<HeaderOptions> = Object.freeze({ form: "draft-10", legacy: true });
+
 /**
- * The headers describing one rule's decision, as PRODUCT.md specifies and following
- * draft-ietf-httpapi-ratelimit-headers-10: `RateLimit-Policy` and `RateLimit` are Structured
- * Field Lists with one item each, the policy name as an sf-string with integer parameters.
- * Seconds are rounded up so a client that waits them is never early. `Retry-After` only on denial.
+ * The headers describing one rule's decision in the chosen forms, as PRODUCT.md specifies.
+ * draft-10 (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy` and `RateLimit` are
+ * Structured Field Lists with one item each, the policy name as an sf-string with integer
+ * parameters; draft-7: `RateLimit` a Dictionary of limit, remaining and reset, `RateLimit-Policy`
+ * `<limit>;w=<window>`; draft-6: separate `RateLimit-Limit`, `-Remaining`, `-Reset` and the same
+ * policy. `t` (and reset) is the seconds until *more* quota is available: on a denial it equals
+ * `Retry-After`; on an allowed response it counts to `moreAt` and is left out (reset 0) at the full
+ * quota. Seconds are rounded up so a client that waits them is never early. `Retry-After` on every
+ * denial, whatever the options.
  *
  * @example
- * rateLimitHeaders(rule, decision, Date.now());
- * // {
+ * rateLimitHeaders(rule, decision, Date.now(), DEFAULT_HEADERS);
+ * // denied: {
  * //   "RateLimit-Policy": '"api-per-key";q=1000;w=60',
  * //   "RateLimit": '"api-per-key";r=0;t=12',
  * //   "X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "12",
- * //   "Retry-After": "5",
+ * //   "Retry-After": "12",
  * // }
+ * rateLimitHeaders(rule, decision, Date.now(), { form: "draft-7", legacy: false });
+ * // { "RateLimit": "limit=1000, remaining=0, reset=12", "RateLimit-Policy": "1000;w=60", "Retry-After": "12" }
  */
-export function rateLimitHeaders(rule: Rule, decision: Decision, now: number): Record<string, string> {
-  const { name, policy, limit } = fixedParts(rule);
+export function rateLimitHeaders(rule: Rule, decision: Decision, now: number, options: HeaderOptions): Record<string, string> {
+  const parts = fixedParts(rule);
   const remaining = sfInteger(decision.remaining);
-  const reset = sfInteger(Math.ceil((decision.resetAt - now) / 1000));
-  const headers: Record<string, string> = {
-    "RateLimit-Policy": policy,
-    "RateLimit": `${name};r=${remaining};t=${reset}`,
-    "X-RateLimit-Limit": limit,
-    "X-RateLimit-Remaining": String(remaining),
-    "X-RateLimit-Reset": String(reset),
-  };
-  if (!decision.allowed) headers["Retry-After"] = String(Math.max(1, Math.ceil(decision.retryAfter / 1000)));
+  const retryAfter = decision.allowed ? undefined : Math.max(1, Math.ceil(decision.retryAfter / 1000));
+  const moreIn = decision.moreAt - now;
+  // Undefined on an allowed response at the full quota: no more is to come.
+  const t = retryAfter !== undefined ? sfInteger(retryAfter) : moreIn > 0 ? sfInteger(Math.ceil(moreIn / 1000)) : undefined;
+  const headers: Record<string, string> = {};
+  switch (options.form) {
+    case "draft-10":
+      headers["RateLimit-Policy"] = parts.policy;
+      headers["RateLimit"] = t === undefined ? `${parts.name};r=${remaining}` : `${parts.name};r=${remaining};t=${t}`;
+      break;
+    case "draft-7":
+      headers["RateLimit"] = `limit=${parts.limit}, remaining=${remaining}, reset=${t ?? 0}`;
+      headers["RateLimit-Policy"] = parts.bare;
+      break;
+    case "draft-6":
+      headers["RateLimit-Limit"] = parts.limit;
+      headers["RateLimit-Remaining"] = String(remaining);
+      headers["RateLimit-Reset"] = String(t ?? 0);
+      headers["RateLimit-Policy"] = parts.bare;
+      break;
+    case "none":
+      break;
+  }
+  if (options.legacy) {
+    headers["X-RateLimit-Limit"] = parts.limit;
+    headers["X-RateLimit-Remaining"] = String(remaining);
+    headers["X-RateLimit-Reset"] = String(t ?? 0);
+  }
+  if (retryAfter !== undefined) headers["Retry-After"] = String(retryAfter);
   return headers;
 }
 
 /** What a rule's headers say whatever the decision, rendered once per rule rather than per response. */
-const fixed = new WeakMap<Rule, { name: string; policy: string; limit: string }>();
+interface FixedParts {
+  /** the rule's name as an sf-string */
+  name: string;
+  /** draft-10's `RateLimit-Policy` */
+  policy: string;
+  /** draft-6 and -7's `RateLimit-Policy`: `<limit>;w=<window>` */
+  bare: string;
+  limit: string;
+}
 
-function fixedParts(rule: Rule): { name: string; policy: string; limit: string } {
+const fixed = new WeakMap<Rule, FixedParts>();
+
+function fixedParts(rule: Rule): FixedParts {
   let parts = fixed.get(rule);
   if (!parts) {
     const name = sfString(rule.name);
     const limit = sfInteger(rule.limit);
-    const policy = `${name};q=${limit};w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}`;
-    fixed.set(rule, (parts = { name, policy, limit: String(limit) }));
+    const window = `w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}`;
+    fixed.set(rule, (parts = { name, policy: `${name};q=${limit};${window}`, bare: `${limit};${window}`, limit: String(limit) }));
   }
   return parts;
 }

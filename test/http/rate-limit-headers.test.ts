@@ -1,18 +1,26 @@
-// Rate-limit headers: which rule is reported and how its decision is written.
+// Rate-limit headers: which rule is reported and how its decision is written, in every form.
 import fc from "fast-check";
-import { parseList, type Item } from "structured-headers";
+import { parseRateLimit } from "ratelimit-header-parser";
+import { parseDictionary, parseList, type Item } from "structured-headers";
 import { describe, expect, it } from "vitest";
 import type { Decision } from "../../src/algorithms/types";
-import { longestWait, mostRestrictive, rateLimitHeaders } from "../../src/http/rate-limit-headers";
+import { DEFAULT_HEADERS, HEADER_FORMS, longestWait, mostRestrictive, rateLimitHeaders, type HeaderOptions } from "../../src/http/rate-limit-headers";
 import { rule } from "../helpers/rules";
 
 const NOW = 1_700_000_000_000;
 
+/** Allowed, 5 of 10 left, one more unit in 6 s, the full quota in 30 s. */
 const decision = (overrides: Partial<Decision> = {}): Decision => ({
-  allowed: true, limit: 10, remaining: 5, resetAt: NOW + 30_000, retryAfter: 0, ...overrides,
+  allowed: true, limit: 10, remaining: 5, resetAt: NOW + 30_000, moreAt: NOW + 6_000, retryAfter: 0, ...overrides,
 });
 
-const denied = (overrides: Partial<Decision> = {}) => decision({ allowed: false, remaining: 0, retryAfter: 4_200, ...overrides });
+const denied = (overrides: Partial<Decision> = {}) => decision({ allowed: false, remaining: 0, retryAfter: 4_200, moreAt: NOW + 4_200, ...overrides });
+
+/** Allowed with nothing used: no more quota can come. */
+const full = (overrides: Partial<Decision> = {}) => decision({ remaining: 10, resetAt: NOW, moreAt: NOW, ...overrides });
+
+const draft7: HeaderOptions = { form: "draft-7", legacy: false };
+const draft6: HeaderOptions = { form: "draft-6", legacy: false };
 
 /** Parses a header as a Structured Field List and returns its single item, checking its shape. */
 function singleStringItem(value: string): Item {
@@ -25,60 +33,65 @@ function singleStringItem(value: string): Item {
   return item as Item;
 }
 
-describe("rateLimitHeaders", () => {
+/** What ratelimit-header-parser, a published client, reads from the headers; `reset` as seconds from now. */
+function clientReads(headers: Record<string, string>) {
+  const parsed = parseRateLimit(new Headers(headers));
+  if (!parsed) return undefined;
+  return { limit: parsed.limit, remaining: parsed.remaining, reset: parsed.reset && Math.round((parsed.reset.getTime() - Date.now()) / 1000) };
+}
+
+describe("rateLimitHeaders, draft-10 (the default)", () => {
   const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
 
   it("writes RateLimit-Policy as the PRODUCT.md example", () => {
-    const headers = rateLimitHeaders(apiRule, denied({ resetAt: NOW + 12_000 }), NOW);
+    const headers = rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, DEFAULT_HEADERS);
     expect(headers["RateLimit-Policy"]).toBe('"api-per-key";q=1000;w=60');
   });
 
   it("writes RateLimit as the PRODUCT.md example", () => {
-    const headers = rateLimitHeaders(apiRule, denied({ resetAt: NOW + 12_000 }), NOW);
+    const headers = rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, DEFAULT_HEADERS);
     expect(headers["RateLimit"]).toBe('"api-per-key";r=0;t=12');
   });
 
   it("writes RateLimit-Policy as a Structured Field List of one string item with integer q and w", () => {
-    const [name, params] = singleStringItem(rateLimitHeaders(apiRule, decision(), NOW)["RateLimit-Policy"]!);
+    const [name, params] = singleStringItem(rateLimitHeaders(apiRule, decision(), NOW, DEFAULT_HEADERS)["RateLimit-Policy"]!);
     expect(name).toBe("api-per-key");
     expect(Object.fromEntries(params)).toEqual({ q: 1000, w: 60 });
   });
 
   it("writes RateLimit as a Structured Field List of one string item with integer r and t", () => {
-    const [name, params] = singleStringItem(rateLimitHeaders(apiRule, decision(), NOW)["RateLimit"]!);
+    const [name, params] = singleStringItem(rateLimitHeaders(apiRule, decision(), NOW, DEFAULT_HEADERS)["RateLimit"]!);
     expect(name).toBe("api-per-key");
-    expect(Object.fromEntries(params)).toEqual({ r: 5, t: 30 });
+    expect(Object.fromEntries(params)).toEqual({ r: 5, t: 6 });
   });
 
   it("rounds the window up to whole seconds, at least 1", () => {
-    expect(rateLimitHeaders(rule({ periodMs: 1_500 }), decision(), NOW)["RateLimit-Policy"]).toMatch(/;w=2$/);
-    expect(rateLimitHeaders(rule({ periodMs: 500 }), decision(), NOW)["RateLimit-Policy"]).toMatch(/;w=1$/);
+    expect(rateLimitHeaders(rule({ periodMs: 1_500 }), decision(), NOW, DEFAULT_HEADERS)["RateLimit-Policy"]).toMatch(/;w=2$/);
+    expect(rateLimitHeaders(rule({ periodMs: 500 }), decision(), NOW, DEFAULT_HEADERS)["RateLimit-Policy"]).toMatch(/;w=1$/);
   });
 
-  it("rounds the time to reset up to whole seconds", () => {
-    expect(rateLimitHeaders(apiRule, decision({ resetAt: NOW + 12_001 }), NOW)["RateLimit"]).toMatch(/;t=13$/);
+  it("counts t on an allowed response to the next unit, not to the full quota", () => {
+    const headers = rateLimitHeaders(apiRule, decision({ moreAt: NOW + 6_000, resetAt: NOW + 30_000 }), NOW, DEFAULT_HEADERS);
+    expect(headers["RateLimit"]).toBe('"api-per-key";r=5;t=6');
   });
 
-  it("never gives a negative time to reset", () => {
-    expect(rateLimitHeaders(apiRule, decision({ resetAt: NOW - 5_000 }), NOW)["RateLimit"]).toMatch(/;t=0$/);
+  it("rounds t up to whole seconds", () => {
+    expect(rateLimitHeaders(apiRule, decision({ moreAt: NOW + 12_001 }), NOW, DEFAULT_HEADERS)["RateLimit"]).toMatch(/;t=13$/);
   });
 
-  it("writes the X-RateLimit-* headers with the reset as delta seconds", () => {
-    const headers = rateLimitHeaders(apiRule, decision({ remaining: 7, resetAt: NOW + 9_500 }), NOW);
-    expect(headers).toMatchObject({ "X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "7", "X-RateLimit-Reset": "10" });
+  it("leaves t out when the key is at its full quota", () => {
+    expect(rateLimitHeaders(apiRule, full(), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"api-per-key";r=10');
   });
 
-  it("adds no Retry-After when allowed", () => {
-    expect(rateLimitHeaders(apiRule, decision(), NOW)).not.toHaveProperty("Retry-After");
+  it("leaves t out when the next unit was due before now, never writing a negative t", () => {
+    const [, params] = singleStringItem(rateLimitHeaders(apiRule, decision({ moreAt: NOW - 5_000 }), NOW, DEFAULT_HEADERS)["RateLimit"]!);
+    expect(params.has("t")).toBe(false);
   });
 
-  it("rounds Retry-After up to whole seconds when denied", () => {
-    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 4_200 }), NOW)["Retry-After"]).toBe("5");
-  });
-
-  it("gives Retry-After at least 1 when denied", () => {
-    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 0 }), NOW)["Retry-After"]).toBe("1");
-    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 200 }), NOW)["Retry-After"]).toBe("1");
+  it("makes t on a denial equal to Retry-After, whatever moreAt and resetAt say", () => {
+    const headers = rateLimitHeaders(apiRule, denied({ retryAfter: 4_200, moreAt: NOW + 1_000, resetAt: NOW + 60_000 }), NOW, DEFAULT_HEADERS);
+    expect(headers["RateLimit"]).toBe('"api-per-key";r=0;t=5');
+    expect(headers["Retry-After"]).toBe("5");
   });
 
   it("keeps headers valid for any limit, period and decision", () => {
@@ -88,13 +101,149 @@ describe("rateLimitHeaders", () => {
         fc.integer({ min: 1, max: 10 * 365 * 86_400_000 }),
         fc.nat({ max: Number.MAX_SAFE_INTEGER }),
         fc.integer({ min: -86_400_000, max: 10 * 365 * 86_400_000 }),
-        (limit, periodMs, remaining, resetIn) => {
-          const headers = rateLimitHeaders(rule({ limit, periodMs }), decision({ remaining, resetAt: NOW + resetIn }), NOW);
+        fc.boolean(),
+        (limit, periodMs, remaining, moreIn, allowed) => {
+          const d = decision({ allowed, remaining, moreAt: NOW + moreIn, retryAfter: allowed ? 0 : Math.max(0, moreIn) });
+          const headers = rateLimitHeaders(rule({ limit, periodMs }), d, NOW, DEFAULT_HEADERS);
           singleStringItem(headers["RateLimit-Policy"]!);
           singleStringItem(headers["RateLimit"]!);
+          for (const form of HEADER_FORMS.filter((f) => f !== "draft-10")) {
+            const other = rateLimitHeaders(rule({ limit, periodMs }), d, NOW, { form, legacy: true });
+            if (other["RateLimit"]) parseDictionary(other["RateLimit"]);
+            if (other["RateLimit-Policy"]) parseList(other["RateLimit-Policy"]);
+          }
         },
       ),
     );
+  });
+});
+
+describe("rateLimitHeaders, draft-7", () => {
+  const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
+
+  it("writes RateLimit and RateLimit-Policy as the PRODUCT.md example", () => {
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, draft7)).toEqual({
+      "RateLimit": "limit=1000, remaining=0, reset=12",
+      "RateLimit-Policy": "1000;w=60",
+      "Retry-After": "12",
+    });
+  });
+
+  it("writes reset 0 when the key is at its full quota", () => {
+    expect(rateLimitHeaders(apiRule, full(), NOW, draft7)["RateLimit"]).toBe("limit=1000, remaining=10, reset=0");
+  });
+
+  it("writes RateLimit as a Structured Field Dictionary of integers, and the policy as a List of one integer with w", () => {
+    const headers = rateLimitHeaders(apiRule, decision(), NOW, draft7);
+    const dictionary = parseDictionary(headers["RateLimit"]!);
+    expect(Object.fromEntries([...dictionary].map(([k, [v]]) => [k, v]))).toEqual({ limit: 1000, remaining: 5, reset: 6 });
+    const [policy] = parseList(headers["RateLimit-Policy"]!);
+    expect(policy?.[0]).toBe(1000);
+    expect(Object.fromEntries(policy![1])).toEqual({ w: 60 });
+  });
+
+  it("is read back by ratelimit-header-parser: limit, remaining and reset, allowed and denied", () => {
+    expect(clientReads(rateLimitHeaders(apiRule, decision(), NOW, draft7))).toEqual({ limit: 1000, remaining: 5, reset: 6 });
+    expect(clientReads(rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, draft7))).toEqual({ limit: 1000, remaining: 0, reset: 12 });
+  });
+});
+
+describe("rateLimitHeaders, draft-6", () => {
+  const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
+
+  it("writes RateLimit-Limit, -Remaining, -Reset and -Policy as the PRODUCT.md example, and no RateLimit", () => {
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, draft6)).toEqual({
+      "RateLimit-Limit": "1000",
+      "RateLimit-Remaining": "0",
+      "RateLimit-Reset": "12",
+      "RateLimit-Policy": "1000;w=60",
+      "Retry-After": "12",
+    });
+  });
+
+  it("writes RateLimit-Reset 0 when the key is at its full quota", () => {
+    expect(rateLimitHeaders(apiRule, full(), NOW, draft6)["RateLimit-Reset"]).toBe("0");
+  });
+
+  it("is read back by ratelimit-header-parser: limit, remaining and reset, allowed and denied", () => {
+    expect(clientReads(rateLimitHeaders(apiRule, decision(), NOW, draft6))).toEqual({ limit: 1000, remaining: 5, reset: 6 });
+    expect(clientReads(rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, draft6))).toEqual({ limit: 1000, remaining: 0, reset: 12 });
+  });
+});
+
+describe("rateLimitHeaders, none", () => {
+  const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
+
+  it("adds no header to an allowed response without the legacy ones", () => {
+    expect(rateLimitHeaders(apiRule, decision(), NOW, { form: "none", legacy: false })).toEqual({});
+  });
+
+  it("still sends Retry-After on a denial", () => {
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, { form: "none", legacy: false })).toEqual({ "Retry-After": "12" });
+  });
+});
+
+describe("rateLimitHeaders, legacy X-RateLimit-*", () => {
+  const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
+
+  it("writes the X-RateLimit-* headers with the reset equal to t", () => {
+    const headers = rateLimitHeaders(apiRule, decision({ remaining: 7, moreAt: NOW + 9_500 }), NOW, DEFAULT_HEADERS);
+    expect(headers).toMatchObject({ "X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "7", "X-RateLimit-Reset": "10" });
+  });
+
+  it("writes X-RateLimit-Reset equal to Retry-After on a denial", () => {
+    const headers = rateLimitHeaders(apiRule, denied({ retryAfter: 12_000 }), NOW, DEFAULT_HEADERS);
+    expect(headers["X-RateLimit-Reset"]).toBe("12");
+  });
+
+  it("writes X-RateLimit-Reset 0 when t is left out", () => {
+    expect(rateLimitHeaders(apiRule, full(), NOW, DEFAULT_HEADERS)["X-RateLimit-Reset"]).toBe("0");
+  });
+
+  it("adds them beside any form, and alone with none", () => {
+    for (const form of HEADER_FORMS) {
+      expect(rateLimitHeaders(apiRule, decision(), NOW, { form, legacy: true })).toMatchObject({ "X-RateLimit-Limit": "1000" });
+    }
+    expect(rateLimitHeaders(apiRule, decision(), NOW, { form: "none", legacy: true })).toEqual({
+      "X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "6",
+    });
+  });
+
+  it("leaves them out when legacy is off, in every form", () => {
+    for (const form of HEADER_FORMS) {
+      const names = Object.keys(rateLimitHeaders(apiRule, denied(), NOW, { form, legacy: false }));
+      expect(names.filter((name) => name.startsWith("X-"))).toEqual([]);
+    }
+  });
+
+  it("are read back by ratelimit-header-parser when they are the only ones", () => {
+    const headers = rateLimitHeaders(apiRule, decision(), NOW, { form: "none", legacy: true });
+    expect(clientReads(headers)).toEqual({ limit: 1000, remaining: 5, reset: 6 });
+  });
+});
+
+describe("Retry-After", () => {
+  const apiRule = rule({ name: "api-per-key", limit: 1000, periodMs: 60_000 });
+
+  it("is not sent when allowed", () => {
+    expect(rateLimitHeaders(apiRule, decision(), NOW, DEFAULT_HEADERS)).not.toHaveProperty("Retry-After");
+  });
+
+  it("rounds up to whole seconds when denied", () => {
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 4_200 }), NOW, DEFAULT_HEADERS)["Retry-After"]).toBe("5");
+  });
+
+  it("is at least 1 when denied", () => {
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 0 }), NOW, DEFAULT_HEADERS)["Retry-After"]).toBe("1");
+    expect(rateLimitHeaders(apiRule, denied({ retryAfter: 200 }), NOW, DEFAULT_HEADERS)["Retry-After"]).toBe("1");
+  });
+
+  it("is sent on every denial, whatever the forms", () => {
+    for (const form of HEADER_FORMS) {
+      for (const legacy of [true, false]) {
+        expect(rateLimitHeaders(apiRule, denied({ retryAfter: 4_200 }), NOW, { form, legacy })["Retry-After"]).toBe("5");
+      }
+    }
   });
 });
 
@@ -106,9 +255,9 @@ describe("mostRestrictive", () => {
     expect(mostRestrictive([a, b, c])).toBe(b);
   });
 
-  it("breaks ties by the latest reset", () => {
-    const a = { rule: rule({ name: "a" }), decision: decision({ remaining: 1, resetAt: NOW + 1_000 }) };
-    const b = { rule: rule({ name: "b" }), decision: decision({ remaining: 1, resetAt: NOW + 9_000 }) };
+  it("breaks ties by the latest moreAt, the t it shows", () => {
+    const a = { rule: rule({ name: "a" }), decision: decision({ remaining: 1, moreAt: NOW + 1_000, resetAt: NOW + 60_000 }) };
+    const b = { rule: rule({ name: "b" }), decision: decision({ remaining: 1, moreAt: NOW + 9_000, resetAt: NOW + 9_000 }) };
     expect(mostRestrictive([a, b])).toBe(b);
     expect(mostRestrictive([b, a])).toBe(b);
   });

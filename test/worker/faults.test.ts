@@ -127,7 +127,7 @@ describe("when the origin fails", () => {
     const res = await send(get("/fo/x", "192.0.2.87"), { rules: [{ name: "f-origin", limit: 5, period: "1m" }], ORIGIN_URL: "http://127.0.0.1:1" });
     expect(res.status).toBe(502);
     expect(res.headers.get("Content-Type")).toBe("application/problem+json");
-    expect(await res.json()).toMatchObject({ type: "https://floodgate.dev/problems/bad-gateway", status: 502, title: "Bad Gateway" });
+    expect(await res.json()).toMatchObject({ type: "about:blank", status: 502, title: "Bad Gateway" });
     expect(metrics.value("floodgate_errors_total", { kind: "origin" })).toBe(before + 1);
   });
 });

@@ -204,7 +204,7 @@ async function expectProblem(response: Response, status: number): Promise<Proble
   expect(response.status, recentLogs()).toBe(status);
   expect(response.headers.get("Content-Type")).toBe("application/problem+json");
   const problem = (await response.json()) as ProblemBody;
-  expect(problem).toMatchObject({ type: expect.stringMatching(/^https:\/\/floodgate\.dev\/problems\/[a-z-]+$/), title: expect.any(String), status, detail: expect.any(String) });
+  expect(problem).toMatchObject({ type: expect.stringMatching(/^(about:blank|urn:floodgate:problem:[a-z-]+|https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded)$/), title: expect.any(String), status, detail: expect.any(String) });
   expect(problem.title.length).toBeGreaterThan(0);
   expect(problem.detail.length).toBeGreaterThan(0);
   return problem;
@@ -374,7 +374,7 @@ const MAX_LOST_CONNECTIONS = 3;
 
 async function expectBadGateway(response: Response): Promise<void> {
   const problem = await expectProblem(response, 502);
-  expect(problem.type).toBe("https://floodgate.dev/problems/bad-gateway");
+  expect(problem.type).toBe("about:blank");
 }
 
 describe("hostile requests to a real origin", () => {
@@ -599,7 +599,7 @@ describe("configurations through the Worker", () => {
         if (!outcome.ok) {
           invalid++;
           const problem = await expectProblem(response, 500);
-          expect(problem.type).toBe("https://floodgate.dev/problems/invalid-config");
+          expect(problem.type).toBe("urn:floodgate:problem:invalid-config");
           expect(problem.detail).toBe(outcome.error.message);
           return;
         }
