@@ -1,13 +1,53 @@
-/** A client address as an `ip` key value: IPv4 as is, IPv4-mapped IPv6 as its IPv4, other IPv6 by network prefix. */
+/** Client addresses: the one strict IPv4/IPv6 parser, and an address as an `ip` key value. */
 
 /** The longest text an IPv6 address can take: six 4-digit groups, then a dotted quad. */
 const MAX_IPV6_TEXT = 45;
 
 /**
- * The 8 groups of the address being parsed. One per isolate: parsing is synchronous and every
- * call fills it before reading it, so no call sees another's groups, and a request allocates none.
+ * The 8 groups of the address {@link ipKey} is keying. One per isolate: parsing is synchronous and
+ * every call fills it before reading it, so no call sees another's groups, and a request allocates none.
  */
 const groups = new Uint16Array(8);
+
+/** What {@link parseAddress} read: 4 for a dotted quad, 6 for IPv6 text, 0 for anything else. */
+export type AddressFamily = 0 | 4 | 6;
+
+/**
+ * Parses a client address strictly into `out` (8 groups of 16 bits, most significant first) and
+ * says which text form it was; allocates nothing.
+ *
+ * - 4: a dotted quad of decimal octets 0-255 without leading zeros; `out` holds it IPv4-mapped
+ *   (`::ffff:a.b.c.d`), so both forms of one IPv4 address fill `out` alike.
+ * - 6: RFC 4291 text in any form (full, `::`-compressed, either case, a dotted quad in the last
+ *   32 bits), IPv4-mapped included: {@link isIpv4Mapped} tells those apart.
+ * - 0: anything else, and `out` holds garbage: no surrounding whitespace, zone id (`%eth0`),
+ *   brackets, port or prefix; no hex, octal or shortened IPv4 (`0x7f.1`, `01.2.3.4`, `127.1`).
+ *
+ * One pass over at most 45 characters, without regexes or splitting.
+ *
+ * @example
+ * const out = new Uint16Array(8);
+ * parseAddress("192.0.2.7", out);        // 4, out = [0, 0, 0, 0, 0, 0xffff, 0xc000, 0x0207]
+ * parseAddress("::FFFF:192.0.2.7", out); // 6, out as above
+ * parseAddress("2001:db8::1", out);      // 6, out = [0x2001, 0xdb8, 0, 0, 0, 0, 0, 1]
+ * parseAddress("2001:db8::/32", out);    // 0
+ */
+export function parseAddress(text: string, out: Uint16Array): AddressFamily {
+  const v4 = ipv4At(text, 0);
+  if (v4 >= 0) {
+    out.fill(0, 0, 5);
+    out[5] = 0xffff;
+    out[6] = Math.floor(v4 / 0x10000);
+    out[7] = v4 % 0x10000;
+    return 4;
+  }
+  return parseIpv6(text, out) ? 6 : 0;
+}
+
+/** Whether 8 groups are an IPv4-mapped IPv6 address (`::ffff:0:0/96`), whose IPv4 is the last two. */
+export function isIpv4Mapped(g: Uint16Array): boolean {
+  return g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff;
+}
 
 /**
  * The `ip` key value for a `CF-Connecting-IP` value, or null when it is not an address.
@@ -31,13 +71,12 @@ const groups = new Uint16Array(8);
  * ipKey("2001:db8::1%eth0", 56);           // null
  */
 export function ipKey(value: string, ipv6Prefix: number): string | null {
-  if (ipv4At(value, 0) >= 0) return value;
-  if (!parseIpv6(value)) return null;
-  if (groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff) {
-    return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`;
-  }
+  const family = parseAddress(value, groups);
+  if (family === 4) return value;
+  if (family === 0) return null;
+  if (isIpv4Mapped(groups)) return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`;
   maskGroups(ipv6Prefix);
-  return `${canonicalGroups()}/${ipv6Prefix}`;
+  return `${formatIpv6(groups)}/${ipv6Prefix}`;
 }
 
 /**
@@ -78,10 +117,10 @@ function hexValue(c: number): number {
 }
 
 /**
- * Parses an RFC 4291 IPv6 text into {@link groups}; false when `s` is not one. `::` stands for
+ * Parses an RFC 4291 IPv6 text into `groups`; false when `s` is not one. `::` stands for
  * one or more zero groups, at most once; a dotted quad may only be the last 32 bits.
  */
-function parseIpv6(s: string): boolean {
+function parseIpv6(s: string, groups: Uint16Array): boolean {
   const end = s.length;
   if (end < 2 || end > MAX_IPV6_TEXT) return false;
   let i = 0;
@@ -140,8 +179,14 @@ function maskGroups(prefix: number): void {
   }
 }
 
-/** {@link groups} in RFC 5952 form: lower-case hex, the first longest run of 2+ zero groups as `::`. */
-function canonicalGroups(): string {
+/**
+ * 8 groups in RFC 5952 form: lower-case hex, the first longest run of 2+ zero groups as `::`
+ * (an IPv4-mapped address too: `::ffff:c000:207`).
+ *
+ * @example
+ * formatIpv6(Uint16Array.of(0x2001, 0xdb8, 0, 0, 1, 0, 0, 1)); // "2001:db8::1:0:0:1"
+ */
+export function formatIpv6(groups: Uint16Array): string {
   let runStart = -1;
   let runLength = 1;
   for (let j = 0; j < 8; ) {
