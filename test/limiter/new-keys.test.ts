@@ -1,6 +1,6 @@
 // newKeysPerSecond: an isolate starts tracking at most that many keys of a rule per second; the rest share #overflow.
 import { describe, expect, it } from "vitest";
-import { admitKey, OVERFLOW_KEY } from "../../src/gate/new-keys";
+import { admitKey, OVERFLOW_KEY } from "../../src/limiter/new-keys";
 import { metrics } from "../../src/metrics/metrics";
 import { rule } from "../helpers/rules";
 
