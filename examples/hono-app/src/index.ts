@@ -1,0 +1,24 @@
+/** A Hono app limited by floodgate's middleware and library, with the RateLimiter Durable Object in this Worker. */
+import { RateLimiter, limiter } from "floodgate";
+import { rateLimit } from "floodgate/hono";
+import { Hono } from "hono";
+
+// The Durable Object class floodgate decides with: export it, and bind it as LIMITER (wrangler.toml).
+export { RateLimiter };
+
+type Env = { Bindings: { LIMITER: DurableObjectNamespace<RateLimiter> } };
+
+const app = new Hono<Env>()
+  // 5 requests a minute per API key on /api/*; a request without one shares the key "#none".
+  .use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))
+  // What the middleware decided for this request: { success, limit, remaining, reset, retryAfter, rule }.
+  .get("/api/quota", (c) => c.json(c.get("rateLimit")))
+  // The library without the middleware: 3 attempts, refilled one every 20 s, per client address.
+  .post("/login", async (c) => {
+    const attempts = limiter(c.env.LIMITER, { name: "login", algorithm: "token-bucket", limit: 3, period: "1m" });
+    const result = await attempts.limit(c.req.header("cf-connecting-ip") ?? "unknown", { ctx: c.executionCtx });
+    if (!result.success) return c.json({ error: "too many attempts", retryAfterMs: result.retryAfter }, 429);
+    return c.json({ ok: true, remaining: result.remaining });
+  });
+
+export default app;

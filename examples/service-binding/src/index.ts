@@ -1,0 +1,43 @@
+/** A Worker that asks floodgate, through a service binding, before doing its own work: `limit` for a key it chooses, `check` for a whole request. */
+import type { Checked, LimitResult } from "floodgate";
+
+/** floodgate's `Floodgate` entrypoint, as this Worker calls it (floodgate's README: Service binding). */
+interface FloodgateService {
+  limit(options: { rule?: string; key: string; cost?: number }): Promise<LimitResult>;
+  check(request: Request): Promise<Checked>;
+  peek(options: { rule?: string; key: string }): Promise<LimitResult>;
+  reset(options: { rule?: string; key: string }): Promise<void>;
+}
+
+interface Env {
+  /** `[[services]]` in wrangler.toml; its `props.rule` is the rule `limit` uses when a call names none */
+  FLOODGATE: FloodgateService;
+}
+
+export default {
+  async fetch(request, env): Promise<Response> {
+    const url = new URL(request.url);
+
+    // limit: a key this Worker chooses (here the account being logged into), under the binding's rule.
+    if (url.pathname === "/login" && request.method === "POST") {
+      const account = url.searchParams.get("account") ?? "";
+      if (!account) return Response.json({ error: "?account= is required" }, { status: 400 });
+      const { success, remaining, retryAfter } = await env.FLOODGATE.limit({ key: account });
+      if (!success) {
+        const seconds = Math.max(1, Math.ceil(retryAfter / 1000));
+        return Response.json({ error: "too many attempts", retryAfterSeconds: seconds }, { status: 429, headers: { "Retry-After": String(seconds) } });
+      }
+      return Response.json({ ok: true, remaining });
+    }
+
+    // check: every floodgate rule whose match fits this request, exactly as the proxy would apply them,
+    // without proxying: floodgate's own 429 when denied, else the headers to add to this Worker's answer.
+    if (url.pathname.startsWith("/api/")) {
+      const { allowed, headers, response } = await env.FLOODGATE.check(request);
+      if (!allowed && response) return response;
+      return Response.json({ hello: url.pathname }, { headers });
+    }
+
+    return new Response("not found", { status: 404 });
+  },
+} satisfies ExportedHandler<Env>;
