@@ -18,4 +18,8 @@ export interface Env {
   RATE_LIMIT_HEADERS?: string;
   /** whether responses carry `X-RateLimit-Limit`, `-Remaining` and `-Reset`: "true" (the default) or "false"; a TOML boolean too */
   LEGACY_HEADERS?: string | boolean;
+  /** addresses and CIDRs (comma-separated, v4 and v6) never limited by any rule */
+  ALLOW_IPS?: string;
+  /** addresses and CIDRs (comma-separated, v4 and v6) answered 403 before anything else; wins over ALLOW_IPS */
+  DENY_IPS?: string;
 }

@@ -4,9 +4,9 @@ import { loadSettings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
-import { check } from "./gate/check";
+import { check, refused } from "./gate/check";
 import { demoOrigin } from "./http/demo-origin";
-import { HttpProblem, invalidConfig } from "./http/problem";
+import { forbidden, HttpProblem, invalidConfig } from "./http/problem";
 import { forward } from "./http/proxy";
 import { metrics } from "./metrics/metrics";
 
@@ -35,9 +35,11 @@ export default {
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const settings = loadSettings(env);
   setCapacity(settings.fastMaxKeys);
+  // DENY_IPS comes before anything else, the admin API included.
+  if (refused(request.headers.get("CF-Connecting-IP"), settings.ips)) return forbidden().toResponse();
   const url = new URL(request.url);
   if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
-  const checked = await check(request, url, settings.rules, { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) }, settings.headers);
+  const checked = await check(request, url, settings, { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) });
   if (checked.response) return checked.response;
   const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
   for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);

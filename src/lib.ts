@@ -90,13 +90,12 @@ export interface Gate {
  * if (!allowed) return response;
  */
 export function createGate(namespace: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
-  const parsed = parseConfig(rules).rules;
-  const forms = headerOptions(options, "createGate");
+  const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {
       if (!(request instanceof Request)) throw new TypeError(`createGate(…).check: expected a Request, got ${request === null ? "null" : typeof request}`);
       if (typeof ctx?.waitUntil !== "function") throw new TypeError("createGate(…).check: pass the request's ExecutionContext (ctx) as the second argument");
-      return check(request, new URL(request.url), parsed, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) }, forms);
+      return check(request, new URL(request.url), gate, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) });
     },
   };
 }

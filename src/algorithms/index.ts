@@ -94,6 +94,6 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
  * sliding window, so that reports from one bucket add up to one entry; a token bucket takes units
  * when it is told, whatever their time, so for it every `t` files under 0.
  */
-export function slotOf(policy: Policy, t: number): number {
+export function slotOf(policy: Pick<Policy, "algorithm" | "periodMs" | "buckets">, t: number): number {
   return policy.algorithm === "sliding-window" ? bucketStartOf(policy, t) : 0;
 }

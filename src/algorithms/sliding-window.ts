@@ -122,7 +122,7 @@ export function usedSlidingWindow(stored: SlidingWindowState, now: number): numb
 }
 
 /** The first millisecond of the bucket holding `t`. */
-export function bucketStartOf(policy: Policy, t: number): number {
+export function bucketStartOf(policy: Shape, t: number): number {
   return bucketStart(policy, bucketIndex(policy, t));
 }
 

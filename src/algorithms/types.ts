@@ -12,6 +12,8 @@ export interface Policy {
   burst: number;
   /** sliding-window: how many buckets the period is split into (1: the classic two-window counter) */
   buckets: number;
+  /** the rule's `block`: once a request is denied at the limit, every request is denied for this long (see ./block) */
+  blockMs?: number;
 }
 
 /** Why a decision came out as it did, when that is not simply "the counter said so". */
@@ -25,7 +27,9 @@ export type Reason =
   /** denied from the isolate's cache of keys the Durable Object reported blocked */
   | "cache"
   /** the Durable Object failed and the rule's error policy decided */
-  | "error";
+  | "error"
+  /** the key is blocked: the rule denied it, and its `block` has not yet passed */
+  | "blocked";
 
 /**
  * The result of one decision, the same for every algorithm and every path (strict or fast).

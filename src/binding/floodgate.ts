@@ -50,7 +50,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async check(request: Request): Promise<Checked> {
     if (!(request instanceof Request)) throw new TypeError(`check: expected a Request, got ${request === null ? "null" : typeof request}`);
     const settings = this.settings();
-    return check(request, new URL(request.url), settings.rules, this.context(), settings.headers);
+    return check(request, new URL(request.url), settings, this.context());
   }
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */

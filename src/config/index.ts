@@ -1,6 +1,7 @@
 /** The configuration of this isolate, validated once and again only when the raw bindings change. */
 import type { Env } from "../env";
 import { DEFAULT_HEADERS, HEADER_FORMS, type HeaderForm, type HeaderOptions } from "../http/rate-limit-headers";
+import { parseIpList, type IpList } from "../routing/cidr";
 import { ConfigError, show } from "./errors";
 import { parseOrigin, type Origin } from "./origin";
 import { parseConfig } from "./rules";
@@ -12,11 +13,19 @@ export interface Settings extends Config {
   fastMaxKeys: number | undefined;
   /** the rate-limit header forms responses carry, from `RATE_LIMIT_HEADERS` and `LEGACY_HEADERS` */
   headers: HeaderOptions;
+  /** `ALLOW_IPS` (never limited) and `DENY_IPS` (403 before anything else); null when unset */
+  ips: IpLists;
 }
 
-let cached:
-  | { rules: unknown; origin: unknown; maxKeys: unknown; form: unknown; legacy: unknown; rulesText: string; result: Settings | ConfigError }
-  | undefined;
+export interface IpLists {
+  allow: IpList | null;
+  deny: IpList | null;
+}
+
+/** The bindings besides the rules that the settings are read from, compared as they are. */
+const VARS = ["ORIGIN_URL", "FAST_MAX_KEYS", "RATE_LIMIT_HEADERS", "LEGACY_HEADERS", "ALLOW_IPS", "DENY_IPS"] as const;
+
+let cached: { rules: unknown; vars: unknown[]; rulesText: string; result: Settings | ConfigError } | undefined;
 
 /**
  * The validated settings for these bindings. Parsing happens once per isolate; a later call with
@@ -27,15 +36,9 @@ export function loadSettings(env: Env): Settings {
   const rules = env.RATE_LIMIT_RULES;
   const same =
     cached !== undefined &&
-    cached.origin === env.ORIGIN_URL &&
-    cached.maxKeys === env.FAST_MAX_KEYS &&
-    cached.form === env.RATE_LIMIT_HEADERS &&
-    cached.legacy === env.LEGACY_HEADERS &&
+    VARS.every((name, i) => cached!.vars[i] === env[name]) &&
     (cached.rules === rules || cached.rulesText === textOf(rules));
-  if (!same) {
-    const { ORIGIN_URL: origin, FAST_MAX_KEYS: maxKeys, RATE_LIMIT_HEADERS: form, LEGACY_HEADERS: legacy } = env;
-    cached = { rules, origin, maxKeys, form, legacy, rulesText: textOf(rules), result: parse(env) };
-  }
+  if (!same) cached = { rules, vars: VARS.map((name) => env[name]), rulesText: textOf(rules), result: parse(env) };
   const { result } = cached!;
   if (result instanceof ConfigError) throw result;
   return result;
@@ -48,6 +51,7 @@ function parse(env: Env): Settings | ConfigError {
       origin: parseOrigin(env.ORIGIN_URL),
       fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
       headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseLegacy(env.LEGACY_HEADERS) },
+      ips: { allow: parseIpVar(env.ALLOW_IPS, "ALLOW_IPS"), deny: parseIpVar(env.DENY_IPS, "DENY_IPS") },
     };
   } catch (error) {
     if (error instanceof ConfigError) return error;
@@ -80,6 +84,12 @@ function parseLegacy(raw: unknown): boolean {
   if (raw === true || raw === "true") return true;
   if (raw === false || raw === "false") return false;
   throw ConfigError.topLevel(`expected "true" (the default) or "false", got ${show(raw)}`, "LEGACY_HEADERS");
+}
+
+/** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
+function parseIpVar(raw: unknown, name: "ALLOW_IPS" | "DENY_IPS"): IpList | null {
+  if (raw === undefined || (typeof raw === "string" && raw.trim() === "")) return null;
+  return parseIpList(raw as string, { field: name });
 }
 
 function textOf(raw: unknown): string {

@@ -2,14 +2,15 @@
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
+import { parseIpList } from "../routing/cidr";
 import { ConfigError, show, type RuleRef } from "./errors";
 import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode", "sync", "onError", "timeout",
-  "ipv6Prefix", "newKeysPerSecond",
+  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block",
 ];
-const MATCH_FIELDS = ["path", "methods", "host"];
+const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket"];
 const MODES: Choices<Mode> = ["strict", "fast"];
@@ -39,7 +40,7 @@ type Capacity = { field: "limit" | "burst"; units: number };
 /** A rule in the user-facing format, as the admin API shows it. */
 export interface RuleDescription {
   name: string;
-  match: { path: string; methods: string[] | null; host: string | null };
+  match: { path: string; methods: string[] | null; host: string | null; ips?: readonly string[] };
   key: string[];
   algorithm: AlgorithmName;
   limit: number;
@@ -58,6 +59,9 @@ export interface RuleDescription {
   /** only for rules whose key has an `ip` part */
   ipv6Prefix?: number;
   newKeysPerSecond?: number;
+  dryRun: boolean;
+  /** e.g. "10m"; only when set */
+  block?: string;
 }
 
 /**
@@ -110,7 +114,7 @@ export function describeRule(rule: Rule): RuleDescription {
   const { match, cost } = rule;
   return {
     name: rule.name,
-    match: { path: match.path, methods: match.methods && [...match.methods], host: match.host },
+    match: { path: match.path, methods: match.methods && [...match.methods], host: match.host, ...(match.ips ? { ips: [...match.ips.entries] } : {}) },
     key: rule.key.map(formatKeyPart),
     algorithm: rule.algorithm,
     limit: rule.limit,
@@ -125,6 +129,8 @@ export function describeRule(rule: Rule): RuleDescription {
     timeout: formatDuration(rule.timeoutMs),
     ...(hasIpPart(rule.key) ? { ipv6Prefix: rule.ipv6Prefix } : {}),
     ...(rule.newKeysPerSecond !== null ? { newKeysPerSecond: rule.newKeysPerSecond } : {}),
+    dryRun: rule.dryRun,
+    ...(rule.blockMs !== null ? { block: formatDuration(rule.blockMs) } : {}),
   };
 }
 
@@ -183,7 +189,9 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
   const ipv6Prefix = parseIpv6Prefix(fields.get("ipv6Prefix"), key, at);
   const newKeysPerSecond = fields.has("newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
-  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond };
+  const dryRun = parseBoolean(fields.get("dryRun"), at, "dryRun");
+  const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
+  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
 }
 
 function parseName(value: unknown, at: RuleRef): string {
@@ -194,7 +202,7 @@ function parseName(value: unknown, at: RuleRef): string {
 }
 
 function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
-  if (value === undefined) return { path: "*", methods: null, host: null };
+  if (value === undefined) return { path: "*", methods: null, host: null, ips: null };
   if (!isObject(value)) {
     fail(at, "match", `expected an object like {"path": "/api/*", "methods": ["GET"]}, got ${show(value)}`);
   }
@@ -204,6 +212,7 @@ function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
     path: parsePath(fields.get("path"), at),
     methods: parseMethods(fields.get("methods"), at),
     host: parseHost(fields.get("host"), at),
+    ips: fields.has("ips") ? parseIpList(fields.get("ips") as readonly string[], { field: "match.ips", rule: at }) : null,
   };
 }
 
@@ -283,6 +292,12 @@ function parseKeyPart(value: unknown, at: RuleRef, field: string): KeyPart {
       return { source, name };
   }
   fail(at, field, `unknown key part ${show(value)}; use ${KEY_PARTS_HINT}`);
+}
+
+function parseBoolean(value: unknown, at: RuleRef, field: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") fail(at, field, `expected true or false (default false), got ${show(value)}`);
+  return value;
 }
 
 function parseIpv6Prefix(value: unknown, key: KeyPart[], at: RuleRef): number {

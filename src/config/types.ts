@@ -1,5 +1,6 @@
 /** The validated configuration: rules with every default filled in, ready to match and enforce. */
 import type { AlgorithmName } from "../algorithms/types";
+import type { IpList } from "../routing/cidr";
 
 /** One part of a rule's key, e.g. `header:x-api-key` → { source: "header", name: "x-api-key" }. */
 export type KeyPart =
@@ -23,6 +24,8 @@ export interface Rule {
     methods: string[] | null;
     /** lower-case host; null matches every host */
     host: string | null;
+    /** client addresses (the `ip` key part's) the rule applies to; null matches every request */
+    ips: IpList | null;
   };
   key: KeyPart[];
   algorithm: AlgorithmName;
@@ -43,6 +46,10 @@ export interface Rule {
   ipv6Prefix: number;
   /** most keys of this rule one isolate starts tracking per second; null: no cap */
   newKeysPerSecond: number | null;
+  /** shadow mode: the rule decides and counts as usual, but its denials only show in metrics and logs */
+  dryRun: boolean;
+  /** once the rule denies a key, every request for it is denied for this long; null: no block */
+  blockMs: number | null;
 }
 
 export interface Config {

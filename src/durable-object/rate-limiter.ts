@@ -2,6 +2,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { adjust, carryOver, countedAt, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
+import { blockedDecision, blockStart } from "../algorithms/block";
 import type { Env } from "../env";
 import { grantLease, lastPinEnds, livePeers, settlePins, standingWithPins, type Lease, type Peer, type SyncRequest } from "../fast/lease";
 
@@ -19,10 +20,11 @@ interface Stored {
   state: LimiterState;
 }
 
-/** The one row an object keeps: its state, if any, and its fast-mode peers. */
+/** The one row an object keeps: its state, if any, its fast-mode peers, and the end of its block. */
 interface Row {
   stored?: Stored;
   peers: Record<string, Peer>;
+  blockedUntil?: number;
 }
 
 /**
@@ -37,6 +39,8 @@ export class RateLimiter extends DurableObject<Env> {
   /** fast-mode isolates: their demand, and their last lease for retried syncs */
   private peers = new Map<string, Peer>();
   private alarmAt: number | null = null;
+  /** a rule with `block` denied the key: every request is denied until then */
+  private blockedUntil = 0;
   /** The table is made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
 
@@ -49,6 +53,7 @@ export class RateLimiter extends DurableObject<Env> {
         : undefined;
       const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
       this.stored = row?.stored;
+      this.blockedUntil = row?.blockedUntil ?? 0;
       this.peers = livePeers(new Map(Object.entries(row?.peers ?? {})), Date.now());
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -59,12 +64,17 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     this.countAllPins(policy, now);
     let state = this.stateFor(policy);
+    const blockedBefore = this.blockedUntil;
     const results = costs.map((cost) => {
+      if (now < this.blockedUntil) return { decision: blockedDecision(policy, state, this.blockedUntil, now), countedAt: now };
       const outcome = decide(policy, state, cost, now);
       state = outcome.state;
-      return { decision: outcome.decision, countedAt: countedAt(policy, outcome.state, now) };
+      const block = blockStart(policy, outcome.decision, now);
+      if (block !== undefined) this.blockedUntil = block;
+      const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
+      return { decision, countedAt: countedAt(policy, outcome.state, now) };
     });
-    if (state && results.some((r) => r.decision.allowed)) this.save(policy, state);
+    if (state && (results.some((r) => r.decision.allowed) || this.blockedUntil !== blockedBefore)) this.save(policy, state);
     return results;
   }
 
@@ -76,9 +86,10 @@ export class RateLimiter extends DurableObject<Env> {
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
     const stored = this.stateFor(policy);
-    const { state, peers, lease } = grantLease(policy, stored, this.peers, request, now);
+    const { state, peers, lease, blockedUntil } = grantLease(policy, stored, this.peers, request, now, this.blockedUntil);
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
     this.peers = peers;
+    this.blockedUntil = blockedUntil;
     if (state && state !== stored) this.stored = { policy, state };
     this.write();
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -93,13 +104,16 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** The key's standing now, consuming nothing. */
   peek(policy: Policy): Decision {
-    return standingWithPins(policy, this.stateFor(policy), this.peers, Date.now());
+    const now = Date.now();
+    if (now < this.blockedUntil) return blockedDecision(policy, this.stateFor(policy), this.blockedUntil, now);
+    return standingWithPins(policy, this.stateFor(policy), this.peers, now);
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(): Promise<void> {
     this.stored = undefined;
     this.peers = new Map();
+    this.blockedUntil = 0;
     this.alarmAt = null;
     this.hasTable = false;
     await this.ctx.storage.deleteAll();
@@ -123,7 +137,7 @@ export class RateLimiter extends DurableObject<Env> {
     }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
     const lastSync = Math.max(0, ...[...this.peers.values()].map((p) => p.seenAt));
-    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers) ?? 0);
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers) ?? 0, this.blockedUntil);
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
@@ -172,7 +186,11 @@ export class RateLimiter extends DurableObject<Env> {
       this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
       this.hasTable = true;
     }
-    const row: Row = { ...(this.stored ? { stored: this.stored } : {}), peers: Object.fromEntries(this.peers) };
+    const row: Row = {
+      ...(this.stored ? { stored: this.stored } : {}),
+      peers: Object.fromEntries(this.peers),
+      ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}),
+    };
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
       JSON.stringify(row),

@@ -1,6 +1,7 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
 import { adjust, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
+import { blockedDecision, blockStart } from "../algorithms/block";
 
 /** Units an isolate spent at `at` (a slot, see `slotOf`), or gave back when negative. */
 export interface Spent {
@@ -101,9 +102,10 @@ export function grantLease(
   peers: ReadonlyMap<string, Peer>,
   sync: SyncRequest,
   now: number,
-): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease } {
+  blockedUntil = 0,
+): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease; blockedUntil: number } {
   const known = peers.get(sync.isolate);
-  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease };
+  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
@@ -131,16 +133,21 @@ export function grantLease(
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
   const slack = Math.floor(available / (16 * (active.length + 1)));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
-  const units = sync.release ? 0 : Math.min(available, wanted);
-  const view = withPinned(policy, state, pinned + units, now);
-  const standing = units >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  const blocked = now < blockedUntil;
+  const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
+  const view = withPinned(policy, state, pinned + granted, now);
+  const asked = granted >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
+  const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
+  const units = block === undefined ? granted : 0;
+  const standing = block === undefined ? asked : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active.length + 1);
   const expiresAt = now + Math.max(sync.horizonMs, roomy ? sync.roomyHorizonMs! : 0);
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active.length + 1 };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, seenAt: now, lease, pins });
-  return { state, peers: next, lease };
+  return { state, peers: next, lease, blockedUntil: block ?? blockedUntil };
 }
 
 /**

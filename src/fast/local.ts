@@ -171,6 +171,8 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.standing = lease.standing;
   key.peers = lease.peers;
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
+  // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
+  if (lease.standing.reason === "blocked") surrender(key);
   key.granted = lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
   // Only an empty grant with the key denied is a denial: units leased, or an empty background

@@ -1,7 +1,8 @@
 /** The proxy's decision without the proxying: the verdict as headers to send, and the answer to send instead when denied. */
 import type { HeaderOptions } from "../http/rate-limit-headers";
 import { longestWait, mostRestrictive, rateLimitHeaders } from "../http/rate-limit-headers";
-import { HttpProblem, rateLimited } from "../http/problem";
+import type { IpLists } from "../config";
+import { forbidden, HttpProblem, rateLimited } from "../http/problem";
 import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
 import { enforce, type Enforced } from "./enforce";
@@ -15,23 +16,42 @@ export interface Checked {
   response?: Response;
 }
 
+/** What a gate applies: the rules, the header forms, and the address lists. */
+export interface GateSettings {
+  rules: readonly Rule[];
+  headers: HeaderOptions;
+  ips: IpLists;
+}
+
 /**
  * Applies every rule whose `match` fits the request: matching, keys, costs, all-or-nothing and
- * refunds, as {@link enforce} does, then the headers in the configured forms. A request whose input
- * is invalid for a rule is not allowed, and its answer is the 400 problem.
+ * refunds, as {@link enforce} does, then the headers in the configured forms. An address in
+ * `DENY_IPS` is refused with a 403 and one in `ALLOW_IPS` is never limited, both before any rule
+ * is asked (the address is `CF-Connecting-IP`'s, as the `ip` key part's). A request whose input is
+ * invalid for a rule is not allowed, and its answer is the 400 problem. Dry-run rules decide and
+ * count, and never deny or add a header.
  */
-export async function check(request: Request, url: URL, rules: readonly Rule[], context: LimiterContext, options: HeaderOptions): Promise<Checked> {
+export async function check(request: Request, url: URL, gate: GateSettings, context: LimiterContext): Promise<Checked> {
+  const ip = request.headers.get("CF-Connecting-IP");
+  if (refused(ip, gate.ips)) return { allowed: false, headers: {}, response: forbidden().toResponse() };
+  if (gate.ips.allow?.has(ip)) return { allowed: true, headers: {} };
   let verdict;
   try {
-    verdict = await enforce(request, url, rules, context);
+    verdict = await enforce(request, url, gate.rules, context);
   } catch (error) {
     if (error instanceof HttpProblem) return { allowed: false, headers: {}, response: error.toResponse() };
     throw error;
   }
   const now = Date.now();
-  if (!verdict.allowed) return denial(verdict.entries.filter((e) => !e.decision.allowed), now, options);
-  const shown = mostRestrictive(verdict.entries);
-  return { allowed: true, headers: shown ? rateLimitHeaders(shown.rule, shown.decision, now, options) : {} };
+  const enforced = verdict.entries.filter((e) => !e.rule.dryRun);
+  if (!verdict.allowed) return denial(enforced.filter((e) => !e.decision.allowed), now, gate.headers);
+  const shown = mostRestrictive(enforced);
+  return { allowed: true, headers: shown ? rateLimitHeaders(shown.rule, shown.decision, now, gate.headers) : {} };
+}
+
+/** Whether `DENY_IPS` refuses the address (an address in both lists is refused). */
+export function refused(ip: string | null, ips: IpLists): boolean {
+  return ips.deny?.has(ip) ?? false;
 }
 
 /**

@@ -26,17 +26,21 @@ export interface Verdict {
  * when one denies, the units the others took are given back, so a client blocked by one rule does
  * not burn its quota under another. A request that this isolate already knows one rule denies (a
  * cached denial) is denied at once: no rule asks its object, so a client over one limit costs
- * nothing under the others. Throws a 400 HttpProblem when the request's input is invalid for a
- * rule (a malformed cost header), before any rule consumes anything.
+ * nothing under the others. A dry-run rule decides and counts as if it were enforced (its units
+ * are given back with the others' when an enforced rule denies), but its denial denies nothing.
+ * Throws a 400 HttpProblem when the request's input is invalid for a rule (a malformed cost
+ * header), before any rule consumes anything.
  */
 export async function enforce(request: Request, url: URL, rules: readonly Rule[], context: LimiterContext): Promise<Verdict> {
-  const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host });
+  const ip = request.headers.get("CF-Connecting-IP");
+  const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
   const now = Date.now();
   const asks = await Promise.all(applicable.map((rule) => ask(rule, request, now)));
   const known = knownDenials(asks, context, now);
   if (known.length > 0) return counted({ allowed: false, entries: known });
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
-  const allowed = taken.every((t) => t.decision.allowed);
+  // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
+  const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);
   if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, context));
   return counted({ allowed, entries: asks.map((a, i) => ({ rule: a.rule, decision: taken[i]!.decision })) });
 }
@@ -47,11 +51,11 @@ async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {
   return { rule, objectName: await objectNameOf(rule, buildKey(rule, request), now), cost: cost.units };
 }
 
-/** The rules this isolate already knows deny the request, from its cached denials: no call needed. */
+/** The enforced rules this isolate already knows deny the request, from its cached denials: no call needed. */
 function knownDenials(asks: readonly Ask[], context: LimiterContext, now: number): Enforced[] {
   const known: Enforced[] = [];
   for (const a of asks) {
-    const decision = cachedDenial(a, context, now);
+    const decision = a.rule.dryRun ? undefined : cachedDenial(a, context, now);
     if (decision) known.push({ rule: a.rule, decision });
   }
   return known;

@@ -143,3 +143,13 @@ export function unauthorized(): HttpProblem {
 export function notFound(): HttpProblem {
   return new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: "There is nothing here." });
 }
+
+/**
+ * 403 for an address in `DENY_IPS`: the same answer whatever was asked, before anything else.
+ *
+ * @example
+ * if (settings.ips.deny?.has(request.headers.get("CF-Connecting-IP"))) return forbidden().toResponse();
+ */
+export function forbidden(): HttpProblem {
+  return new HttpProblem({ type: "about:blank", status: 403, title: "Forbidden", detail: "Requests from this address are refused." });
+}

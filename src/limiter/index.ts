@@ -6,6 +6,7 @@ import type { Env } from "../env";
 import { cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
 import { admitKey } from "./new-keys";
 import { onErrorDecision } from "./on-error";
+import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict, type StrictDecision } from "../strict";
@@ -95,9 +96,16 @@ export async function forget(namespace: Env["LIMITER"], objectName: string): Pro
   forgetStrict(objectName);
 }
 
-/** Counts a decision in `floodgate_decisions_total`. */
+/**
+ * Counts a decision in `floodgate_decisions_total`: `allowed`, `denied`, or for a dry-run rule's
+ * would-be denial `dry_run_denied`, which is also logged (at most a few lines a second).
+ */
 export function countDecision(rule: Rule, decision: Decision): void {
-  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: decision.allowed ? "allowed" : "denied" });
+  const outcome = decision.allowed ? "allowed" : rule.dryRun ? "dry_run_denied" : "denied";
+  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: outcome });
+  if (outcome === "dry_run_denied") {
+    log.event("dry_run_denied", { rule: rule.name, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter }, Date.now());
+  }
 }
 
 function fastContext(context: LimiterContext): { namespace: Env["LIMITER"]; waitUntil(promise: Promise<unknown>): void } {

@@ -2,12 +2,13 @@
 
 /** Every counter floodgate keeps, with its help text; the names are the exported metric names. */
 const COUNTERS = {
-  floodgate_decisions_total: "Rate-limit decisions, by rule and outcome.",
+  floodgate_decisions_total: "Rate-limit decisions, by rule and outcome (allowed, denied, or dry_run_denied for a dry-run rule's would-be denial).",
   floodgate_durable_object_calls_total: "Calls made to RateLimiter Durable Objects, by method.",
   floodgate_local_decisions_total: "Decisions made in the isolate without a Durable Object call (fast mode), by rule.",
   floodgate_syncs_total: "Fast-path reconciliations with a Durable Object, by result.",
   floodgate_errors_total: "Failures, by kind.",
   floodgate_key_evictions_total: "Fast-path keys evicted from this isolate's table.",
+  floodgate_log_lines_dropped_total: "Structured log lines left out because their kind had used up its lines for the second, by event.",
   floodgate_key_overflows_total: "Requests counted under a rule's shared #overflow key: their own key was new past the rule's newKeysPerSecond.",
 } as const;
 

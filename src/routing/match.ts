@@ -1,4 +1,4 @@
-/** Which rules apply to a request: path glob, method and host, as the Rules table defines them. */
+/** Which rules apply to a request: path glob, method, host and client address, as the Rules table defines them. */
 import type { Rule } from "../config/types";
 import { compileGlob, type PathMatcher } from "./glob";
 
@@ -10,6 +10,8 @@ export interface MatchTarget {
   path: string;
   /** the URL host, any case, with its port if it has one (`new URL(request.url).host`) */
   host: string;
+  /** the client address, `CF-Connecting-IP` and nothing else; absent, it is in no rule's `match.ips` */
+  ip?: string | null;
 }
 
 interface CompiledMatch {
@@ -28,7 +30,9 @@ const compiled = new WeakMap<Rule, CompiledMatch>();
  *
  * Methods compare upper-case. Hosts compare lower-case and without the port, unless the rule's
  * host names a port, in which case the request's port must be the same. A trailing dot (the
- * fully-qualified form) is ignored on both sides, so `api.example.com.` cannot dodge a rule.
+ * fully-qualified form) is ignored on both sides, so `api.example.com.` cannot dodge a rule. A
+ * rule with `match.ips` applies only to a client address in the list (a request with no address
+ * is in no list).
  *
  * @example
  * const url = new URL(request.url);
@@ -47,6 +51,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       hostWithoutPort ??= stripPort(host);
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
+    if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
     return match.path(request.path);
   });
 }

@@ -20,10 +20,12 @@ interface Denial {
 export class DenialCache {
   private readonly table = new LruTable<Denial>(MAX_DENIALS, () => undefined);
 
-  /** Remembers a denial at the limit; a cost over the capacity or an error says nothing about other requests. */
+  /** Remembers a denial at the limit or a block; a cost over the capacity or an error says nothing about other requests. */
   remember(objectName: string, cost: number, decision: Decision, now: number): void {
-    if (decision.allowed || decision.reason !== "limit" || decision.retryAfter <= 0) return;
-    this.table.set(objectName, { decision, cost, until: now + decision.retryAfter });
+    if (decision.allowed || decision.retryAfter <= 0) return;
+    // A block denies every request, whatever it costs, until it ends.
+    if (decision.reason === "blocked") this.table.set(objectName, { decision, cost: 1, until: now + decision.retryAfter });
+    else if (decision.reason === "limit") this.table.set(objectName, { decision, cost, until: now + decision.retryAfter });
   }
 
   /** The remembered denial of a request of `cost` at `now`, its wait counted down; undefined when none holds. */

@@ -21,7 +21,9 @@ export interface StrictDecision {
 
 /** The arithmetic half of a rule, which is all its Durable Object needs to know. */
 export function policyOf(rule: Rule): Policy {
-  return { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
+  const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
+  if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
+  return policy;
 }
 
 /**

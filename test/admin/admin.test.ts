@@ -53,6 +53,7 @@ describe("admin API", () => {
       onError: "local",
       timeout: "1s",
       ipv6Prefix: 56,
+      dryRun: false,
     });
     expect(body.rules[1]).toMatchObject({ key: ["ip", "header:x-api-key"], burst: 8, cost: "header:x-cost", match: { methods: ["GET", "POST"] } });
   });

@@ -34,7 +34,7 @@ function only(raw: unknown): Rule {
 
 const minimal: Rule = {
   name: "api",
-  match: { path: "*", methods: null, host: null },
+  match: { path: "*", methods: null, host: null, ips: null },
   key: [{ source: "ip" }],
   algorithm: "sliding-window",
   limit: 10,
@@ -48,6 +48,8 @@ const minimal: Rule = {
   timeoutMs: 1_000,
   ipv6Prefix: 56,
   newKeysPerSecond: null,
+  dryRun: false,
+  blockMs: null,
 };
 
 describe("accepted shapes", () => {
@@ -91,7 +93,7 @@ describe("accepted shapes", () => {
     expect(parseConfig(example).rules).toEqual([
       {
         name: "api-per-key",
-        match: { path: "/api/*", methods: null, host: null },
+        match: { path: "/api/*", methods: null, host: null, ips: null },
         key: [{ source: "header", name: "x-api-key" }],
         algorithm: "sliding-window",
         limit: 1000,
@@ -105,10 +107,12 @@ describe("accepted shapes", () => {
         timeoutMs: 1_000,
         ipv6Prefix: 56,
         newKeysPerSecond: null,
+        dryRun: false,
+        blockMs: null,
       },
       {
         name: "login",
-        match: { path: "/login", methods: ["POST"], host: null },
+        match: { path: "/login", methods: ["POST"], host: null, ips: null },
         key: [{ source: "ip" }],
         algorithm: "token-bucket",
         limit: 5,
@@ -122,6 +126,8 @@ describe("accepted shapes", () => {
         timeoutMs: 1_000,
         ipv6Prefix: 56,
         newKeysPerSecond: null,
+        dryRun: false,
+        blockMs: null,
       },
     ]);
   });
@@ -138,7 +144,7 @@ describe("defaults", () => {
   });
 
   it("fills match.path, match.methods and match.host when match is empty", () => {
-    expect(only([rule({ match: {} })]).match).toEqual({ path: "*", methods: null, host: null });
+    expect(only([rule({ match: {} })]).match).toEqual({ path: "*", methods: null, host: null, ips: null });
   });
 
   it("defaults a token bucket's burst to its limit", () => {
@@ -580,6 +586,38 @@ describe("abuse controls", () => {
   });
 });
 
+describe("rule policies", () => {
+  it("enforces unless dryRun is true, and blocks nothing unless block is set", () => {
+    expect(only([rule()])).toMatchObject({ dryRun: false, blockMs: null });
+    expect(only([rule({ dryRun: true, block: "10m" })])).toMatchObject({ dryRun: true, blockMs: 600_000 });
+  });
+
+  it.each(["yes", 1, "true", null])("rejects the dryRun %j, naming the field", (dryRun) => {
+    const error = errorFor([rule({ dryRun })]);
+    expect(error.field).toBe("rules[0].dryRun");
+    expect(error.message).toContain("expected true or false");
+  });
+
+  it.each(["forever", 0, -1, "10"])("rejects the block %j as a duration", (block) => {
+    expect(fieldFor({ block })).toBe("rules[0].block");
+  });
+
+  it("reads match.ips into a list matched by address, shown as written", () => {
+    const parsed = only([rule({ match: { ips: ["192.0.2.0/24", "2001:db8::/32"] } })]);
+    expect(parsed.match.ips?.has("192.0.2.9")).toBe(true);
+    expect(parsed.match.ips?.has("198.51.100.1")).toBe(false);
+    expect(describeRule(parsed).match.ips).toEqual(["192.0.2.0/24", "2001:db8::/32"]);
+  });
+
+  it.each([
+    [[], "rules[0].match.ips"],
+    [["192.0.2.0/33"], "rules[0].match.ips[0]"],
+    [["192.0.2.0/24", "not an address"], "rules[0].match.ips[1]"],
+  ])("rejects the match.ips %j, naming the entry", (ips, field) => {
+    expect(fieldFor({ match: { ips } })).toBe(field);
+  });
+});
+
 describe("failure handling and fast mode", () => {
   it("defaults onError to local and timeout to 1s", () => {
     expect(only([rule()])).toMatchObject({ onError: "local", timeoutMs: 1_000 });
@@ -631,6 +669,7 @@ describe("describeRule", () => {
       onError: "local",
       timeout: "1s",
       ipv6Prefix: 56,
+      dryRun: false,
     });
   });
 

@@ -131,3 +131,28 @@ describe("leases", () => {
     expect(later.lease.peers).toBe(1);
   });
 });
+
+describe("leases under a block", () => {
+  const blocking: Policy = { ...window, blockMs: 600_000 };
+
+  it("starts the block when the waiting requests are denied, and then leases nothing", () => {
+    const first = grantLease(blocking, undefined, new Map(), sync({ need: 90 }), T0);
+    const denied = grantLease(blocking, first.state, first.peers, sync({ isolate: "b", need: 30 }), T0 + 1);
+    expect(denied.lease.units).toBe(0);
+    expect(denied.lease.standing).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 600_000 });
+    expect(denied.blockedUntil).toBe(T0 + 1 + 600_000);
+  });
+
+  it("starts no block from the standing after a grant that covered every waiting request", () => {
+    const all = grantLease(blocking, undefined, new Map(), sync({ need: 100 }), T0);
+    expect(all.lease.units).toBe(100);
+    expect(all.blockedUntil).toBe(0);
+  });
+
+  it("leases nothing to any isolate while blocked, and tells each when the block ends", () => {
+    const during = grantLease(blocking, undefined, new Map(), sync({ isolate: "c", need: 1 }), T0, T0 + 5_000);
+    expect(during.lease.units).toBe(0);
+    expect(during.lease.standing).toMatchObject({ reason: "blocked", retryAfter: 5_000 });
+    expect(during.blockedUntil).toBe(T0 + 5_000);
+  });
+});

@@ -27,7 +27,9 @@ export function rule(overrides: RuleOverrides = {}): Rule {
     timeoutMs: 1_000,
     ipv6Prefix: 56,
     newKeysPerSecond: null,
+    dryRun: false,
+    blockMs: null,
     ...rest,
-    match: { path: "*", methods: null, host: null, ...match },
+    match: { path: "*", methods: null, host: null, ips: null, ...match },
   };
 }

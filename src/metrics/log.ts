@@ -1,0 +1,46 @@
+/** Structured log lines for Workers Logs and `wrangler tail`: one JSON object per event, rate-capped so a flood cannot run up the log bill. */
+import { decide, type LimiterState, type Policy } from "../algorithms";
+import { metrics } from "./metrics";
+
+/** Lines each kind of event may write per isolate per second (a token bucket, so a short burst of this many passes). */
+export const LINES_PER_SECOND = 10;
+
+const allowance: Policy = { algorithm: "token-bucket", limit: LINES_PER_SECOND, periodMs: 1_000, burst: LINES_PER_SECOND, buckets: 1 };
+
+interface Kind {
+  allowance: LimiterState | undefined;
+  /** lines left out since the last one written; the next one says how many */
+  dropped: number;
+}
+
+/**
+ * Writes `{ event, ...fields }` as one console line, unless its kind has used up its lines for
+ * this second; what is left out is counted in `floodgate_log_lines_dropped_total{event}` and in
+ * the `dropped` field of the kind's next line. Callers pass no raw key, token or header value.
+ *
+ * @example
+ * log.event("dry_run_denied", { rule: "api", reason: "limit", retryAfterMs: 1200 }, Date.now());
+ * // {"event":"dry_run_denied","rule":"api","reason":"limit","retryAfterMs":1200}
+ */
+export class Log {
+  private readonly kinds = new Map<string, Kind>();
+
+  constructor(private readonly write: (line: Record<string, unknown>) => void = (line) => console.log(line)) {}
+
+  event(event: string, fields: Record<string, unknown>, now: number): void {
+    let kind = this.kinds.get(event);
+    if (!kind) this.kinds.set(event, (kind = { allowance: undefined, dropped: 0 }));
+    const { decision, state } = decide(allowance, kind.allowance, 1, now);
+    kind.allowance = state;
+    if (!decision.allowed) {
+      kind.dropped++;
+      metrics.count("floodgate_log_lines_dropped_total", { event });
+      return;
+    }
+    this.write({ event, ...fields, ...(kind.dropped > 0 ? { dropped: kind.dropped } : {}) });
+    kind.dropped = 0;
+  }
+}
+
+/** The isolate's log. */
+export const log = new Log();

@@ -1,0 +1,165 @@
+// Rule policies through the Worker with the real object: dry run, block (a penalty box), and the IP lists.
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Env } from "../../src/env";
+import { metrics } from "../../src/metrics/metrics";
+import { originLog, send } from "../helpers/worker";
+
+const get = (path: string, ip: string | null, headers: Record<string, string> = {}) =>
+  new Request(`http://floodgate.test${path}`, { headers: { ...(ip === null ? {} : { "CF-Connecting-IP": ip }), ...headers } });
+
+async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
+  const out = [];
+  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
+  return out;
+}
+
+const peek = (name: string, limit: number, periodMs = 60_000) =>
+  (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName(name)).peek({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets: 60 });
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+describe("dryRun", () => {
+  it("never denies: every request reaches the origin, and would-be denials are counted apart", async () => {
+    const rules = [{ name: "dry-only", limit: 2, period: "1m", dryRun: true }];
+    const before = metrics.value("floodgate_decisions_total", { rule: "dry-only", decision: "dry_run_denied" });
+
+    expect(await statuses(5, () => get("/dry-only/x", "192.0.2.160"), { rules })).toEqual([200, 200, 200, 200, 200]);
+
+    expect(await originLog("dry-only")).toHaveLength(5);
+    expect(metrics.value("floodgate_decisions_total", { rule: "dry-only", decision: "dry_run_denied" }) - before).toBe(3);
+  });
+
+  it("evolves the rule's state exactly as if enforced: a would-be denial consumes nothing", async () => {
+    const rules = [{ name: "dry-state", limit: 2, period: "1m", dryRun: true }];
+    await statuses(4, () => get("/dry-state/x", "192.0.2.161"), { rules });
+    expect((await peek("dry-state/192.0.2.161", 2)).remaining).toBe(0);
+  });
+
+  it("adds no header of its own", async () => {
+    const response = await send(get("/dry-headers/x", "192.0.2.162"), { rules: [{ name: "dry-headers", limit: 2, period: "1m", dryRun: true }] });
+    expect(response.headers.get("RateLimit-Policy")).toBeNull();
+    expect(response.headers.get("X-RateLimit-Limit")).toBeNull();
+  });
+
+  it("never refunds another rule's units: the request goes on, and the enforced rule counts it", async () => {
+    const rules = [
+      { name: "dry-enforced", limit: 10, period: "1m" },
+      { name: "dry-shadow", limit: 1, period: "1m", dryRun: true },
+    ];
+    const responses = [];
+    for (let i = 0; i < 3; i++) responses.push(await send(get("/dry-pair/x", "192.0.2.163"), { rules }));
+
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect((await peek("dry-enforced/192.0.2.163", 10)).remaining).toBe(7);
+    expect(responses[2]!.headers.get("RateLimit-Policy")).toBe('"dry-enforced";q=10;w=60');
+  });
+
+  it("logs each would-be denial as one JSON line without the key", async () => {
+    const lines: unknown[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line));
+    await statuses(2, () => get("/dry-log/x", "192.0.2.164"), { rules: [{ name: "dry-log", limit: 1, period: "1m", dryRun: true }] });
+
+    expect(lines).toEqual([expect.objectContaining({ event: "dry_run_denied", rule: "dry-log", reason: "limit" })]);
+    expect(JSON.stringify(lines)).not.toContain("192.0.2.164");
+  });
+});
+
+describe("block", () => {
+  it("denies a key for the whole block once the rule has denied it, saying when the block ends", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = 1_700_000_400_000;
+    vi.setSystemTime(t0);
+    const rules = [{ name: "block-strict", limit: 2, period: "1m", block: "10m" }];
+    const hit = () => send(get("/block-strict/x", "192.0.2.170"), { rules });
+
+    const first = [(await hit()).status, (await hit()).status];
+    const denied = await hit();
+    vi.setSystemTime(t0 + 5 * 60_000);
+    const later = await hit();
+    vi.setSystemTime(t0 + 10 * 60_000 - 1);
+    const lastMoment = (await hit()).status;
+    vi.setSystemTime(t0 + 10 * 60_000);
+    const after = (await hit()).status;
+
+    expect(first).toEqual([200, 200]);
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("Retry-After")).toBe("600");
+    expect(denied.headers.get("RateLimit")).toBe('"block-strict";r=0;t=600');
+    // The window alone would have admitted again after a minute; the block holds, and is not extended.
+    expect(later.status).toBe(429);
+    expect(later.headers.get("Retry-After")).toBe("300");
+    expect(lastMoment).toBe(429);
+    expect(after).toBe(200);
+  });
+
+  it("keeps the block in the key's object, so every isolate sees it", async () => {
+    const rules = [{ name: "block-object", limit: 1, period: "1m", block: "1h" }];
+    await statuses(2, () => get("/block-object/x", "192.0.2.171"), { rules });
+    const standing = await (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName("block-object/192.0.2.171")).peek({
+      algorithm: "sliding-window", limit: 1, periodMs: 60_000, burst: 1, buckets: 60, blockMs: 3_600_000,
+    });
+    expect(standing).toMatchObject({ allowed: false, reason: "blocked" });
+    expect(standing.retryAfter).toBeGreaterThan(3_500_000);
+  });
+
+  it("blocks a fast key in the isolate once its object has denied it", async () => {
+    const rules = [{ name: "block-fast", limit: 3, period: "1m", mode: "fast", block: "5m" }];
+    const got = [];
+    for (let i = 0; i < 6; i++) got.push(await send(get("/block-fast/x", "192.0.2.172"), { rules }));
+
+    expect(got.map((r) => r.status)).toEqual([200, 200, 200, 429, 429, 429]);
+    expect(Number(got[5]!.headers.get("Retry-After"))).toBeGreaterThan(290);
+  });
+});
+
+describe("IP lists", () => {
+  const rules = [{ name: "ips-limit", limit: 1, period: "1m" }];
+
+  it("answers DENY_IPS with 403 problem+json before anything else, never reaching the origin", async () => {
+    const response = await send(get("/ips-deny/x", "203.0.113.9"), { rules, DENY_IPS: "198.51.100.0/24, 203.0.113.0/24" });
+    expect(response.status).toBe(403);
+    expect(response.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await response.json()).toMatchObject({ type: "about:blank", title: "Forbidden", status: 403 });
+    expect(await originLog("ips-deny")).toEqual([]);
+  });
+
+  it("refuses a denied address the admin API too", async () => {
+    const response = await send(get("/__floodgate/rules", "203.0.113.10", { Authorization: "Bearer t" }), { rules, DENY_IPS: "203.0.113.10", ADMIN_TOKEN: "t" });
+    expect(response.status).toBe(403);
+  });
+
+  it("never limits an address in ALLOW_IPS, v4 or v6, and sends it no rate-limit header", async () => {
+    const allow = { rules, ALLOW_IPS: "192.0.2.0/28, 2001:db8:aa::/48" };
+    expect(await statuses(3, () => get("/ips-allow/a", "192.0.2.5"), allow)).toEqual([200, 200, 200]);
+    expect(await statuses(3, () => get("/ips-allow/b", "2001:db8:aa:1::9"), allow)).toEqual([200, 200, 200]);
+    expect((await send(get("/ips-allow/c", "192.0.2.5"), allow)).headers.get("RateLimit-Policy")).toBeNull();
+  });
+
+  it("denies an address in both lists, and treats an IPv4-mapped address as its IPv4", async () => {
+    const both = { rules, ALLOW_IPS: "192.0.2.0/24", DENY_IPS: "192.0.2.66" };
+    expect((await send(get("/ips-both/x", "192.0.2.66"), both)).status).toBe(403);
+    expect((await send(get("/ips-both/y", "::ffff:192.0.2.66"), both)).status).toBe(403);
+  });
+
+  it("matches no list without CF-Connecting-IP, and no spoofed header changes that", async () => {
+    const bindings = { rules, ALLOW_IPS: "192.0.2.0/24" };
+    const spoofed = () => get("/ips-none/x", null, { "X-Forwarded-For": "192.0.2.1", "X-Real-IP": "192.0.2.1", "True-Client-IP": "192.0.2.1" });
+    expect(await statuses(2, spoofed, bindings)).toEqual([200, 429]);
+  });
+
+  it("applies a rule with match.ips only to the listed addresses", async () => {
+    const scoped = [{ name: "ips-scoped", match: { ips: ["198.51.100.0/24"] }, limit: 1, period: "1m" }];
+    expect(await statuses(2, () => get("/ips-scoped/a", "198.51.100.20"), { rules: scoped })).toEqual([200, 429]);
+    expect(await statuses(2, () => get("/ips-scoped/b", "192.0.2.20"), { rules: scoped })).toEqual([200, 200]);
+  });
+
+  it("answers a malformed list with the 500 configuration problem naming the var", async () => {
+    const response = await send(get("/ips-bad/x", "192.0.2.1"), { rules, DENY_IPS: "10.0.0.1/8" });
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as { detail: string }).detail).toMatch(/^DENY_IPS: "10\.0\.0\.1\/8" has bits set after its \/8 prefix/);
+  });
+});
