@@ -12,6 +12,8 @@ export { RateLimiter } from "./durable-object/rate-limiter";
 export type { LimitResult } from "./limiter/result";
 export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
+/** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
+export type { Floodgate, LimitOptions, KeyOptions } from "./binding/floodgate";
 
 /** The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`). */
 export type RateLimiterNamespace = Env["LIMITER"];
@@ -46,6 +48,7 @@ export interface Limiter {
  * const { success, retryAfter } = await api.limit(userId, { ctx });
  */
 export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter {
+  requireNamespace(namespace, "limiter");
   const parsed = parseStandaloneRule(rule);
   const defaultCost = "units" in parsed.cost ? parsed.cost.units : 1;
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
@@ -90,6 +93,7 @@ export interface Gate {
  * if (!allowed) return response;
  */
 export function createGate(namespace: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
+  requireNamespace(namespace, "createGate");
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {
@@ -98,4 +102,11 @@ export function createGate(namespace: RateLimiterNamespace, rules: unknown, opti
       return check(request, new URL(request.url), gate, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) });
     },
   };
+}
+
+/** A mistyped binding (`env.LIMITR`) must fail loudly here, not decide every request by onError later. */
+function requireNamespace(namespace: unknown, where: string): void {
+  if (typeof (namespace as RateLimiterNamespace | undefined)?.idFromName !== "function") {
+    throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${namespace === null ? "null" : typeof namespace}`);
+  }
 }

@@ -22,8 +22,9 @@ export interface RateLimitOptions<C extends Context = Context> {
   /**
    * the request's key, e.g. `(c) => c.req.header("x-api-key")`. Nothing (undefined, null or "")
    * counts the request under the rule's one shared key `#none`, as the proxy does for a missing
-   * key part: limited together, never let through. A key function that throws fails the request
-   * (Hono's error handler answers it); it never lets it through unlimited.
+   * key part: limited together, never let through. A key function that throws, or returns
+   * something other than a string, fails the request (Hono's error handler answers it); it never
+   * lets it through unlimited.
    */
   key: (c: C) => string | null | undefined | Promise<string | null | undefined>;
   /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
@@ -52,7 +53,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   return async function rateLimitMiddleware(c, next) {
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
-    const decision = await limitKey(context, rule, typeof value === "string" && value !== "" ? value : MISSING_PART, cost);
+    if (value !== undefined && value !== null && typeof value !== "string") {
+      throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
+    }
+    const decision = await limitKey(context, rule, value ? value : MISSING_PART, cost);
     c.set("rateLimit", limitResult(rule, decision));
     const now = Date.now();
     if (!decision.allowed) return denial([{ rule, decision }], now, forms).response;

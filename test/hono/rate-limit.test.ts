@@ -73,6 +73,11 @@ describe("rateLimit (Hono middleware)", () => {
     expect(response.status).toBe(500);
   });
 
+  it("fails the request when the key function returns something other than a string", async () => {
+    const response = await get(app({ rule: { name: "hono-number", limit: 2, period: "1h" }, key: () => 42 as never }), "/api/x");
+    expect(response.status).toBe(500);
+  });
+
   it("checks its options when it is made", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" }, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);

@@ -13,6 +13,11 @@ describe("limiter", () => {
     expect(() => limiter(namespace, { name: "lib-bad", limit: 0, period: "1m" })).toThrow(/^rule \("lib-bad"\)\.limit: expected a positive integer/);
   });
 
+  it("throws at construction when the namespace is not one (a mistyped binding)", () => {
+    expect(() => limiter(undefined as never, { name: "lib-ns", limit: 1, period: "1m" })).toThrow(/limiter: the first argument must be the RateLimiter Durable Object namespace/);
+    expect(() => createGate({} as never, [])).toThrow(/createGate: the first argument must be/);
+  });
+
   it("rejects match, key and a header cost, which have no meaning for a rule used from code", () => {
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" })).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } })).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
