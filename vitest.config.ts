@@ -16,6 +16,8 @@ export default defineConfig({
                 FLAKY: { className: "FlakyLimiter", useSQLite: true },
                 SLOW: { className: "SlowLimiter", useSQLite: true },
               },
+              // Miniflare's own Analytics Engine binding, under another name so that only the tests that pass it as ANALYTICS use it.
+              analyticsEngineDatasets: { ANALYTICS_MINIFLARE: { dataset: "floodgate-test" } },
             },
           }),
         ],

@@ -22,4 +22,10 @@ export interface Env {
   ALLOW_IPS?: string;
   /** addresses and CIDRs (comma-separated, v4 and v6) answered 403 before anything else; wins over ALLOW_IPS */
   DENY_IPS?: string;
+  /** optional Workers Analytics Engine dataset: one point per decision */
+  ANALYTICS?: AnalyticsEngineDataset;
+  /** the share of decisions written to ANALYTICS, 0 to 1 (default 1) */
+  ANALYTICS_SAMPLE?: string | number;
+  /** secret: keys are written to ANALYTICS and the logs only as their HMAC-SHA-256 under it */
+  ANALYTICS_HASH_KEY?: string;
 }

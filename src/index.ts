@@ -39,7 +39,8 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (refused(request.headers.get("CF-Connecting-IP"), settings.ips)) return forbidden().toResponse();
   const url = new URL(request.url);
   if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
-  const checked = await check(request, url, settings, { namespace: env.LIMITER, waitUntil: (promise) => ctx.waitUntil(promise) });
+  const context = { namespace: env.LIMITER, waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise), ...(settings.analytics ? { analytics: settings.analytics } : {}), ...(settings.hashKey ? { hashKey: settings.hashKey } : {}) };
+  const checked = await check(request, url, settings, context);
   if (checked.response) return checked.response;
   const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
   for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);

@@ -72,7 +72,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   }
 
   private context(): LimiterContext {
-    return { namespace: this.env.LIMITER, waitUntil: (promise) => this.ctx.waitUntil(promise) };
+    const { analytics, hashKey } = this.settings();
+    return { namespace: this.env.LIMITER, waitUntil: (promise) => this.ctx.waitUntil(promise), ...(analytics ? { analytics } : {}), ...(hashKey ? { hashKey } : {}) };
   }
 
   /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */

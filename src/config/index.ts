@@ -1,6 +1,7 @@
 /** The configuration of this isolate, validated once and again only when the raw bindings change. */
 import type { Env } from "../env";
 import { DEFAULT_HEADERS, HEADER_FORMS, type HeaderForm, type HeaderOptions } from "../http/rate-limit-headers";
+import type { AnalyticsSettings } from "../metrics/analytics";
 import { parseIpList, type IpList } from "../routing/cidr";
 import { ConfigError, show } from "./errors";
 import { parseOrigin, type Origin } from "./origin";
@@ -15,6 +16,10 @@ export interface Settings extends Config {
   headers: HeaderOptions;
   /** `ALLOW_IPS` (never limited) and `DENY_IPS` (403 before anything else); null when unset */
   ips: IpLists;
+  /** the `ANALYTICS` dataset with `ANALYTICS_SAMPLE` and `ANALYTICS_HASH_KEY`; absent when not bound */
+  analytics?: AnalyticsSettings;
+  /** `ANALYTICS_HASH_KEY`, which keys the hashes in logs too */
+  hashKey?: string;
 }
 
 export interface IpLists {
@@ -23,7 +28,9 @@ export interface IpLists {
 }
 
 /** The bindings besides the rules that the settings are read from, compared as they are. */
-const VARS = ["ORIGIN_URL", "FAST_MAX_KEYS", "RATE_LIMIT_HEADERS", "LEGACY_HEADERS", "ALLOW_IPS", "DENY_IPS"] as const;
+const VARS = [
+  "ORIGIN_URL", "FAST_MAX_KEYS", "RATE_LIMIT_HEADERS", "LEGACY_HEADERS", "ALLOW_IPS", "DENY_IPS", "ANALYTICS", "ANALYTICS_SAMPLE", "ANALYTICS_HASH_KEY",
+] as const;
 
 let cached: { rules: unknown; vars: unknown[]; rulesText: string; result: Settings | ConfigError } | undefined;
 
@@ -52,6 +59,7 @@ function parse(env: Env): Settings | ConfigError {
       fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
       headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseLegacy(env.LEGACY_HEADERS) },
       ips: { allow: parseIpVar(env.ALLOW_IPS, "ALLOW_IPS"), deny: parseIpVar(env.DENY_IPS, "DENY_IPS") },
+      ...parseAnalytics(env),
     };
   } catch (error) {
     if (error instanceof ConfigError) return error;
@@ -84,6 +92,21 @@ function parseLegacy(raw: unknown): boolean {
   if (raw === true || raw === "true") return true;
   if (raw === false || raw === "false") return false;
   throw ConfigError.topLevel(`expected "true" (the default) or "false", got ${show(raw)}`, "LEGACY_HEADERS");
+}
+
+/** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused. */
+function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: string } {
+  const { ANALYTICS: dataset, ANALYTICS_SAMPLE: rawSample, ANALYTICS_HASH_KEY: hashKey } = env;
+  const sample = rawSample === undefined || rawSample === "" ? 1 : typeof rawSample === "number" ? rawSample : /^\s*[0-9.]+\s*$/.test(String(rawSample)) ? Number(rawSample) : NaN;
+  if (!(sample >= 0 && sample <= 1)) {
+    throw ConfigError.topLevel(`expected the share of decisions to record, a number from 0 to 1 like "0.1" (default 1: all), got ${show(rawSample)}`, "ANALYTICS_SAMPLE");
+  }
+  if (dataset === undefined) return typeof hashKey === "string" && hashKey !== "" ? { hashKey } : {};
+  if (typeof dataset?.writeDataPoint !== "function") throw ConfigError.topLevel("expected a Workers Analytics Engine dataset binding ([[analytics_engine_datasets]] in wrangler.toml)", "ANALYTICS");
+  if (typeof hashKey !== "string" || hashKey === "") {
+    throw ConfigError.topLevel("required while ANALYTICS is bound: the secret keys are hashed with before they are written; run `npx wrangler secret put ANALYTICS_HASH_KEY`", "ANALYTICS_HASH_KEY");
+  }
+  return { analytics: { dataset, sample, hashKey }, hashKey };
 }
 
 /** A comma-separated list of addresses and CIDRs; unset or blank is no list. */

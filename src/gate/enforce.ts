@@ -37,31 +37,37 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const now = Date.now();
   const asks = await Promise.all(applicable.map((rule) => ask(rule, request, now)));
   const known = knownDenials(asks, context, now);
-  if (known.length > 0) return counted({ allowed: false, entries: known });
+  if (known.length > 0) return counted(false, known, context);
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
   const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);
   if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, context));
-  return counted({ allowed, entries: asks.map((a, i) => ({ rule: a.rule, decision: taken[i]!.decision })) });
+  return counted(allowed, asks.map((a, i) => ({ ask: a, decision: taken[i]!.decision })), context);
 }
 
 async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {
   const cost = requestCost(rule.cost, request);
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  return { rule, objectName: await objectNameOf(rule, buildKey(rule, request), now), cost: cost.units };
+  const key = buildKey(rule, request);
+  return { rule, key, objectName: await objectNameOf(rule, key, now), cost: cost.units };
+}
+
+interface Asked {
+  ask: Ask;
+  decision: Decision;
 }
 
 /** The enforced rules this isolate already knows deny the request, from its cached denials: no call needed. */
-function knownDenials(asks: readonly Ask[], context: LimiterContext, now: number): Enforced[] {
-  const known: Enforced[] = [];
+function knownDenials(asks: readonly Ask[], context: LimiterContext, now: number): Asked[] {
+  const known: Asked[] = [];
   for (const a of asks) {
     const decision = a.rule.dryRun ? undefined : cachedDenial(a, context, now);
-    if (decision) known.push({ rule: a.rule, decision });
+    if (decision) known.push({ ask: a, decision });
   }
   return known;
 }
 
-function counted(verdict: Verdict): Verdict {
-  for (const { rule, decision } of verdict.entries) countDecision(rule, decision);
-  return verdict;
+function counted(allowed: boolean, asked: readonly Asked[], context: LimiterContext): Verdict {
+  for (const { ask, decision } of asked) countDecision(ask, decision, context);
+  return { allowed, entries: asked.map(({ ask, decision }) => ({ rule: ask.rule, decision })) };
 }

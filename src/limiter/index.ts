@@ -6,6 +6,7 @@ import type { Env } from "../env";
 import { cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
 import { admitKey } from "./new-keys";
 import { onErrorDecision } from "./on-error";
+import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
@@ -19,11 +20,16 @@ import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict,
 export interface LimiterContext {
   namespace: Env["LIMITER"];
   waitUntil?: (promise: Promise<unknown>) => void;
+  /** the `ANALYTICS` dataset and its settings, when bound */
+  analytics?: AnalyticsSettings;
+  /** `ANALYTICS_HASH_KEY`: keys in log lines are hashed under it when it is set */
+  hashKey?: string;
 }
 
-/** One rule asked about one key: the object that owns it and the units the request costs. */
+/** One rule asked about one key: the key, the object that owns it and the units the request costs. */
 export interface Ask {
   rule: Rule;
+  key: string;
   objectName: string;
   cost: number;
 }
@@ -75,9 +81,9 @@ export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: Limi
  */
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number): Promise<Decision> {
   const now = Date.now();
-  const ask: Ask = { rule, objectName: await objectNameOf(rule, key, now), cost };
+  const ask: Ask = { rule, key, objectName: await objectNameOf(rule, key, now), cost };
   const decision = cachedDenial(ask, context, now) ?? (await decide(ask, context)).decision;
-  countDecision(rule, decision);
+  countDecision(ask, decision, context);
   return decision;
 }
 
@@ -97,15 +103,23 @@ export async function forget(namespace: Env["LIMITER"], objectName: string): Pro
 }
 
 /**
- * Counts a decision in `floodgate_decisions_total`: `allowed`, `denied`, or for a dry-run rule's
- * would-be denial `dry_run_denied`, which is also logged (at most a few lines a second).
+ * Counts a decision in `floodgate_decisions_total` (`allowed`, `denied`, or for a dry-run rule's
+ * would-be denial `dry_run_denied`), writes its Analytics Engine point when the dataset is bound,
+ * and logs each denial and would-be denial as one JSON line (capped per second, see ../metrics/log)
+ * with the key only as its hash.
  */
-export function countDecision(rule: Rule, decision: Decision): void {
+export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision: Decision, context: LimiterContext): void {
+  const { rule, key, cost } = ask;
   const outcome = decision.allowed ? "allowed" : rule.dryRun ? "dry_run_denied" : "denied";
   metrics.count("floodgate_decisions_total", { rule: rule.name, decision: outcome });
-  if (outcome === "dry_run_denied") {
-    log.event("dry_run_denied", { rule: rule.name, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter }, Date.now());
-  }
+  if (context.analytics && context.waitUntil) recordDecision(context.analytics, { rule, decision, key, cost, outcome }, context.waitUntil);
+  if (outcome === "allowed") return;
+  const write = log.admit(outcome, Date.now());
+  if (!write) return;
+  const line = { rule: rule.name, decision: outcome, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter, ...(outcome === "denied" ? { status: 429 } : {}) };
+  // Hashing may fail like any I/O; a log line never costs the request anything.
+  const logged = keyHash(context.hashKey, key).then((hash) => write({ ...line, keyHash: hash }), () => write(line));
+  context.waitUntil?.(logged);
 }
 
 function fastContext(context: LimiterContext): { namespace: Env["LIMITER"]; waitUntil(promise: Promise<unknown>): void } {
@@ -117,6 +131,6 @@ function fastContext(context: LimiterContext): { namespace: Env["LIMITER"]; wait
 function countError(kind: string): (error: unknown) => void {
   return (error) => {
     metrics.count("floodgate_errors_total", { kind });
-    console.error(`floodgate: ${kind} failed: ${error instanceof Error ? error.message : String(error)}`);
+    log.event("error", { kind, message: error instanceof Error ? error.message : String(error) }, Date.now());
   };
 }

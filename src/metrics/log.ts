@@ -28,6 +28,14 @@ export class Log {
   constructor(private readonly write: (line: Record<string, unknown>) => void = (line) => console.log(line)) {}
 
   event(event: string, fields: Record<string, unknown>, now: number): void {
+    this.admit(event, now)?.(fields);
+  }
+
+  /**
+   * A writer for one line of this kind, or undefined (and the line counted as dropped) when the
+   * kind has used up its lines: for a line whose fields take work to make, such as a key's hash.
+   */
+  admit(event: string, now: number): ((fields: Record<string, unknown>) => void) | undefined {
     let kind = this.kinds.get(event);
     if (!kind) this.kinds.set(event, (kind = { allowance: undefined, dropped: 0 }));
     const { decision, state } = decide(allowance, kind.allowance, 1, now);
@@ -35,10 +43,11 @@ export class Log {
     if (!decision.allowed) {
       kind.dropped++;
       metrics.count("floodgate_log_lines_dropped_total", { event });
-      return;
+      return undefined;
     }
-    this.write({ event, ...fields, ...(kind.dropped > 0 ? { dropped: kind.dropped } : {}) });
+    const dropped = kind.dropped;
     kind.dropped = 0;
+    return (fields) => this.write({ event, ...fields, ...(dropped > 0 ? { dropped } : {}) });
   }
 }
 

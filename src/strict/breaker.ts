@@ -1,5 +1,7 @@
 /** Circuit breakers: after failed calls in a row, a key's object (or every object of a rule) is left alone for a while, and onError decides at once. */
 
+import { log } from "../metrics/log";
+
 /** The longest an object is left alone, however often it has failed. */
 export const MAX_BACKOFF_MS = 30_000;
 
@@ -46,11 +48,17 @@ export class Breakers {
     // Requests that were already waiting when it opened fail together: they are one failure, not many.
     if (breaker.retryAt > now) return;
     breaker.failures++;
-    if (breaker.failures >= FAILURES_TO_OPEN) breaker.retryAt = now + backoffMs(baseMs, breaker.failures - FAILURES_TO_OPEN + 1);
+    if (breaker.failures < FAILURES_TO_OPEN) return;
+    const backoff = backoffMs(baseMs, breaker.failures - FAILURES_TO_OPEN + 1);
+    breaker.retryAt = now + backoff;
+    log.event("breaker", { scope: "key", rule: ruleOf(name), state: "open", failures: breaker.failures, retryInMs: backoff }, now);
   }
 
   succeeded(name: string): void {
+    const breaker = this.failing.get(name);
+    if (!breaker) return;
     this.failing.delete(name);
+    if (breaker.failures >= FAILURES_TO_OPEN) log.event("breaker", { scope: "key", rule: ruleOf(name), state: "closed" }, Date.now());
   }
 }
 
@@ -75,6 +83,8 @@ export class RuleBreaker {
   private opened = 0;
   private retryAt = 0;
 
+  constructor(private readonly rule: string) {}
+
   /** ms until the rule's objects may be called again; 0 when they may be called now. */
   waitFor(now: number): number {
     return this.retryAt > now ? this.retryAt - now : 0;
@@ -87,10 +97,12 @@ export class RuleBreaker {
     if (this.failing.size < KEYS_TO_OPEN_RULE) return;
     this.opened++;
     this.retryAt = now + backoffMs(baseMs, this.opened);
+    log.event("breaker", { scope: "rule", rule: this.rule, state: "open", retryInMs: this.retryAt - now }, now);
   }
 
   succeeded(): void {
     if (this.failing.size === 0) return;
+    if (this.opened > 0) log.event("breaker", { scope: "rule", rule: this.rule, state: "closed" }, Date.now());
     this.failing.clear();
     this.opened = 0;
     this.retryAt = 0;
@@ -102,6 +114,11 @@ const ruleBreakers = new Map<string, RuleBreaker>();
 /** This isolate's breaker for the rule named `name`, strict and fast alike; rules are few, so all are kept. */
 export function ruleBreaker(name: string): RuleBreaker {
   let breaker = ruleBreakers.get(name);
-  if (!breaker) ruleBreakers.set(name, (breaker = new RuleBreaker()));
+  if (!breaker) ruleBreakers.set(name, (breaker = new RuleBreaker(name)));
   return breaker;
+}
+
+/** The rule of an object name `<rule>/<key>`: logs name the rule, never the key. */
+function ruleOf(objectName: string): string {
+  return objectName.slice(0, objectName.indexOf("/"));
 }

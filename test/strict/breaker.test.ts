@@ -66,7 +66,7 @@ describe("a rule's breaker over all its keys", () => {
   const failKeys = (breaker: RuleBreaker, names: string[], now: number) => names.forEach((name) => breaker.failed(name, 100, now));
 
   it("leaves every key of the rule alone once four different keys failed in a row", () => {
-    const breaker = new RuleBreaker();
+    const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c"], T0);
     expect(breaker.waitFor(T0)).toBe(0);
     breaker.failed("d", 100, T0);
@@ -74,13 +74,13 @@ describe("a rule's breaker over all its keys", () => {
   });
 
   it("counts a key once, however often it fails", () => {
-    const breaker = new RuleBreaker();
+    const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "a", "b", "b", "c", "c"], T0);
     expect(breaker.waitFor(T0)).toBe(0);
   });
 
   it("stays closed while calls for the rule still succeed between failures", () => {
-    const breaker = new RuleBreaker();
+    const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c"], T0);
     breaker.succeeded();
     failKeys(breaker, ["d", "e", "f"], T0);
@@ -88,7 +88,7 @@ describe("a rule's breaker over all its keys", () => {
   });
 
   it("reopens for twice as long when the first call after it fails", () => {
-    const breaker = new RuleBreaker();
+    const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c", "d"], T0);
     breaker.failed("e", 100, T0 + 50);
     expect(breaker.waitFor(T0 + 50)).toBe(50);
@@ -97,7 +97,7 @@ describe("a rule's breaker over all its keys", () => {
   });
 
   it("closes at the first success for any key", () => {
-    const breaker = new RuleBreaker();
+    const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c", "d"], T0);
     breaker.succeeded();
     expect(breaker.waitFor(T0)).toBe(0);

@@ -1,0 +1,106 @@
+// What floodgate tells an operator: Analytics Engine points (a recording binding, and Miniflare's own), JSON log lines, never a raw key.
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { keyHash } from "../../src/metrics/analytics";
+import { metrics } from "../../src/metrics/metrics";
+import { send } from "../helpers/worker";
+
+const get = (path: string, ip: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
+
+/** A real binding in shape: it records what it is given, as the Analytics Engine would store it. */
+function recorder() {
+  const points: AnalyticsEngineDataPoint[] = [];
+  return { points, dataset: { writeDataPoint: (point?: AnalyticsEngineDataPoint) => void points.push(point!) } };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("Analytics Engine", () => {
+  it("writes one point per decision: the rule as index, the key only as its keyed hash, the weight as a double", async () => {
+    const { points, dataset } = recorder();
+    const rules = [{ name: "ae-one", limit: 1, period: "1m" }];
+    const bindings = { rules, ANALYTICS: dataset as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "secret" };
+    await send(get("/ae-one/a", "192.0.2.180"), bindings);
+    await send(get("/ae-one/b", "192.0.2.180"), bindings);
+
+    const hash = await keyHash("secret", "192.0.2.180");
+    expect(points).toEqual([
+      { indexes: ["ae-one"], blobs: ["ae-one", "allowed", "", "strict", "sliding-window", hash], doubles: [1, 0, 1] },
+      { indexes: ["ae-one"], blobs: ["ae-one", "denied", "limit", "strict", "sliding-window", hash], doubles: [1, 0, 1] },
+    ]);
+    expect(JSON.stringify(points)).not.toContain("192.0.2.180");
+  });
+
+  it("samples by ANALYTICS_SAMPLE and weighs each point by its inverse, so sums stay true", async () => {
+    const { points, dataset } = recorder();
+    vi.spyOn(Math, "random").mockReturnValueOnce(0.1).mockReturnValueOnce(0.3);
+    const bindings = { rules: [{ name: "ae-sample", limit: 9, period: "1m" }], ANALYTICS: dataset as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "s", ANALYTICS_SAMPLE: "0.25" };
+    await send(get("/ae-sample/a", "192.0.2.181"), bindings);
+    await send(get("/ae-sample/b", "192.0.2.181"), bindings);
+
+    expect(points).toHaveLength(1);
+    expect(points[0]!.doubles![2]).toBe(4);
+  });
+
+  it("never lets a failing writeDataPoint affect the request", async () => {
+    const failing = { writeDataPoint: () => { throw new Error("dataset down"); } };
+    const before = metrics.value("floodgate_errors_total", { kind: "analytics" });
+    const response = await send(get("/ae-fail/a", "192.0.2.182"), { rules: [{ name: "ae-fail", limit: 5, period: "1m" }], ANALYTICS: failing as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "s" });
+    expect(response.status).toBe(200);
+    expect(metrics.value("floodgate_errors_total", { kind: "analytics" }) - before).toBe(1);
+  });
+
+  it("writes to Miniflare's own Analytics Engine binding without error", async () => {
+    const real = (env as unknown as { ANALYTICS_MINIFLARE: AnalyticsEngineDataset }).ANALYTICS_MINIFLARE;
+    const before = metrics.value("floodgate_errors_total", { kind: "analytics" });
+    const response = await send(get("/ae-real/a", "192.0.2.183"), { rules: [{ name: "ae-real", limit: 5, period: "1m" }], ANALYTICS: real, ANALYTICS_HASH_KEY: "s" });
+    expect(response.status).toBe(200);
+    expect(metrics.value("floodgate_errors_total", { kind: "analytics" })).toBe(before);
+  });
+
+  it.each([["2", "ANALYTICS_SAMPLE"], ["-0.1", "ANALYTICS_SAMPLE"], ["half", "ANALYTICS_SAMPLE"]])("answers an ANALYTICS_SAMPLE of %j with a 500 naming the var", async (sample, name) => {
+    const response = await send(get("/ae-bad/a", "192.0.2.184"), { rules: [], ANALYTICS_SAMPLE: sample });
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as { detail: string }).detail.startsWith(`${name}: `)).toBe(true);
+  });
+
+  it("asks for ANALYTICS_HASH_KEY while ANALYTICS is bound, rather than write keys unhashed or nothing at all", async () => {
+    const { dataset } = recorder();
+    const response = await send(get("/ae-nokey/a", "192.0.2.185"), { rules: [], ANALYTICS: dataset as unknown as AnalyticsEngineDataset });
+    expect(((await response.json()) as { detail: string }).detail).toMatch(/^ANALYTICS_HASH_KEY: required while ANALYTICS is bound/);
+  });
+});
+
+describe("structured logs", () => {
+  it("writes each denial as one JSON object with rule, decision, reason, keyHash and status, never the key", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+    const rules = [{ name: "log-deny", key: "header:x-api-key", limit: 1, period: "1m" }];
+    const request = () => new Request("http://floodgate.test/log-deny/x", { headers: { "x-api-key": "sk_live_secret_123" } });
+    await send(request(), { rules, ANALYTICS_HASH_KEY: "s" });
+    await send(request(), { rules, ANALYTICS_HASH_KEY: "s" });
+
+    expect(lines).toEqual([{ event: "denied", rule: "log-deny", decision: "denied", reason: "limit", retryAfterMs: expect.any(Number), status: 429, keyHash: await keyHash("s", "sk_live_secret_123") }]);
+    expect(JSON.stringify(lines)).not.toContain("sk_live");
+  });
+
+  it("writes at most 10 lines a second per kind under a flood, and says how many it left out", async () => {
+    // Ahead of the real clock, so the lines other tests wrote in this isolate are long refilled.
+    const t0 = Date.now() + 3_600_000;
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(t0);
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+    const rules = [{ name: "log-flood", limit: 1, period: "1h" }];
+    for (let i = 0; i < 40; i++) await send(get("/log-flood/x", "192.0.2.186"), { rules });
+    const floodLines = lines.filter((l) => l.rule === "log-flood");
+    vi.setSystemTime(t0 + 2_000);
+    await send(get("/log-flood/x", "192.0.2.186"), { rules });
+    vi.useRealTimers();
+
+    expect(floodLines.length).toBeLessThanOrEqual(10);
+    expect(lines.filter((l) => l.rule === "log-flood").at(-1)).toMatchObject({ dropped: 39 - floodLines.length });
+  });
+});
