@@ -1,4 +1,4 @@
-/** The admin API under /__floodgate/: rules, state peek and reset, metrics; bearer token required. */
+/** The admin API under /__floodgate/: rules, state peek and reset, metrics (bearer token required), and the status page that reads them. */
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
 import type { Env } from "../env";
@@ -7,17 +7,21 @@ import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
 import { durableObjectName } from "../routing/key";
+import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
 
 /**
  * Answers an admin call. Without ADMIN_TOKEN the API does not exist (404); without the right
- * bearer token it answers 401 and nothing else, whatever the path.
+ * bearer token it answers 401 and nothing else, whatever the path. The one exception is the status
+ * page at `GET /__floodgate/`: a browser cannot send the token when it navigates, so the page is
+ * served to anyone, holds no data, and reads the API with the token the admin types in.
  */
 export async function handleAdmin(request: Request, env: Env, settings: Settings): Promise<Response> {
   if (!env.ADMIN_TOKEN) return notFound().toResponse();
-  if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
   const url = new URL(request.url);
+  if (request.method === "GET" && url.pathname === ADMIN_PREFIX) return statusPage();
+  if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
   const route = `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}`;
   switch (route) {
     case "GET rules":
