@@ -1,6 +1,7 @@
 // The Floodgate service binding, called from another Worker over a real binding in workerd: limit, check, peek, reset and bad input.
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LimitResult } from "../../src/limiter/result";
 import { startOrigin } from "../setup/origin-server";
 import { bundleWorker } from "./bundle";
 
@@ -97,15 +98,7 @@ afterAll(async () => {
 const call = async <T>(path: string): Promise<T> => (await mf.dispatchFetch(`http://caller${path}`)).json() as Promise<T>;
 const originCount = async (tag: string) => ((await (await fetch(`http://127.0.0.1:${origin.port}/__origin/count?tag=${tag}`)).json()) as { count: number }).count;
 
-interface Result {
-  success: boolean;
-  limit: number;
-  remaining: number;
-  reset: number;
-  retryAfter: number;
-  rule: string;
-  reason?: string;
-}
+type Result = LimitResult;
 
 describe("the Floodgate service binding", () => {
   it("grants exactly 5 of 40 concurrent limit({ key }) calls on a strict rule with limit 5, the rule from props", async () => {
