@@ -1,9 +1,14 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
 import { adjustSlidingWindow, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket";
+import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
+import { adjustSlidingLog, countedAtSlidingLog, slidingLog, usedSlidingLog } from "./sliding-log";
+import { adjustGcra, gcra, usedGcra } from "./gcra";
 import type { Decision, LimiterState, Outcome, Policy } from "./types";
 
 export type * from "./types";
+
+const KNOWN = `"sliding-window", "token-bucket", "fixed-window", "sliding-log" and "gcra"`;
 
 /**
  * A policy or state names an algorithm this version does not know: one written by a newer Worker
@@ -14,7 +19,7 @@ export class UnknownAlgorithmError extends Error {
   override readonly name = "UnknownAlgorithmError";
 
   constructor(algorithm: unknown) {
-    super(`unknown algorithm ${JSON.stringify(algorithm)}; this version knows "sliding-window" and "token-bucket"`);
+    super(`unknown algorithm ${JSON.stringify(algorithm)}; this version knows ${KNOWN}`);
   }
 }
 
@@ -25,6 +30,12 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
       return slidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, cost, now);
     case "token-bucket":
       return tokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, cost, now);
+    case "fixed-window":
+      return fixedWindow(policy, state?.algorithm === "fixed-window" ? state : undefined, cost, now);
+    case "sliding-log":
+      return slidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, cost, now);
+    case "gcra":
+      return gcra(policy, state?.algorithm === "gcra" ? state : undefined, cost, now);
   }
   throw new UnknownAlgorithmError(policy.algorithm);
 }
@@ -42,6 +53,12 @@ export function adjust(
       return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
     case "token-bucket":
       return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, now);
+    case "fixed-window":
+      return adjustFixedWindow(policy, state?.algorithm === "fixed-window" ? state : undefined, units, at, now);
+    case "sliding-log":
+      return adjustSlidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, units, at, now);
+    case "gcra":
+      return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, now);
   }
   throw new UnknownAlgorithmError(policy.algorithm);
 }
@@ -67,6 +84,12 @@ export function usedUnits(policy: Policy, state: LimiterState, now: number): num
       return usedSlidingWindow(state, now);
     case "token-bucket":
       return usedTokenBucket(policy, state, now);
+    case "fixed-window":
+      return usedFixedWindow(state, now);
+    case "sliding-log":
+      return usedSlidingLog(state, now);
+    case "gcra":
+      return usedGcra(policy, state, now);
   }
   throw new UnknownAlgorithmError((state as { algorithm: unknown }).algorithm);
 }
@@ -74,10 +97,19 @@ export function usedUnits(policy: Policy, state: LimiterState, now: number): num
 /**
  * The time to give back units decided at `now` with, given the state after the decision: the time
  * the algorithm counted them at, which is later than `now` when the clock stepped back behind the
- * state. Token buckets take refunds whenever they come, so for them it is `now`.
+ * state. Token buckets and GCRA take refunds whenever they come, so for them it is `now`.
  */
 export function countedAt(policy: Policy, state: LimiterState, now: number): number {
-  return state.algorithm === "sliding-window" ? countedAtSlidingWindow(policy, state, now) : now;
+  switch (state.algorithm) {
+    case "sliding-window":
+      return countedAtSlidingWindow(policy, state, now);
+    case "fixed-window":
+      return countedAtFixedWindow(state, now);
+    case "sliding-log":
+      return countedAtSlidingLog(state, now);
+    default:
+      return now;
+  }
 }
 
 /**
@@ -91,9 +123,19 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
 
 /**
  * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
- * sliding window, so that reports from one bucket add up to one entry; a token bucket takes units
- * when it is told, whatever their time, so for it every `t` files under 0.
+ * sliding window and of its window for a fixed window, so that reports from one bucket add up to
+ * one entry; `t` itself for a sliding log, which places every unit at its exact time; a token
+ * bucket (and GCRA) takes units when it is told, whatever their time, so for it every `t` files under 0.
  */
 export function slotOf(policy: Pick<Policy, "algorithm" | "periodMs" | "buckets">, t: number): number {
-  return policy.algorithm === "sliding-window" ? bucketStartOf(policy, t) : 0;
+  switch (policy.algorithm) {
+    case "sliding-window":
+      return bucketStartOf(policy, t);
+    case "fixed-window":
+      return windowStartOf(policy, t);
+    case "sliding-log":
+      return t;
+    default:
+      return 0;
+  }
 }

@@ -1,17 +1,25 @@
 /** The shapes every algorithm shares: the policy it enforces, its state, and the decision it returns. */
 
-export type AlgorithmName = "sliding-window" | "token-bucket";
+export type AlgorithmName = "sliding-window" | "token-bucket" | "fixed-window" | "sliding-log" | "gcra";
 
 /** What an algorithm needs to know about a rule: no names, no matching, just the arithmetic. */
 export interface Policy {
   algorithm: AlgorithmName;
-  /** sliding-window: most units per period; token-bucket: units refilled per period. */
+  /**
+   * sliding-window, fixed-window, sliding-log: most units per period; token-bucket: units refilled
+   * per period; gcra: units emitted per period (one every periodMs / limit).
+   */
   limit: number;
   periodMs: number;
-  /** token-bucket capacity; equals `limit` for the sliding window. */
+  /** token-bucket capacity; gcra tolerance in units (0 or more); equals `limit` for the windows and the log. */
   burst: number;
   /** sliding-window: how many buckets the period is split into (1: the classic two-window counter) */
   buckets: number;
+  /**
+   * gcra only: of the `burst`, how many units pass at once; a conforming request past them is held
+   * (see {@link Decision.holdMs}). Absent: `burst`, so nothing is held.
+   */
+  delay?: number;
   /** the rule's `block`: once a request is denied at the limit, every request is denied for this long (see ./block) */
   blockMs?: number;
 }
@@ -56,6 +64,11 @@ export interface Decision {
   retryAfter: number;
   /** set when the answer needs explaining; see {@link Reason} */
   reason?: Reason;
+  /**
+   * gcra with a `delay` below its `burst`: ms the request must be held before it is proxied (it is
+   * admitted, and counted, now). Absent or 0: at once.
+   */
+  holdMs?: number;
 }
 
 /**
@@ -95,7 +108,36 @@ export interface TokenBucketState {
   updatedAt: number;
 }
 
-export type LimiterState = SlidingWindowState | TokenBucketState;
+/** Fixed-window state: the epoch-aligned window floor(t / periodMs) and the units counted in it. */
+export interface FixedWindowState {
+  algorithm: "fixed-window";
+  periodMs: number;
+  index: number;
+  count: number;
+}
+
+/**
+ * Sliding-log state: every admitted request's time and units, oldest first, as pairs (epoch ms,
+ * units); requests in the same ms share one pair. Pairs older than the period are pruned.
+ */
+export interface SlidingLogState {
+  algorithm: "sliding-log";
+  periodMs: number;
+  log: number[];
+}
+
+/**
+ * GCRA state: the theoretical arrival time (TAT) as `debt`, how far it lies past `updatedAt`, in
+ * units × periodMs (so TAT = updatedAt + debt / limit ms): exact integers, as the token bucket's.
+ */
+export interface GcraState {
+  algorithm: "gcra";
+  periodMs: number;
+  debt: number;
+  updatedAt: number;
+}
+
+export type LimiterState = SlidingWindowState | TokenBucketState | FixedWindowState | SlidingLogState | GcraState;
 
 /** A decision and the state to store after it. */
 export interface Outcome<S extends LimiterState = LimiterState> {

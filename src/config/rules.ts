@@ -1,5 +1,6 @@
 // Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix.
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
+import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { parseIpList } from "../routing/cidr";
@@ -7,12 +8,12 @@ import { ConfigError, show, type RuleRef } from "./errors";
 import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
-  "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "cost", "mode", "sync", "onError", "timeout",
+  "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block",
 ];
 const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
-const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket"];
+const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
@@ -34,8 +35,8 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 type Fields = Map<string, unknown>;
 type Choices<T extends string> = readonly [T, ...T[]];
-/** The most units a key can ever hold: the limit for sliding-window, the burst for token-bucket. */
-type Capacity = { field: "limit" | "burst"; units: number };
+/** The most units a key can ever hold: the burst for token-bucket, 1 + burst for gcra, the limit for the others. */
+type Capacity = { field: "limit" | "burst"; units: number; what: string };
 
 /** A rule in the user-facing format, as the admin API shows it. */
 export interface RuleDescription {
@@ -49,6 +50,8 @@ export interface RuleDescription {
   periodMs: number;
   burst: number;
   buckets: number;
+  /** gcra only */
+  delay?: number;
   /** units per request, or "header:<name>" */
   cost: number | string;
   mode: Mode;
@@ -122,6 +125,7 @@ export function describeRule(rule: Rule): RuleDescription {
     periodMs: rule.periodMs,
     burst: rule.burst,
     buckets: rule.buckets,
+    ...(rule.delay !== undefined ? { delay: rule.delay } : {}),
     cost: "units" in cost ? cost.units : `header:${cost.header}`,
     mode: rule.mode,
     ...(rule.mode === "fast" ? { sync: formatDuration(rule.syncMs) } : {}),
@@ -178,11 +182,20 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const key = parseKey(fields.get("key"), at);
   const algorithm = parseChoice(fields.get("algorithm"), ALGORITHMS, at, "algorithm");
   const limit = parseLimit(fields.get("limit"), at);
+  if (algorithm === "sliding-log" && limit > MAX_LOG_LIMIT) {
+    const why = `a sliding log keeps the time of every request it admits in the period, so its state grows with the limit`;
+    fail(at, "limit", `expected at most ${MAX_LOG_LIMIT} for "sliding-log" (${why}), got ${limit}; use "sliding-window" for larger limits`);
+  }
   const periodMs = parsePeriod(fields.get("period"), at);
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
-  requireExactArithmetic(limit, burst, periodMs, at);
+  const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
+  requireExactArithmetic(limit, algorithm === "gcra" ? burst + 1 : burst, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
+  if (algorithm === "gcra" && mode === "fast") {
+    const why = `GCRA spaces a key's requests one emission interval apart, and a fast-mode lease lets each isolate spend its units at once, which would turn that spacing into bursts`;
+    fail(at, "mode", `"gcra" is strict-only: ${why}; use "strict", or "token-bucket" in fast mode`);
+  }
   const syncMs = parseSync(fields.get("sync"), mode, at);
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
@@ -191,7 +204,9 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const newKeysPerSecond = fields.has("newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
   const dryRun = parseBoolean(fields.get("dryRun"), at, "dryRun");
   const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
-  return { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
+  const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
+  if (delay !== undefined) rule.delay = delay;
+  return rule;
 }
 
 function parseName(value: unknown, at: RuleRef): string {
@@ -364,12 +379,39 @@ function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
 }
 
 function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {
+  if (algorithm === "gcra") {
+    if (value === undefined) return 0;
+    if (!Number.isSafeInteger(value) || (value as number) < 0) {
+      fail(at, "burst", `expected the tolerance in units for "gcra": an integer, 0 or more (default 0), got ${show(value)}`);
+    }
+    return value as number;
+  }
   if (value === undefined) return limit;
   const burst = parseCount(value, at, "burst");
   if (algorithm !== "token-bucket" && burst !== limit) {
-    fail(at, "burst", `burst applies to token-bucket only; remove it, or set "algorithm": "token-bucket"`);
+    fail(at, "burst", `burst applies to token-bucket and gcra only; remove it, or set "algorithm": "token-bucket"`);
   }
   return burst;
+}
+
+/**
+ * gcra's `delay` (nginx's two-stage `delay=`): 0 to `burst`, default `burst`. A delay below the
+ * burst would have floodgate hold requests, which it does not do yet: that is an error rather
+ * than a setting silently ignored.
+ */
+function parseDelay(value: unknown, algorithm: AlgorithmName, burst: number, at: RuleRef): number | undefined {
+  if (algorithm !== "gcra") {
+    if (value !== undefined) fail(at, "delay", `delay applies to gcra only; remove it, or set "algorithm": "gcra"`);
+    return undefined;
+  }
+  if (value === undefined) return burst;
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > burst) {
+    fail(at, "delay", `expected an integer from 0 to the burst (${burst}), got ${show(value)}`);
+  }
+  if ((value as number) < burst) {
+    fail(at, "delay", `holding requests is not available yet; set delay equal to burst (${burst}), or leave it out`);
+  }
+  return value as number;
 }
 
 /**
@@ -408,10 +450,10 @@ function parseCost(value: unknown, capacity: Capacity, at: RuleRef): Cost {
   if (!isCount(value)) {
     fail(at, "cost", `expected a positive integer, or "header:<name>" like "header:x-cost", got ${show(value)}`);
   }
-  const { field, units } = capacity;
+  const { field, units, what } = capacity;
   if (value > units) {
     const why = `so no request could ever be admitted; lower the cost or raise the ${field}`;
-    fail(at, "cost", `a cost of ${value} exceeds the rule's ${field} of ${units}, ${why}`);
+    fail(at, "cost", `a cost of ${value} exceeds ${what}, ${why}`);
   }
   return { units: value };
 }
@@ -442,7 +484,14 @@ function childPath(parent: string | undefined, key: string): string {
 }
 
 function capacityOf(algorithm: AlgorithmName, limit: number, burst: number): Capacity {
-  return algorithm === "token-bucket" ? { field: "burst", units: burst } : { field: "limit", units: limit };
+  switch (algorithm) {
+    case "token-bucket":
+      return { field: "burst", units: burst, what: `the rule's burst of ${burst}` };
+    case "gcra":
+      return { field: "burst", units: burst + 1, what: `the ${burst + 1} units a gcra rule admits at once (1 + its burst of ${burst})` };
+    default:
+      return { field: "limit", units: limit, what: `the rule's limit of ${limit}` };
+  }
 }
 
 function formatKeyPart(part: KeyPart): string {

@@ -32,8 +32,10 @@ export interface Rule {
   limit: number;
   periodMs: number;
   burst: number;
-  /** sliding-window only: buckets per period (1 for token-bucket) */
+  /** sliding-window only: buckets per period (1 for the other algorithms) */
   buckets: number;
+  /** gcra only: units of the burst that pass at once (equal to `burst`: holding requests is not available yet) */
+  delay?: number;
   cost: Cost;
   mode: Mode;
   /** fast mode: how often an isolate reconciles with the Durable Object */

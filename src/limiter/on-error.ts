@@ -22,7 +22,7 @@ export function onErrorDecision(rule: Rule, objectName: string, cost: number, pe
       return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, moreAt: now + 1_000, retryAfter: 1_000, reason: "error" };
     case "local": {
       const policy = policyOf(rule);
-      const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: Math.max(1, Math.floor(policy.burst / peers)) };
+      const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
       const outcome = decide(share, fallback.get(objectName), cost, now);
       fallback.set(objectName, outcome.state);
       return { ...outcome.decision, limit: rule.limit, reason: "error" };

@@ -44,7 +44,7 @@ export class Coalescer {
 
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
   decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
-    const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}:${policy.blockMs ?? 0}`;
+    const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}:${policy.delay ?? ""}:${policy.blockMs ?? 0}`;
     let lane = this.lanes.get(laneKey);
     if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], busy: false, progressAt: 0 }));
     const queue = lane;

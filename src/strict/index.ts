@@ -22,6 +22,7 @@ export interface StrictDecision {
 /** The arithmetic half of a rule, which is all its Durable Object needs to know. */
 export function policyOf(rule: Rule): Policy {
   const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
+  if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
   if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
   return policy;
 }

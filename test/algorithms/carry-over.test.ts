@@ -59,14 +59,14 @@ describe("carryOver", () => {
 
   it("refuses an algorithm this version does not know, on either side", () => {
     const state = admit(window(3), undefined, [T0]);
-    const future = { ...window(3), algorithm: "fixed-window" } as unknown as Policy;
+    const future = { ...window(3), algorithm: "concurrency" } as unknown as Policy;
     expect(() => carryOver(window(3), state, future, T0)).toThrow(UnknownAlgorithmError);
-    expect(() => carryOver(future, { ...state!, algorithm: "fixed-window" } as unknown as LimiterState, window(3), T0)).toThrow(UnknownAlgorithmError);
+    expect(() => carryOver(future, { ...state!, algorithm: "concurrency" } as unknown as LimiterState, window(3), T0)).toThrow(UnknownAlgorithmError);
   });
 
   it("never treats an unknown algorithm as a token bucket", () => {
-    const future = { ...bucket(3), algorithm: "gcra" } as unknown as Policy;
-    expect(() => decide(future, undefined, 1, T0)).toThrow(/unknown algorithm "gcra"/);
+    const future = { ...bucket(3), algorithm: "concurrency" } as unknown as Policy;
+    expect(() => decide(future, undefined, 1, T0)).toThrow(/unknown algorithm "concurrency"/);
   });
 
   it("keeps a reshaped window's used units, by the old shape at the time of the change", () => {
@@ -120,6 +120,32 @@ describe("two versions alternating between algorithms", () => {
         },
       ),
       { numRuns: 2_000 },
+    );
+  });
+});
+
+describe("carryOver between every pair of algorithms", () => {
+  const policies: Policy[] = [
+    window(10),
+    bucket(10),
+    { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 },
+    { algorithm: "sliding-log", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 },
+    { algorithm: "gcra", limit: 10, periodMs: 60_000, burst: 9, buckets: 1 },
+  ];
+
+  it("keeps every unit the old algorithm still counts as used, so no change grants a fresh quota", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...policies), fc.constantFrom(...policies), fc.integer({ min: 1, max: 10 }), fc.nat({ max: 59_999 }), (from, to, units, into) => {
+        fc.pre(from.algorithm !== to.algorithm);
+        const state = decide(from, undefined, units, T0 + into).state;
+        const now = T0 + into;
+        const used = usedUnits(from, state, now);
+        expect(used).toBe(units);
+        const carried = carryOver(from, state, to, now);
+        expect(usedUnits(to, carried!, now)).toBe(used);
+        expect(peek(to, carried, now).remaining).toBe(10 - used);
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -155,3 +155,69 @@ export function expectNextUnitAt(policy: Policy, state: LimiterState, decision: 
 export function admittedWithin(requests: ReturnType<typeof replay>["requests"], from: number, to: number): number {
   return requests.filter((r) => r.decision.allowed && r.at >= from && r.at < to).reduce((sum, r) => sum + r.cost, 0);
 }
+
+/** A fixed window by the book: a count per epoch-aligned window, kept for every window. */
+export class FixedWindowModel {
+  private readonly counts = new Map<number, number>();
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+  ) {}
+
+  decide(cost: number, now: number): boolean {
+    const window = Math.floor(now / this.periodMs);
+    const count = this.counts.get(window) ?? 0;
+    const allowed = count + cost <= this.limit;
+    if (allowed) this.counts.set(window, count + cost);
+    return allowed;
+  }
+}
+
+/** A sliding log by the book: every admitted hit, summed over the period ending now, (now − period, now]. */
+export class SlidingLogModel {
+  private readonly hits: { at: number; cost: number }[] = [];
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+  ) {}
+
+  decide(cost: number, now: number): boolean {
+    const used = this.hits.filter((h) => h.at > now - this.periodMs).reduce((sum, h) => sum + h.cost, 0);
+    const allowed = used + cost <= this.limit;
+    if (allowed) this.hits.push({ at: now, cost });
+    return allowed;
+  }
+}
+
+/**
+ * GCRA as the ATM Forum and redis-cell state it, with a rational theoretical arrival time:
+ * T = period / limit; a request of cost c conforms if max(TAT, now) + c·T − now ≤ τ + T with
+ * τ = burst·T; it then sets TAT to max(TAT, now) + c·T. With nginx's `delay`, a conforming request
+ * is held until TAT − now would be at most (delay + 1)·T.
+ */
+export class GcraModel {
+  private tat: Fraction | undefined;
+  private readonly interval: Fraction;
+  constructor(
+    limit: number,
+    periodMs: number,
+    private readonly burst: number,
+    private readonly delay = burst,
+  ) {
+    this.interval = new Fraction(BigInt(periodMs), BigInt(limit));
+  }
+
+  /** Whether the request conforms, and how long (ceil, in ms) it is held when it does. */
+  decide(cost: number, now: number): { allowed: boolean; holdMs: number } {
+    const at = Fraction.of(now);
+    const from = this.tat === undefined || this.tat.cmp(at) < 0 ? at : this.tat;
+    const next = from.add(this.interval.mul(Fraction.of(cost)));
+    const ahead = next.sub(at);
+    const allowed = ahead.cmp(this.interval.mul(Fraction.of(this.burst + 1))) <= 0;
+    if (!allowed) return { allowed, holdMs: 0 };
+    this.tat = next;
+    const over = ahead.sub(this.interval.mul(Fraction.of(this.delay + 1)));
+    const holdMs = over.num <= 0n ? 0 : Number((over.num + over.den - 1n) / over.den);
+    return { allowed, holdMs };
+  }
+}

@@ -287,7 +287,7 @@ describe("unknown fields", () => {
   it("rejects an unknown rule field, listing the allowed ones", () => {
     const error = errorFor([rule({ limits: 5 })]);
     expect(error.field).toBe("rules[0].limits");
-    const allowed = "name, match, key, algorithm, limit, period, burst, buckets, cost, mode, sync, onError, timeout";
+    const allowed = "name, match, key, algorithm, limit, period, burst, buckets, delay, cost, mode, sync, onError, timeout";
     expect(error.message).toContain(`allowed fields here are ${allowed}`);
   });
 
@@ -441,7 +441,7 @@ describe("algorithm and mode", () => {
   it("rejects an unknown algorithm, listing the known ones", () => {
     const error = errorFor([rule({ algorithm: "leaky-bucket" })]);
     expect(error.field).toBe("rules[0].algorithm");
-    expect(error.message).toContain('expected "sliding-window" or "token-bucket"');
+    expect(error.message).toContain('expected "sliding-window" or "token-bucket" or "fixed-window" or "sliding-log" or "gcra"');
   });
 
   it("rejects an unknown mode, listing the known ones", () => {
@@ -479,7 +479,7 @@ describe("limit, period and burst", () => {
   it("rejects a sliding-window burst that differs from the limit", () => {
     const error = errorFor([rule({ limit: 10, burst: 20 })]);
     expect(error.field).toBe("rules[0].burst");
-    expect(error.message).toContain("burst applies to token-bucket only");
+    expect(error.message).toContain("burst applies to token-bucket and gcra only");
   });
 
   it("defaults a sliding window's buckets and accepts others", () => {
@@ -776,5 +776,75 @@ describe("properties", () => {
         expect(parseConfig([asWritten]).rules).toEqual([parsed]);
       }),
     );
+  });
+});
+
+describe("fixed-window, sliding-log and gcra", () => {
+  it("accepts each new algorithm with its defaults", () => {
+    expect(only([rule({ algorithm: "fixed-window" })])).toMatchObject({ algorithm: "fixed-window", burst: 10, buckets: 1 });
+    expect(only([rule({ algorithm: "sliding-log", mode: "fast" })])).toMatchObject({ algorithm: "sliding-log", burst: 10, buckets: 1, mode: "fast" });
+    expect(only([rule({ algorithm: "fixed-window", mode: "fast" })]).mode).toBe("fast");
+    expect(only([rule({ algorithm: "gcra" })])).toMatchObject({ algorithm: "gcra", burst: 0, delay: 0, buckets: 1 });
+    expect(only([rule({ algorithm: "gcra", burst: 5, delay: 5 })])).toMatchObject({ burst: 5, delay: 5 });
+  });
+
+  it.each(["fixed-window", "sliding-log"])("rejects buckets on a %s", (algorithm) => {
+    const error = errorFor([rule({ algorithm, buckets: 4 })]);
+    expect(error.field).toBe("rules[0].buckets");
+    expect(error.message).toContain("buckets applies to sliding-window only");
+  });
+
+  it.each(["sliding-window", "token-bucket", "fixed-window", "sliding-log"])("rejects delay on a %s", (algorithm) => {
+    const error = errorFor([rule({ algorithm, delay: 1 })]);
+    expect(error.field).toBe("rules[0].delay");
+    expect(error.message).toContain("delay applies to gcra only");
+  });
+
+  it("rejects warmup, which this version does not implement, as an unknown field", () => {
+    expect(fieldFor({ algorithm: "token-bucket", warmup: "1m" })).toBe("rules[0].warmup");
+  });
+
+  it.each([-1, 1.5, "2"])("rejects the gcra burst %j, which must be 0 or more", (burst) => {
+    const error = errorFor([rule({ algorithm: "gcra", burst })]);
+    expect(error.field).toBe("rules[0].burst");
+    expect(error.message).toContain("0 or more");
+  });
+
+  it.each([-1, 1.5, 6])("rejects the gcra delay %j outside 0 to the burst", (delay) => {
+    const error = errorFor([rule({ algorithm: "gcra", burst: 5, delay })]);
+    expect(error.field).toBe("rules[0].delay");
+    expect(error.message).toContain("from 0 to the burst (5)");
+  });
+
+  it("rejects a gcra delay below the burst until floodgate can hold requests", () => {
+    const error = errorFor([rule({ algorithm: "gcra", burst: 5, delay: 2 })]);
+    expect(error.field).toBe("rules[0].delay");
+    expect(error.message).toContain("holding requests is not available yet; set delay equal to burst");
+  });
+
+  it("rejects gcra in fast mode, saying why", () => {
+    const error = errorFor([rule({ algorithm: "gcra", mode: "fast" })]);
+    expect(error.field).toBe("rules[0].mode");
+    expect(error.message).toContain('"gcra" is strict-only');
+  });
+
+  it("rejects a sliding log over 1,000 units, saying why", () => {
+    expect(only([rule({ algorithm: "sliding-log", limit: 1_000 })]).limit).toBe(1_000);
+    const error = errorFor([rule({ algorithm: "sliding-log", limit: 1_001 })]);
+    expect(error.field).toBe("rules[0].limit");
+    expect(error.message).toContain("at most 1000");
+    expect(error.message).toContain("keeps the time of every request");
+  });
+
+  it("bounds a gcra cost by 1 + burst, naming the burst", () => {
+    expect(only([rule({ algorithm: "gcra", burst: 2, cost: 3 })]).cost).toEqual({ units: 3 });
+    const error = errorFor([rule({ algorithm: "gcra", burst: 2, cost: 4 })]);
+    expect(error.field).toBe("rules[0].cost");
+    expect(error.message).toContain("1 + its burst of 2");
+  });
+
+  it("rejects a fixed-window or sliding-log burst that differs from the limit", () => {
+    expect(fieldFor({ algorithm: "fixed-window", limit: 10, burst: 20 })).toBe("rules[0].burst");
+    expect(fieldFor({ algorithm: "sliding-log", limit: 10, burst: 20 })).toBe("rules[0].burst");
   });
 });

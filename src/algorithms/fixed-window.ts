@@ -1,0 +1,86 @@
+/** Fixed window: one counter per epoch-aligned period; at most `limit` units in each (so up to 2 × limit across a boundary). */
+import type { FixedWindowState, Outcome, Policy } from "./types";
+
+/**
+ * Decides one request of `cost` units at `now` (epoch ms). A denied request is not counted.
+ * Everything resets at the window's end, which is also `resetAt`, `moreAt` and what a denial is
+ * told to wait for: the cheapest algorithm, Cloudflare's rate-limiting binding's semantics.
+ *
+ * @example
+ * const { decision, state } = fixedWindow({ algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 }, undefined, 1, Date.now());
+ */
+export function fixedWindow(
+  policy: Policy,
+  stored: FixedWindowState | undefined,
+  cost: number,
+  now: number,
+): Outcome<FixedWindowState> {
+  const state = windowAt(policy, stored, now);
+  const allowed = state.count + cost <= policy.limit;
+  const next = allowed && cost > 0 ? windowState(policy.periodMs, state.index, state.count + cost) : state;
+  const remaining = Math.max(0, policy.limit - next.count);
+  const start = windowStart(policy.periodMs, next.index);
+  const at = Math.max(now, start);
+  const end = start + policy.periodMs;
+  const resetAt = next.count > 0 ? end : at;
+  const moreAt = remaining >= policy.limit ? at : end;
+  if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
+  // A cost above the limit never fits; it is told to wait one period rather than forever.
+  const fits = cost <= policy.limit;
+  const retryAfter = fits ? end - now : policy.periodMs;
+  const reason = fits ? "limit" : "cost-exceeds-capacity";
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
+}
+
+/**
+ * Counts `units` taken at `at` (negative: given back) with no decision: refunds, and hits an
+ * isolate admitted on its own. Units of a window already over are dropped (that window no longer
+ * matters); units stamped after the current window (clock skew) count in it. Counts never go
+ * below zero, and may go above the limit (units taken without asking).
+ */
+export function adjustFixedWindow(
+  policy: Policy,
+  stored: FixedWindowState | undefined,
+  units: number,
+  at: number,
+  now: number,
+): FixedWindowState {
+  const state = windowAt(policy, stored, now);
+  if (Math.floor(at / policy.periodMs) < state.index) return state;
+  return windowState(policy.periodMs, state.index, Math.max(0, state.count + units));
+}
+
+/** Units the state counts at `now`, by its own period: its count while its window lasts. */
+export function usedFixedWindow(stored: FixedWindowState, now: number): number {
+  return stored.index >= Math.floor(now / stored.periodMs) ? stored.count : 0;
+}
+
+/** When units decided at `now` were counted: `now`, or the window's start if the clock stepped back behind it. */
+export function countedAtFixedWindow(state: FixedWindowState, now: number): number {
+  return Math.max(now, windowStart(state.periodMs, state.index));
+}
+
+/** The first ms of the window holding `t`: where fast-mode reports of units spent at `t` are filed. */
+export function windowStartOf(policy: Pick<Policy, "periodMs">, t: number): number {
+  return windowStart(policy.periodMs, Math.floor(t / policy.periodMs));
+}
+
+function windowStart(periodMs: number, index: number): number {
+  return index * periodMs;
+}
+
+/**
+ * The state for the window holding `now`. A later stored window (clock skew) stays. A changed
+ * period keeps the stored count while the stored window has not ended, in the current window of
+ * the new period: units are held a little longer, never dropped early.
+ */
+function windowAt(policy: Policy, stored: FixedWindowState | undefined, now: number): FixedWindowState {
+  const index = Math.floor(now / policy.periodMs);
+  if (stored === undefined) return windowState(policy.periodMs, index, 0);
+  if (stored.periodMs === policy.periodMs) return stored.index >= index ? stored : windowState(policy.periodMs, index, 0);
+  return windowState(policy.periodMs, index, usedFixedWindow(stored, now));
+}
+
+function windowState(periodMs: number, index: number, count: number): FixedWindowState {
+  return { algorithm: "fixed-window", periodMs, index, count };
+}

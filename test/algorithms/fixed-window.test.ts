@@ -1,0 +1,137 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { adjust, countedAt, decide, peek, slotOf } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, FixedWindowModel, replay, stepsOf } from "./reference";
+
+const policy = (limit: number, periodMs: number): Policy => ({ algorithm: "fixed-window", limit, periodMs, burst: limit, buckets: 1 });
+const T0 = 1_700_000_040_000; // the start of a 60 s window
+
+function run(p: Policy, times: number[], cost = 1) {
+  let state: LimiterState | undefined;
+  const decisions = times.map((now) => {
+    const outcome = decide(p, state, cost, now);
+    state = outcome.state;
+    return outcome.decision;
+  });
+  return { decisions, state };
+}
+
+describe("fixed window", () => {
+  it("admits the limit per window and resets at the window's end", () => {
+    const p = policy(3, 60_000);
+    const { decisions, state } = run(p, [T0, T0 + 1, T0 + 2, T0 + 3]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false]);
+    expect(decisions[3]).toMatchObject({ remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 60_000, retryAfter: 59_997, reason: "limit" });
+    expect(decide(p, state, 1, T0 + 59_999).decision.allowed).toBe(false);
+    expect(decide(p, state, 3, T0 + 60_000).decision).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("admits twice the limit across a boundary, as fixed windows do", () => {
+    const { decisions } = run(policy(2, 60_000), [T0 + 59_999, T0 + 59_999, T0 + 60_000, T0 + 60_000]);
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+  });
+
+  it("denies a cost above the limit, telling it to wait a period", () => {
+    expect(decide(policy(5, 60_000), undefined, 6, T0).decision).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 60_000 });
+  });
+
+  it("says more comes at the decision's time at the full quota", () => {
+    expect(peek(policy(5, 60_000), undefined, T0 + 5)).toMatchObject({ remaining: 5, moreAt: T0 + 5, resetAt: T0 + 5 });
+  });
+
+  it("keeps counting in a later window when the clock steps back, and refunds there", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0 + 60_000, T0 + 60_000]);
+    const skewed = decide(p, state, 1, T0 + 59_000);
+    expect(skewed.decision).toMatchObject({ allowed: false, retryAfter: 61_000 });
+    expect(countedAt(p, state!, T0 + 59_000)).toBe(T0 + 60_000);
+    expect(peek(p, adjust(p, state, -1, T0 + 60_000, T0 + 59_000), T0 + 59_000).remaining).toBe(1);
+  });
+
+  it("files units reported late in the window they were spent in, and drops those of a window over", () => {
+    const p = policy(5, 60_000);
+    expect(slotOf(p, T0 + 12_345)).toBe(T0);
+    const state = adjust(p, undefined, 3, slotOf(p, T0 + 100), T0 + 200);
+    expect(peek(p, state, T0 + 300).remaining).toBe(2);
+    expect(adjust(p, state, 2, slotOf(p, T0 - 1), T0 + 300)).toEqual(state);
+  });
+
+  it("keeps a changed period's count until the old window ends", () => {
+    const { state } = run(policy(5, 60_000), [T0, T0, T0]);
+    expect(peek(policy(5, 10_000), state, T0 + 30_000).remaining).toBe(2);
+    expect(peek(policy(5, 10_000), state, T0 + 60_000).remaining).toBe(5);
+  });
+});
+
+describe("fixed window properties", () => {
+  const scenario = fc.record({
+    limit: fc.integer({ min: 1, max: 50 }),
+    periodMs: fc.integer({ min: 1, max: 100_000 }),
+    steps: stepsOf(8),
+  });
+  const start = fc.integer({ min: T0, max: T0 + 100_000 });
+
+  it("decides exactly as a per-window count kept by the book", () => {
+    fc.assert(
+      fc.property(scenario, start, ({ limit, periodMs, steps }, t0) => {
+        const model = new FixedWindowModel(limit, periodMs);
+        for (const { at, cost, decision } of replay(policy(limit, periodMs), steps, t0).requests) {
+          expect(decision.allowed).toBe(model.decide(cost, at));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("never admits more than the limit in a window, nor twice the limit in any period", () => {
+    fc.assert(
+      fc.property(scenario, start, ({ limit, periodMs, steps }, t0) => {
+        const { requests } = replay(policy(limit, periodMs), steps, t0);
+        for (const r of requests) {
+          const window = Math.floor(r.at / periodMs) * periodMs;
+          expect(admittedWithin(requests, window, window + periodMs)).toBeLessThanOrEqual(limit);
+          expect(admittedWithin(requests, r.at - periodMs + 1, r.at + 1)).toBeLessThanOrEqual(2 * limit);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
+    fc.assert(
+      fc.property(scenario, start, fc.integer({ min: 1, max: 8 }), ({ limit, periodMs, steps }, t0, cost) => {
+        expectExactRetry(policy(limit, periodMs), steps, cost, t0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("grows remaining by a unit exactly at moreAt, and not a millisecond sooner", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(scenario, start, ({ limit, periodMs, steps }, t0) => {
+        checked += expectExactMoreAt(policy(limit, periodMs), steps, t0, limit);
+      }),
+      { numRuns: 300 },
+    );
+    expect(checked).toBeGreaterThan(1_000);
+  });
+
+  it("peeks exactly, also over units taken without a decision, and a refund at countedAt undoes a decision", () => {
+    fc.assert(
+      fc.property(scenario, start, fc.nat({ max: 40 }), fc.nat({ max: 2_000 }), ({ limit, periodMs, steps }, t0, extra, later) => {
+        const p = policy(limit, periodMs);
+        const { state, now } = replay(p, steps, t0);
+        const taken = adjust(p, state, extra, now, now);
+        const at = now + Math.floor((later * periodMs) / 1_000);
+        expectNextUnitAt(p, taken, peek(p, taken, at), at, limit);
+        const outcome = decide(p, state, 1, now);
+        if (!outcome.decision.allowed) return;
+        const refunded = adjust(p, outcome.state, -1, countedAt(p, outcome.state, now), now);
+        expect(peek(p, refunded, now)).toEqual(peek(p, state, now));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

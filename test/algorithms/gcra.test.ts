@@ -1,0 +1,149 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { adjust, decide, peek } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, GcraModel, replay, stepsOf } from "./reference";
+
+const policy = (limit: number, periodMs: number, burst = 0, delay?: number): Policy => ({
+  algorithm: "gcra",
+  limit,
+  periodMs,
+  burst,
+  buckets: 1,
+  ...(delay !== undefined ? { delay } : {}),
+});
+const T0 = 1_700_000_000_000;
+
+function run(p: Policy, times: number[], cost = 1) {
+  let state: LimiterState | undefined;
+  const decisions = times.map((now) => {
+    const outcome = decide(p, state, cost, now);
+    state = outcome.state;
+    return outcome.decision;
+  });
+  return { decisions, state };
+}
+
+describe("gcra", () => {
+  it("spaces requests one emission interval apart with no tolerance", () => {
+    // 10 a second: one every 100 ms.
+    const { decisions } = run(policy(10, 1_000), [T0, T0 + 99, T0 + 100, T0 + 150, T0 + 200]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, false, true, false, true]);
+    expect(decisions[1]).toMatchObject({ retryAfter: 1, moreAt: T0 + 100, resetAt: T0 + 100, remaining: 0 });
+  });
+
+  it("admits 1 + burst at once, then one per interval", () => {
+    const p = policy(10, 1_000, 3);
+    const { decisions, state } = run(p, [T0, T0, T0, T0, T0]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, false]);
+    expect(decisions[4]).toMatchObject({ retryAfter: 100, remaining: 0, resetAt: T0 + 400 });
+    expect(decide(p, state, 1, T0 + 99).decision.allowed).toBe(false);
+    expect(decide(p, state, 1, T0 + 100).decision.allowed).toBe(true);
+  });
+
+  it("keeps the interval exact when it is not a whole number of milliseconds", () => {
+    // 3 a second: one every 333.3 ms.
+    const p = policy(3, 1_000);
+    const { state } = run(p, [T0]);
+    expect(decide(p, state, 1, T0 + 333).decision.allowed).toBe(false);
+    expect(decide(p, state, 1, T0 + 334).decision.allowed).toBe(true);
+  });
+
+  it("holds the requests of a burst past `delay` until they would conform", () => {
+    const p = policy(10, 1_000, 4, 1);
+    const { decisions } = run(p, [T0, T0, T0, T0, T0, T0]);
+    expect(decisions.map((d) => [d.allowed, d.holdMs ?? 0])).toEqual([
+      [true, 0],
+      [true, 0],
+      [true, 100],
+      [true, 200],
+      [true, 300],
+      [false, 0],
+    ]);
+  });
+
+  it("denies a cost above 1 + burst, telling it to wait a period", () => {
+    expect(decide(policy(10, 1_000, 2), undefined, 4, T0).decision).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 1_000 });
+  });
+
+  it("moves TAT back for a refund, never behind now", () => {
+    const p = policy(10, 1_000, 1);
+    const { state } = run(p, [T0, T0]);
+    expect(peek(p, adjust(p, state, -1, T0, T0), T0).remaining).toBe(1);
+    expect(peek(p, adjust(p, state, -5, T0, T0), T0).remaining).toBe(2);
+  });
+});
+
+describe("gcra properties", () => {
+  const scenario = fc
+    .record({
+      limit: fc.integer({ min: 1, max: 50 }),
+      periodMs: fc.integer({ min: 1, max: 100_000 }),
+      burst: fc.integer({ min: 0, max: 20 }),
+      delayShare: fc.integer({ min: 0, max: 100 }),
+      steps: stepsOf(8),
+    })
+    .map((s) => ({ ...s, delay: Math.floor((s.burst * s.delayShare) / 100) }));
+
+  it("decides and holds exactly as GCRA with a rational TAT", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, delay, steps }) => {
+        const model = new GcraModel(limit, periodMs, burst, delay);
+        for (const { at, cost, decision } of replay(policy(limit, periodMs, burst, delay), steps, T0).requests) {
+          const expected = model.decide(cost, at);
+          expect(decision.allowed).toBe(expected.allowed);
+          expect(decision.holdMs ?? 0).toBe(expected.holdMs);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("admits no more than 1 + burst plus the rate over any interval", () => {
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
+        const { requests } = replay(policy(limit, periodMs, burst), steps, T0);
+        for (const from of requests.filter((r) => r.decision.allowed)) {
+          for (const to of requests.filter((r) => r.decision.allowed && r.at >= from.at)) {
+            const taken = admittedWithin(requests, from.at, to.at + 1);
+            expect(taken).toBeLessThanOrEqual(burst + 1 + ((to.at - from.at) * limit) / periodMs);
+          }
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("admits a denied request exactly retryAfter later, and not a millisecond sooner", () => {
+    fc.assert(
+      fc.property(scenario, fc.integer({ min: 1, max: 8 }), ({ limit, periodMs, burst, steps }, cost) => {
+        expectExactRetry(policy(limit, periodMs, burst), steps, cost, T0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("grows remaining by a unit exactly at moreAt, and not a millisecond sooner", () => {
+    let checked = 0;
+    fc.assert(
+      fc.property(scenario, ({ limit, periodMs, burst, steps }) => {
+        checked += expectExactMoreAt(policy(limit, periodMs, burst), steps, T0, burst + 1);
+      }),
+      { numRuns: 300 },
+    );
+    expect(checked).toBeGreaterThan(1_000);
+  });
+
+  it("peeks the next unit exactly, also past the tolerance from units taken without a decision", () => {
+    fc.assert(
+      fc.property(scenario, fc.nat({ max: 40 }), fc.nat({ max: 2_000 }), ({ limit, periodMs, burst, steps }, extra, later) => {
+        const p = policy(limit, periodMs, burst);
+        const { state, now } = replay(p, steps, T0);
+        const taken = adjust(p, state, extra, now, now);
+        const at = now + Math.floor((later * periodMs) / 1_000);
+        expectNextUnitAt(p, taken, peek(p, taken, at), at, burst + 1);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
