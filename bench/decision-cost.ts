@@ -4,6 +4,7 @@ import { cpus } from "node:os";
 import RateLimiterMemory from "rate-limiter-flexible/lib/RateLimiterMemory.js";
 import { decide, type LimiterState, type Policy } from "../src/algorithms/index";
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../src/algorithms/sliding-window";
+import { MAX_LOG_LIMIT } from "../src/algorithms/sliding-log";
 import type { RunOptions, Section } from "./lib/section";
 import { zipfSequence } from "./lib/random";
 import { median, percent, rate, table, times } from "./lib/stats";
@@ -45,12 +46,19 @@ interface Contender {
   release?: (trace: Trace) => Promise<void>;
 }
 
-function floodgate(name: string, algorithm: Policy["algorithm"], buckets: number): Contender {
+/**
+ * A floodgate core. `maxLimit`: the largest limit the algorithm may be configured with (the sliding
+ * log's 1,000); a workload's limit above it is lowered to it, and the contender's name says so.
+ */
+function floodgate(name: string, algorithm: Policy["algorithm"], buckets: number, maxLimit = Number.POSITIVE_INFINITY): Contender {
   return {
     name,
     floodgate: true,
-    pass(trace, limit) {
-      const policy: Policy = { algorithm, limit, periodMs: PERIOD_MS, burst: limit, buckets };
+    pass(trace, workloadLimit) {
+      const limit = Math.min(workloadLimit, maxLimit);
+      // GCRA admits 1 + burst at once: a tolerance of limit − 1 gives it the same capacity as the others.
+      const burst = algorithm === "gcra" ? limit - 1 : limit;
+      const policy: Policy = { algorithm, limit, periodMs: PERIOD_MS, burst, buckets };
       const states = new Map<string, LimiterState>();
       const { keys, order, nows } = trace;
       let allowed = 0;
@@ -129,6 +137,9 @@ function contenders(): Contender[] {
   return [
     ...bucketCounts.map((b) => floodgate(`floodgate sliding-window, buckets ${b} (${label(b)})`, "sliding-window", b)),
     floodgate("floodgate token-bucket", "token-bucket", 1),
+    floodgate("floodgate fixed-window", "fixed-window", 1),
+    floodgate(`floodgate sliding-log (limit at most ${MAX_LOG_LIMIT.toLocaleString("en-US")}, its largest)`, "sliding-log", 1, MAX_LOG_LIMIT),
+    floodgate("floodgate gcra (burst limit − 1)", "gcra", 1),
     rateLimiterFlexible,
     fixedWindow,
   ];

@@ -134,3 +134,70 @@ export class TokenBucket implements Estimator {
     this.level -= this.periodMs;
   }
 }
+
+/** floodgate's sliding log: every counted request's time; the estimate is exact, what the log holds in (now − period, now]. */
+export class SlidingLog implements Estimator {
+  readonly name = "sliding log (floodgate's, exact)";
+  readonly scale = 1;
+  readonly estimatesWindow = true;
+  private times: number[] = [];
+  private head = 0;
+
+  constructor(private readonly periodMs: number) {}
+
+  reset(): void {
+    this.times = [];
+    this.head = 0;
+  }
+
+  used(now: number): number {
+    while (this.head < this.times.length && this.times[this.head]! <= now - this.periodMs) this.head++;
+    return this.times.length - this.head;
+  }
+
+  add(now: number): void {
+    this.times.push(now);
+  }
+}
+
+/**
+ * floodgate's GCRA with `burst` units of tolerance: "used" is how far the theoretical arrival time
+ * lies ahead of now, in units × period (so a request fits iff used + period ≤ (burst + 1) × period).
+ * With burst = limit − 1 it meters exactly as the token bucket with burst = limit does.
+ */
+export class Gcra implements Estimator {
+  readonly name: string;
+  readonly scale: number;
+  readonly estimatesWindow = false;
+  private debt = 0;
+  private updatedAt = -1;
+
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+    readonly burst: number,
+  ) {
+    this.scale = periodMs;
+    this.name = `gcra (burst = ${burst === limit - 1 ? "limit − 1" : burst})`;
+  }
+
+  reset(): void {
+    this.updatedAt = -1;
+  }
+
+  used(now: number): number {
+    if (this.updatedAt < 0) {
+      this.debt = 0;
+    } else {
+      const elapsed = Math.max(0, now - this.updatedAt);
+      this.debt = this.debt <= 0 || elapsed >= Math.ceil(this.debt / this.limit) ? 0 : this.debt - elapsed * this.limit;
+    }
+    this.updatedAt = Math.max(now, this.updatedAt);
+    // The replayer's budget is limit × scale; a tolerance of burst shifts it to (burst + 1) × period.
+    return this.debt + (this.limit - this.burst - 1) * this.periodMs;
+  }
+
+  add(): void {
+    this.debt += this.periodMs;
+  }
+}

@@ -1,7 +1,7 @@
 /** Checks the fast replicas against floodgate's own code: same decisions, same estimates, request by request. */
 import { adjust, decide, type LimiterState, type Policy } from "../../src/algorithms/index";
 import type { Estimator } from "./limiters";
-import { SlidingWindow, TokenBucket } from "./limiters";
+import { FixedWindow, Gcra, SlidingLog, SlidingWindow, TokenBucket } from "./limiters";
 import type { Kept, Mode } from "./replay";
 
 export interface Verification {
@@ -15,6 +15,9 @@ export interface Verification {
 export function policyOf(e: Estimator, limit: number, periodMs: number): Policy | undefined {
   if (e instanceof SlidingWindow) return { algorithm: "sliding-window", limit, periodMs, burst: limit, buckets: e.buckets };
   if (e instanceof TokenBucket) return { algorithm: "token-bucket", limit, periodMs, burst: limit, buckets: 1 };
+  if (e instanceof FixedWindow) return { algorithm: "fixed-window", limit, periodMs, burst: limit, buckets: 1 };
+  if (e instanceof SlidingLog) return { algorithm: "sliding-log", limit, periodMs, burst: limit, buckets: 1 };
+  if (e instanceof Gcra) return { algorithm: "gcra", limit, periodMs, burst: e.burst, buckets: 1 };
   return undefined;
 }
 
@@ -44,8 +47,8 @@ export function verifySource(
         state = adjust(policy, state, 1, now, now);
         tally.calls++;
       }
-      const P = policy.periodMs;
-      const expectRemaining = Math.max(0, Math.floor((policy.limit * P - used[i]! - (allowed ? P : 0)) / P));
+      const S = e.scale;
+      const expectRemaining = Math.max(0, Math.floor((policy.limit * S - used[i]! - (allowed ? S : 0)) / S));
       if (allowed !== (expectAllowed[i] === 1) || outcome.decision.remaining !== expectRemaining) {
         throw new Error(
           `accuracy: the ${e.name} replica disagrees with floodgate's decide() (${mode}, source ${sourceId}, ` +
