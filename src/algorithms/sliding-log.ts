@@ -4,6 +4,9 @@ import type { Outcome, Policy, SlidingLogState } from "./types";
 /** Most units a sliding-log rule may allow per period: its state keeps up to one pair per unit. */
 export const MAX_LOG_LIMIT = 1_000;
 
+/** Pairs that left the period a log may keep before it is copied without them. */
+const STALE_PAIRS = 32;
+
 /**
  * Decides one request of `cost` units at `now` (epoch ms). The log holds the requests admitted in
  * the period ending now, (now − periodMs, now]; the request is admitted if they and it come to at
@@ -15,19 +18,18 @@ export const MAX_LOG_LIMIT = 1_000;
  */
 export function slidingLog(policy: Policy, stored: SlidingLogState | undefined, cost: number, now: number): Outcome<SlidingLogState> {
   const at = Math.max(now, newest(stored));
-  const log = pruned(policy.periodMs, stored, at);
-  const used = total(log);
+  const state = pruned(policy.periodMs, stored, at);
+  const used = state.used;
   const allowed = used + cost <= policy.limit;
-  const next = allowed && cost > 0 ? logState(policy.periodMs, appended(log, at, cost)) : sameOrNew(policy.periodMs, stored, log);
-  const usedNext = allowed ? used + cost : used;
-  const remaining = Math.max(0, policy.limit - usedNext);
-  const resetAt = next.log.length > 0 ? next.log[next.log.length - 2]! + policy.periodMs : at;
+  const next = allowed && cost > 0 ? appended(state, at, cost) : state;
+  const remaining = Math.max(0, policy.limit - next.used);
+  const resetAt = next.end > next.from ? next.log[next.end - 2]! + policy.periodMs : at;
   // More comes when enough of the oldest units leave that one more fits.
-  const moreAt = remaining >= policy.limit ? at : leftBy(policy.periodMs, next.log, usedNext - (policy.limit - remaining - 1));
+  const moreAt = remaining >= policy.limit ? at : leftBy(policy.periodMs, next, next.used - (policy.limit - remaining - 1));
   if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
   // A cost above the limit never fits; it is told to wait one period rather than forever.
   const fits = cost <= policy.limit;
-  const retryAfter = fits ? leftBy(policy.periodMs, next.log, used + cost - policy.limit) - now : policy.periodMs;
+  const retryAfter = fits ? leftBy(policy.periodMs, next, used + cost - policy.limit) - now : policy.periodMs;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
   return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }
@@ -47,24 +49,32 @@ export function adjustSlidingLog(
   now: number,
 ): SlidingLogState {
   const latest = Math.max(now, newest(stored));
-  const log = pruned(policy.periodMs, stored, latest);
+  const state = pruned(policy.periodMs, stored, latest);
   const when = Math.min(at, latest);
-  if (units === 0 || when <= latest - policy.periodMs) return sameOrNew(policy.periodMs, stored, log);
-  if (units > 0) return logState(policy.periodMs, inserted(log, when, units));
-  const next = log.slice();
-  let owed = -units;
-  for (let i = next.length - 2; i >= 0 && owed > 0; i -= 2) {
-    if (next[i]! > when) continue;
-    const take = Math.min(owed, next[i + 1]!);
-    next[i + 1]! -= take;
-    owed -= take;
+  if (units === 0 || when <= latest - policy.periodMs) return state;
+  if (units > 0 && when === latest) return appended(state, when, units);
+  // Placed before the newest entry, or given back: the pairs are copied and changed.
+  const pairs = state.log.slice(state.from, state.end);
+  if (units > 0) {
+    let i = pairs.length;
+    while (i > 0 && pairs[i - 2]! > when) i -= 2;
+    pairs.splice(i, 0, when, units);
+  } else {
+    let owed = -units;
+    for (let i = pairs.length - 2; i >= 0 && owed > 0; i -= 2) {
+      if (pairs[i]! > when) continue;
+      const take = Math.min(owed, pairs[i + 1]!);
+      pairs[i + 1]! -= take;
+      owed -= take;
+    }
   }
-  return logState(policy.periodMs, next.filter((_, i) => (i % 2 === 0 ? next[i + 1]! > 0 : next[i]! > 0)));
+  const kept = pairs.filter((_, i) => (i % 2 === 0 ? pairs[i + 1]! > 0 : pairs[i]! > 0));
+  return logState(policy.periodMs, kept, 0, kept.length, sum(kept, 0, kept.length));
 }
 
 /** Units the log holds in the period ending `now`, by the state's own period: what a change of rule carries over. */
 export function usedSlidingLog(stored: SlidingLogState, now: number): number {
-  return total(pruned(stored.periodMs, stored, Math.max(now, newest(stored))));
+  return pruned(stored.periodMs, stored, Math.max(now, newest(stored))).used;
 }
 
 /** When units decided at `now` were logged: `now`, or the newest entry's time if the clock stepped back behind it. */
@@ -73,62 +83,65 @@ export function countedAtSlidingLog(state: SlidingLogState, now: number): number
 }
 
 function newest(state: SlidingLogState | undefined): number {
-  return state !== undefined && state.log.length > 0 ? state.log[state.log.length - 2]! : Number.NEGATIVE_INFINITY;
+  return state !== undefined && state.end > state.from ? state.log[state.end - 2]! : Number.NEGATIVE_INFINITY;
 }
 
-/** The pairs still inside the period ending `at`; the stored array itself when none left. */
-function pruned(periodMs: number, stored: SlidingLogState | undefined, at: number): number[] {
-  if (stored === undefined) return [];
-  const { log } = stored;
-  let from = 0;
-  while (from < log.length && log[from]! <= at - periodMs) from += 2;
-  return from === 0 ? log : log.slice(from);
+/**
+ * The state without the pairs that left the period ending `at`: the stored state itself when none
+ * did, a view of the same array otherwise, or a copy once enough stale pairs have piled up. A state
+ * of another period keeps its pairs and is pruned by the new one.
+ */
+function pruned(periodMs: number, stored: SlidingLogState | undefined, at: number): SlidingLogState {
+  if (stored === undefined) return logState(periodMs, [], 0, 0, 0);
+  const { log, end } = stored;
+  let { from, used } = stored;
+  while (from < end && log[from]! <= at - periodMs) {
+    used -= log[from + 1]!;
+    from += 2;
+  }
+  if (from === stored.from && periodMs === stored.periodMs) return stored;
+  if (from < 2 * STALE_PAIRS) return logState(periodMs, log, from, end, used);
+  const pairs = log.slice(from, end);
+  return logState(periodMs, pairs, 0, pairs.length, used);
 }
 
-function total(log: readonly number[]): number {
-  let sum = 0;
-  for (let i = 1; i < log.length; i += 2) sum += log[i]!;
-  return sum;
+/**
+ * The state with `units` at `at`, which is at or after every entry: pushed onto the shared array
+ * when this state owns its end (older states see only up to their own `end`), onto a copy otherwise.
+ */
+function appended(state: SlidingLogState, at: number, units: number): SlidingLogState {
+  const { periodMs, log, from, end, used } = state;
+  if (end === log.length) {
+    log.push(at, units);
+    return logState(periodMs, log, from, end + 2, used + units);
+  }
+  const pairs = log.slice(from, end);
+  pairs.push(at, units);
+  return logState(periodMs, pairs, 0, pairs.length, used + units);
+}
+
+function sum(log: readonly number[], from: number, end: number): number {
+  let total = 0;
+  for (let i = from + 1; i < end; i += 2) total += log[i]!;
+  return total;
 }
 
 /**
  * The ms at which the oldest `excess` units have all left the period (an entry at t leaves at
  * t + periodMs). `excess` must be positive and at most what the log holds.
  */
-function leftBy(periodMs: number, log: readonly number[], excess: number): number {
+function leftBy(periodMs: number, state: SlidingLogState, excess: number): number {
+  const { log, from, end } = state;
   let gone = 0;
-  for (let i = 0; i < log.length; i += 2) {
+  for (let i = from; i < end; i += 2) {
     gone += log[i + 1]!;
     if (gone >= excess) return log[i]! + periodMs;
   }
   // Unreachable when the excess is at most what the log holds.
-  return (log.length > 0 ? log[log.length - 2]! : 0) + periodMs;
+  return (end > from ? log[end - 2]! : 0) + periodMs;
 }
 
-/** A new log with `units` at `at`, which is at or after every entry. */
-function appended(log: readonly number[], at: number, units: number): number[] {
-  const next = log.slice();
-  if (next.length > 0 && next[next.length - 2] === at) next[next.length - 1]! += units;
-  else next.push(at, units);
-  return next;
-}
-
-/** A new log with `units` at `at`, in time order. */
-function inserted(log: readonly number[], at: number, units: number): number[] {
-  let i = log.length;
-  while (i > 0 && log[i - 2]! > at) i -= 2;
-  if (i > 0 && log[i - 2] === at) {
-    const next = log.slice();
-    next[i - 1]! += units;
-    return next;
-  }
-  return [...log.slice(0, i), at, units, ...log.slice(i)];
-}
-
-function sameOrNew(periodMs: number, stored: SlidingLogState | undefined, log: number[]): SlidingLogState {
-  return stored !== undefined && stored.log === log && stored.periodMs === periodMs ? stored : logState(periodMs, log);
-}
-
-function logState(periodMs: number, log: number[]): SlidingLogState {
-  return { algorithm: "sliding-log", periodMs, log };
+/** Every state is built here, in one field order, so that all share one shape. */
+function logState(periodMs: number, log: number[], from: number, end: number, used: number): SlidingLogState {
+  return { algorithm: "sliding-log", periodMs, log, from, end, used };
 }

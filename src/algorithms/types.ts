@@ -118,12 +118,18 @@ export interface FixedWindowState {
 
 /**
  * Sliding-log state: every admitted request's time and units, oldest first, as pairs (epoch ms,
- * units); requests in the same ms share one pair. Pairs older than the period are pruned.
+ * units) in `log` from `from` to `end`. As the sliding window's history, `log` is an array states
+ * share and only ever append to past their own `end`, so that admitting a request does not copy
+ * the log; pairs that left the period are skipped by `from` and dropped when the log is copied.
  */
 export interface SlidingLogState {
   algorithm: "sliding-log";
   periodMs: number;
   log: number[];
+  from: number;
+  end: number;
+  /** units in the pairs from `from` to `end` */
+  used: number;
 }
 
 /**

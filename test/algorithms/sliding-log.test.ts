@@ -34,11 +34,22 @@ describe("sliding log", () => {
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, false, true]);
   });
 
-  it("keeps one pair per millisecond, pruned as they leave", () => {
+  it("keeps one pair per admitted request, pruned as they leave", () => {
     const p = policy(10, 1_000);
     const { state } = run(p, [T0, T0, T0 + 1, T0 + 500]);
-    expect(state).toMatchObject({ log: [T0, 2, T0 + 1, 1, T0 + 500, 1] });
-    expect(decide(p, state, 1, T0 + 1_001).state).toMatchObject({ log: [T0 + 500, 1, T0 + 1_001, 1] });
+    const pairs = (s: LimiterState) => (s.algorithm === "sliding-log" ? s.log.slice(s.from, s.end) : []);
+    expect(pairs(state!)).toEqual([T0, 1, T0, 1, T0 + 1, 1, T0 + 500, 1]);
+    expect(pairs(decide(p, state, 1, T0 + 1_001).state)).toEqual([T0 + 500, 1, T0 + 1_001, 1]);
+  });
+
+  it("never changes a state another decision already made from it", () => {
+    const p = policy(10, 1_000);
+    const { state } = run(p, [T0, T0 + 1]);
+    const before = peek(p, state, T0 + 2);
+    decide(p, state, 3, T0 + 2);
+    adjust(p, state, 4, T0 + 2, T0 + 2);
+    expect(peek(p, state, T0 + 2)).toEqual(before);
+    expect(decide(p, state, 8, T0 + 2).decision.allowed).toBe(true);
   });
 
   it("denies a cost above the limit, telling it to wait a period", () => {
@@ -50,10 +61,10 @@ describe("sliding log", () => {
     expect(slotOf(p, T0 + 123)).toBe(T0 + 123);
     let state = adjust(p, undefined, 1, T0 + 500, T0 + 1_000);
     state = adjust(p, state, 2, T0 + 100, T0 + 1_000);
-    expect(state).toMatchObject({ log: [T0 + 100, 2, T0 + 500, 1] });
+    expect(state).toMatchObject({ log: [T0 + 100, 2, T0 + 500, 1], from: 0, end: 4, used: 3 });
     expect(decide(p, state, 1, T0 + 60_099).decision.allowed).toBe(false);
     expect(decide(p, state, 2, T0 + 60_100).decision.allowed).toBe(true);
-    expect(adjust(p, state, -2, T0 + 600, T0 + 1_000)).toMatchObject({ log: [T0 + 100, 1] });
+    expect(adjust(p, state, -2, T0 + 600, T0 + 1_000)).toMatchObject({ log: [T0 + 100, 1], used: 1 });
   });
 });
 
