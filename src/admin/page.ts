@@ -243,7 +243,7 @@ function inTime(ms) {
 function renderStanding(body, note) {
   const rule = rules.find((r) => r.name === body.rule);
   const s = body.state;
-  // What a key holds when full: `burst` (equal to `limit` where it does not apply), and one more for gcra, whose burst is a tolerance.
+  // What a key holds when full: its burst (equal to the limit where burst does not apply), and one more for gcra, whose burst is a tolerance.
   const capacity = rule ? rule.burst + (rule.algorithm === "gcra" ? 1 : 0) : s.limit;
   const key = el("code", body.key);
   key.id = "shown-key";
