@@ -5,6 +5,7 @@ import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
 import { check, refused } from "./gate/check";
+import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
 import { forbidden, HttpProblem, invalidConfig } from "./http/problem";
 import { forward } from "./http/proxy";
@@ -39,8 +40,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (refused(request.headers.get("CF-Connecting-IP"), settings.ips)) return forbidden().toResponse();
   const url = new URL(request.url);
   if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
-  const context = { namespace: env.LIMITER, waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise), ...(settings.analytics ? { analytics: settings.analytics } : {}), ...(settings.hashKey ? { hashKey: settings.hashKey } : {}) };
-  const checked = await check(request, url, settings, context);
+  const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
   const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
   for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);

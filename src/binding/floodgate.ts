@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import { check, type Checked } from "../gate/check";
 import { checkCost, checkKey } from "../limiter/arguments";
-import { forget, limitKey, standing, type LimiterContext } from "../limiter";
+import { forget, limitKey, standing, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
 
@@ -72,8 +72,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   }
 
   private context(): LimiterContext {
-    const { analytics, hashKey } = this.settings();
-    return { namespace: this.env.LIMITER, waitUntil: (promise) => this.ctx.waitUntil(promise), ...(analytics ? { analytics } : {}), ...(hashKey ? { hashKey } : {}) };
+    return workerContext(this.env.LIMITER, this.ctx, this.settings());
   }
 
   /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */

@@ -26,6 +26,12 @@ export interface LimiterContext {
   hashKey?: string;
 }
 
+/** The context of a request to the floodgate Worker (the proxy or the binding), with what its settings record decisions to. */
+export function workerContext(namespace: Env["LIMITER"], ctx: Pick<ExecutionContext, "waitUntil">, settings: { analytics?: AnalyticsSettings; hashKey?: string }): LimiterContext {
+  const { analytics, hashKey } = settings;
+  return { namespace, waitUntil: (promise) => ctx.waitUntil(promise), ...(analytics ? { analytics } : {}), ...(hashKey ? { hashKey } : {}) };
+}
+
 /** One rule asked about one key: the key, the object that owns it and the units the request costs. */
 export interface Ask {
   rule: Rule;
