@@ -1,0 +1,101 @@
+/** The report's charts, as the bench's ChartSpecs (rendered by bench/lib/svg.ts into bench/charts/simulation/). */
+import type { ChartSpec } from "../lib/section";
+import type { ScenarioResult } from "./summary";
+
+const label = (algorithm: string) => (algorithm === "sliding-window" ? "sliding window" : "token bucket");
+
+/** One series over isolate counts: `value` of each row `pick` keeps, the worst per isolate count. */
+function overIsolates(name: string, rows: ScenarioResult[], value: (r: ScenarioResult) => number | null): ChartSpec["series"][number] {
+  const worst = new Map<number, number>();
+  for (const r of rows) {
+    const v = value(r);
+    if (v === null || !Number.isFinite(v)) continue;
+    worst.set(r.isolates, Math.max(worst.get(r.isolates) ?? -Infinity, v));
+  }
+  return { name, points: [...worst].sort((a, b) => a[0] - b[0]) };
+}
+
+export function charts(results: ScenarioResult[]): ChartSpec[] {
+  const today = results.filter((r) => r.family === "global-fast");
+  const proto = results.filter((r) => r.family === "prototype" && r.mode === "fast");
+  const out: ChartSpec[] = [];
+  const algorithms = ["sliding-window", "token-bucket"];
+  const isolates = [...new Set(today.map((r) => r.isolates))].sort((a, b) => a - b);
+
+  if (today.length) {
+    const series = algorithms.flatMap((a) => [
+      overIsolates(`${label(a)}, 1×`, today.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
+      overIsolates(`${label(a)}, 10×`, today.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
+    ]);
+    for (const a of algorithms) series.push(overIsolates(`prototype, ${label(a)}, 10×`, proto.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak));
+    series.push({ name: "target: 250", points: isolates.map((i) => [i, 250]) });
+    out.push({ file: "calls-per-second", title: "Object calls per key per second (busiest second after the warm-up)", kind: "line", xLabel: "isolates", yLabel: "calls per second to the key's object", series: series.filter((s) => s.points.length) });
+
+    const accuracy = [
+      overIsolates("sliding window: most admitted in a fixed window ÷ limit", today.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
+      overIsolates("token bucket: 1 + tokenExcess", today.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
+      overIsolates("prototype, sliding window", proto.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
+      overIsolates("prototype, token bucket: 1 + tokenExcess", proto.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
+      { name: "target: 1.01", points: isolates.map((i): [number, number] => [i, 1.01]) },
+    ];
+    out.push({ file: "over-admission", title: "Admitted against the limit at 10× load (worst of steady, skewed and flash crowd)", kind: "line", xLabel: "isolates", yLabel: "× the limit", series: accuracy.filter((s) => s.points.length) });
+
+    const waited = algorithms.flatMap((a) => [
+      overIsolates(`${label(a)}, 1×`, today.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, 10×`, today.filter((r) => r.algorithm === a && r.name.endsWith("-10x")), (r) => 100 * r.waitedForObject),
+    ]);
+    for (const a of algorithms) waited.push(overIsolates(`prototype, ${label(a)}, 1×`, proto.filter((r) => r.algorithm === a && r.load === 1), (r) => 100 * r.waitedForObject));
+    out.push({ file: "waited", title: "Requests that waited on an object call (steady state)", kind: "line", xLabel: "isolates", yLabel: "% of requests", series: waited.filter((s) => s.points.length) });
+  }
+
+  const flash = today.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => Math.abs(a.isolates - 512) - Math.abs(b.isolates - 512))[0];
+  if (flash) {
+    const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
+    out.push({
+      file: "flash-crowd",
+      title: `Flash crowd, sliding window, ${flash.isolates.toLocaleString("en-US")} isolates: per second`,
+      kind: "line",
+      xLabel: "seconds",
+      yLabel: "per second",
+      series: [
+        { name: "offered", points: seconds(flash.detail.offeredPerSecondSeries) },
+        { name: "admitted", points: seconds(flash.detail.admittedPerSecond) },
+        { name: "object calls", points: seconds(flash.detail.callsPerSecond) },
+        { name: "limit's rate", points: [[0, (flash.detail.limit * 1000) / flash.detail.periodMs], [flash.detail.simulatedSeconds, (flash.detail.limit * 1000) / flash.detail.periodMs]] },
+      ],
+    });
+  }
+
+  const strict = results.filter((r) => r.family === "strict-ceiling");
+  if (strict.length) {
+    const counts = [...new Set(strict.map((r) => r.isolates))].sort((a, b) => a - b);
+    out.push({
+      file: "strict-ceiling",
+      title: "Strict hot key: decisions served without error, against offered load",
+      kind: "line",
+      xLabel: "offered requests per second",
+      yLabel: "served per second",
+      series: [
+        ...counts.map((c) => ({ name: `${c.toLocaleString("en-US")} isolates`, points: strict.filter((r) => r.isolates === c).map((r): [number, number] => [r.detail.offeredPerSecond, r.detail.servedPerSecond]) })),
+        ...counts.map((c) => ({
+          name: `prototype with deadlines, ${c.toLocaleString("en-US")} isolates`,
+          points: results.filter((r) => r.family === "prototype" && r.mode === "strict" && r.isolates === c).map((r): [number, number] => [r.detail.offeredPerSecond, r.detail.servedPerSecond]),
+        })).filter((s) => s.points.length),
+        { name: "offered", points: strict.filter((r) => r.isolates === counts[0]).map((r): [number, number] => [r.detail.offeredPerSecond, r.detail.offeredPerSecond]) },
+      ],
+    });
+  }
+  const rtt = results.filter((r) => r.family === "strict-rtt");
+  if (rtt.length) {
+    const groups = [...new Set(rtt.map((r) => r.name.replace(/-i\d+-\d+rps$/, "")))];
+    out.push({
+      file: "strict-coalescing",
+      title: "Strict hot key, 8 isolates: served per second, coalesced or not, by round trip",
+      kind: "line",
+      xLabel: "offered requests per second",
+      yLabel: "served per second",
+      series: groups.map((g) => ({ name: g.replace("strict-rtt", "RTT ").replace(/-(coalesced|alone)$/, " ms, $1"), points: rtt.filter((r) => r.name.startsWith(`${g}-`)).map((r): [number, number] => [r.detail.offeredPerSecond, r.detail.servedPerSecond]) })),
+    });
+  }
+  return out;
+}

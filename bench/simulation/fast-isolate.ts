@@ -1,0 +1,169 @@
+/**
+ * One isolate in fast mode. Every decision about a key is floodgate's own src/fast/local.ts
+ * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`,
+ * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
+ * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
+ * of index.ts named.
+ */
+import type { Decision } from "../../src/algorithms";
+import type { Rule } from "../../src/config/types";
+import { applyLease, decideLocally, freshKey, fromLease, hasPending, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
+import { RuleBreaker } from "../../src/strict/breaker";
+import { IsolateBase, type Done, type Link } from "./isolate";
+import { TODAY, type SimLease, type SyncSchedule } from "./schedule";
+
+/** A sync in flight for one key, and the requests waiting for it (index.ts's `run` promise). */
+interface Flight {
+  waiters: ((ok: boolean, error?: "overloaded") => void)[];
+}
+
+/** index.ts `Entry` (lines 42–51). */
+interface Entry {
+  rule: Rule;
+  objectName: string;
+  key: LocalKey;
+  inflight: Flight | null;
+  inflightSince: number;
+  waiting: number;
+}
+
+export class FastIsolate extends IsolateBase {
+  private readonly sender: Sender;
+  private readonly table: LruTable<Entry>;
+  private evicted: Entry[] = [];
+  private lastSweep = 0;
+  /** index.ts's `ruleBreaker(rule.name)`: module state, so one per isolate (one rule per scenario) */
+  private readonly breaker = new RuleBreaker("sim");
+
+  constructor(
+    id: string,
+    rttMs: number,
+    link: Link,
+    private readonly schedule: SyncSchedule = TODAY,
+  ) {
+    super(id, rttMs, link);
+    let seq = 0;
+    this.sender = { isolate: id, nextSeq: () => ++seq };
+    this.table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
+      if (hasPending(entry.key)) this.evicted.push(entry);
+    });
+  }
+
+  /** index.ts `decideFast` (lines 78–100). */
+  request(rule: Rule, objectName: string, cost: number, done: Done): void {
+    const now = this.link.clock.now;
+    const entry = this.entryFor(rule, objectName, now);
+    this.flushEvicted();
+    this.sweep(now);
+    const local = this.decideHere(entry, rule, cost, now) ?? this.schedule.instead(entry.key, rule, now);
+    if (local) return done({ decision: local, waited: false });
+    const wait = Math.max(entry.key.retryAt - now, this.breaker.waitFor(now));
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, entry.key.peers, now), waited: false, error: "unavailable" });
+    entry.waiting += cost;
+    this.attempt(entry, rule, cost, 0, done);
+  }
+
+  /** One pass of decideFast's loop (lines 87–94): wait for a sync, within the rule's timeout, then try the lease again. */
+  private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
+    const clock = this.link.clock;
+    const flight = this.sync(entry, cost);
+    let settled = false;
+    const finish = (decision: Decision, error?: "timeout" | "overloaded"): void => {
+      settled = true;
+      entry.waiting -= cost;
+      done({ decision: this.alive ? decision : null, waited: true, ...(error ? { error } : {}) });
+    };
+    flight.waiters.push((ok, error) => {
+      if (settled || !this.alive) return;
+      const now = clock.now;
+      if (!ok) return finish(this.onError(rule, entry.objectName, cost, entry.key.peers, now), error ?? "overloaded");
+      const decided = fromLease(entry.key, rule, cost, now);
+      if (decided) return finish(decided.allowed ? decided : { ...decided, reason: "limit" });
+      if (attempt === 0) {
+        settled = true;
+        return this.attempt(entry, rule, cost, 1, done);
+      }
+      // Lines 98–99: requests queued behind the same syncs spent their grants first.
+      finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
+    });
+    // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
+    // whose isolate vanished meanwhile ends here too, lost (finish reports no decision for it).
+    clock.deadline(clock.now + rule.timeoutMs, () => {
+      if (settled) return;
+      finish(this.onError(rule, entry.objectName, cost, entry.key.peers, clock.now), "timeout");
+    });
+  }
+
+  /** index.ts `decideHere` (lines 116–122). */
+  private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
+    const local = decideLocally(entry.key, rule, cost, now);
+    if (!local) return undefined;
+    if (syncDue(entry.key, rule, now) && this.schedule.mayCallNow(entry.key, now)) this.sync(entry, 0);
+    return local;
+  }
+
+  /** index.ts `entryFor` (lines 148–162); the rule never changes here. */
+  private entryFor(rule: Rule, objectName: string, now: number): Entry {
+    const known = this.table.get(objectName);
+    if (known) return known;
+    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, waiting: 0 };
+    this.table.set(objectName, entry);
+    return entry;
+  }
+
+  /** index.ts `sync` (lines 170–196): one sync per key in flight, joined by whoever needs it; the request is built on the next microtask. */
+  private sync(entry: Entry, need: number, release = false): Flight {
+    const clock = this.link.clock;
+    const now = clock.now;
+    if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
+    const flight: Flight = { waiters: [] };
+    entry.inflight = flight;
+    entry.inflightSince = now;
+    clock.soon(() => {
+      if (!this.alive) return;
+      const built = nextSync(entry.key, entry.rule, this.sender, Math.max(need, entry.waiting), clock.now, release);
+      this.calls++;
+      this.link.call(this, entry.objectName, { sync: built }, (reply) => {
+        const at = clock.now;
+        if (reply.ok) {
+          const lease = reply.lease as SimLease;
+          applyLease(entry.key, entry.rule, lease, at);
+          this.schedule.applied(entry.key, lease, at);
+          this.breaker.succeeded();
+        } else {
+          syncFailed(entry.key, entry.rule, at);
+          this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);
+        }
+        if (entry.inflight === flight) entry.inflight = null;
+        for (const waiter of flight.waiters) waiter(reply.ok, reply.ok ? undefined : "overloaded");
+      });
+    });
+    return flight;
+  }
+
+  /** index.ts `flushEvicted` (lines 199–207). */
+  private flushEvicted(): void {
+    if (this.evicted.length === 0) return;
+    const batch = this.evicted;
+    this.evicted = [];
+    for (const entry of batch) {
+      surrender(entry.key);
+      this.sync(entry, 0, true);
+    }
+  }
+
+  /** index.ts `sweep` (lines 213–224). */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < 1_000) return;
+    this.lastSweep = now;
+    let budget = 32;
+    for (const entry of this.table.values()) {
+      if (budget === 0) break;
+      const idle = entry.key.demand === 0 && now - entry.key.lastSyncAt >= entry.rule.syncMs;
+      if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now) || !this.schedule.mayCallNow(entry.key, now)) continue;
+      budget--;
+      this.sync(entry, 0, true);
+    }
+  }
+}

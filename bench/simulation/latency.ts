@@ -1,0 +1,56 @@
+/** How far each isolate is from a key's Durable Object: a round-trip time per isolate, and a little jitter per call. */
+import type { Random } from "../lib/random";
+
+/** One band of the round-trip-time mixture: a share of isolates, uniform between `loMs` and `hiMs`. */
+export interface RttBand {
+  share: number;
+  loMs: number;
+  hiMs: number;
+  label: string;
+}
+
+/**
+ * The mixture every "mixed" scenario draws each isolate's round trip to the object from.
+ *
+ * A key's object lives in one data center, near where it was first asked for (Cloudflare's Durable
+ * Objects "Data location" page), and every isolate elsewhere calls it across the network. The
+ * bands are the issue's, and agree with public city-to-city ping tables (WonderProxy's "Miles per
+ * Millisecond": Milan–Zurich 11 ms, Paris–Milan 21 ms, Dallas–Fremont 44 ms, New York–Paris 78 ms,
+ * Baltimore–Sydney 251 ms, Paris–Sydney 349 ms): the same region, another region of the same or a
+ * neighbouring continent, the other side of the world.
+ */
+export const MIXED_RTT: readonly RttBand[] = [
+  { share: 0.4, loMs: 5, hiMs: 30, label: "same region (5–30 ms)" },
+  { share: 0.45, loMs: 30, hiMs: 120, label: "another region (30–120 ms)" },
+  { share: 0.15, loMs: 120, hiMs: 300, label: "far side of the world (120–300 ms)" },
+];
+
+/** Per-call variation of each leg: uniform between these factors of half the isolate's round trip. */
+export const JITTER = [0.9, 1.25] as const;
+
+/** How isolates' round trips are drawn: the mixture above, or one fixed figure for every isolate. */
+export type RttModel = "mixed" | { fixedMs: number };
+
+/** An isolate's round trip to the object, in ms. */
+export function drawRtt(model: RttModel, random: Random): number {
+  if (model !== "mixed") return model.fixedMs;
+  const u = random.next();
+  let acc = 0;
+  for (const band of MIXED_RTT) {
+    acc += band.share;
+    if (u < acc) return random.uniform(band.loMs, band.hiMs);
+  }
+  const last = MIXED_RTT[MIXED_RTT.length - 1]!;
+  return random.uniform(last.loMs, last.hiMs);
+}
+
+/** The band an isolate's round trip falls in, for reports by distance. */
+export function bandOf(rttMs: number): number {
+  const i = MIXED_RTT.findIndex((b) => rttMs < b.hiMs);
+  return i === -1 ? MIXED_RTT.length - 1 : i;
+}
+
+/** One leg of one call (isolate to object, or back), in ms. */
+export function legMs(rttMs: number, random: Random): number {
+  return (rttMs / 2) * random.uniform(JITTER[0], JITTER[1]);
+}

@@ -1,0 +1,134 @@
+/** What a run measures, per key and in all: admissions against the limit and against an exact limiter, waits, errors, and per-second series. */
+import { decide, type LimiterState, type Policy } from "../../src/algorithms";
+import type { Outcome } from "./isolate";
+
+/**
+ * One key's admissions. The exact limiter is floodgate's own algorithm deciding every request of
+ * the same traffic at its arrival, in one place, with no delay: what strict mode would admit if a
+ * call cost nothing. Token-bucket excess is read over every interval between two admissions, in one
+ * pass: the most admitted in [t_i, t_j] beyond burst + rate·(t_j − t_i).
+ */
+export class KeyAccount {
+  requests = 0;
+  admitted = 0;
+  exactAdmitted = 0;
+  private exactState: LimiterState | undefined;
+  private window = Number.NaN;
+  private inWindow = 0;
+  maxInWindow = 0;
+  private cumulative = 0;
+  private minTerm = Infinity;
+  maxExcess = 0;
+  /** admission times, kept only when asked (one hot key), for the busiest sliding period */
+  readonly times: number[] | null;
+
+  constructor(
+    private readonly policy: Policy,
+    private readonly start: number,
+    keepTimes: boolean,
+  ) {
+    this.times = keepTimes ? [] : null;
+  }
+
+  arrived(now: number, cost: number): void {
+    this.requests++;
+    const exact = decide(this.policy, this.exactState, cost, now);
+    this.exactState = exact.state;
+    if (exact.decision.allowed) this.exactAdmitted += cost;
+  }
+
+  admit(now: number, cost: number): void {
+    this.admitted += cost;
+    const window = Math.floor((now - this.start) / this.policy.periodMs);
+    if (window !== this.window) {
+      this.window = window;
+      this.inWindow = 0;
+    }
+    this.inWindow += cost;
+    if (this.inWindow > this.maxInWindow) this.maxInWindow = this.inWindow;
+    const rate = this.policy.limit / this.policy.periodMs;
+    this.minTerm = Math.min(this.minTerm, this.cumulative - rate * now);
+    this.cumulative += cost;
+    const excess = this.cumulative - rate * now - this.minTerm - this.policy.burst;
+    if (excess > this.maxExcess) this.maxExcess = excess;
+    this.times?.push(now);
+  }
+
+  /** The most admitted in any span of one period (not only the fixed windows), from the kept times. */
+  maxInAnyPeriod(): number {
+    const t = this.times;
+    if (!t) return Number.NaN;
+    let best = 0;
+    let i = 0;
+    for (let j = 0; j < t.length; j++) {
+      while (t[j]! - t[i]! >= this.policy.periodMs) i++;
+      best = Math.max(best, j - i + 1);
+    }
+    return best;
+  }
+}
+
+export type ErrorKind = NonNullable<Outcome["error"]>;
+
+/** The whole run's counters, and per-second series for the charts. */
+export class RunTotals {
+  requests = 0;
+  admitted = 0;
+  /** requests the steady-state figures count: those arriving after the warm-up */
+  steadyRequests = 0;
+  steadyWaited = 0;
+  steadyErrors = 0;
+  waited = 0;
+  lost = 0;
+  /** admitted by the onError policy rather than by a lease or the object */
+  admittedOnError = 0;
+  readonly errors: Record<ErrorKind, number> = { timeout: 0, overloaded: 0, unavailable: 0 };
+  /** per second since the start: requests offered, admitted, object calls (all keys) */
+  readonly offeredPerSecond: number[] = [];
+  readonly admittedPerSecond: number[] = [];
+  readonly callsPerSecond: number[] = [];
+
+  constructor(
+    private readonly start: number,
+    private readonly warmupMs: number,
+  ) {}
+
+  private bump(series: number[], now: number): void {
+    const s = Math.floor((now - this.start) / 1000);
+    while (series.length <= s) series.push(0);
+    series[s]!++;
+  }
+
+  offered(now: number): void {
+    this.requests++;
+    this.bump(this.offeredPerSecond, now);
+  }
+
+  call(now: number): void {
+    this.bump(this.callsPerSecond, now);
+  }
+
+  /** A request ended: `arrivedAt` places it in or after the warm-up. */
+  ended(outcome: Outcome, arrivedAt: number, now: number): void {
+    if (outcome.decision === null) {
+      this.lost++;
+      return;
+    }
+    if (outcome.waited) this.waited++;
+    if (arrivedAt >= this.start + this.warmupMs) {
+      this.steadyRequests++;
+      if (outcome.waited) this.steadyWaited++;
+      if (outcome.error) this.steadyErrors++;
+    }
+    if (outcome.error) this.errors[outcome.error]++;
+    if (outcome.decision.allowed) {
+      this.admitted++;
+      if (outcome.error) this.admittedOnError++;
+      this.bump(this.admittedPerSecond, now);
+    }
+  }
+
+  get errorCount(): number {
+    return this.errors.timeout + this.errors.overloaded + this.errors.unavailable;
+  }
+}

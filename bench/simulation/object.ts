@@ -1,0 +1,252 @@
+/**
+ * One key's Durable Object: a single thread serving one call at a time from a bounded queue, whose
+ * calls run floodgate's own lease and algorithm code exactly as src/durable-object/rate-limiter.ts
+ * runs it. That class extends `DurableObject` from `cloudflare:workers`, which Node cannot load, so
+ * the bodies of its `sync`, `decide` and `alarm` are mirrored here in a few lines each, calling the
+ * same functions in the same order; the line numbers named are those of rate-limiter.ts.
+ */
+import { carryOver, countedAt, decide, peek, type LimiterState, type Policy } from "../../src/algorithms";
+import { blockedDecision, blockStart } from "../../src/algorithms/block";
+import type { Decided } from "./policy";
+import { grantLease, lastPinEnds, livePeers, settlePins, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
+import type { Clock } from "./clock";
+import { TODAY, type ObjectSchedule, type SyncSchedule } from "./schedule";
+
+/**
+ * What a call costs the object's thread. Cloudflare gives one object a soft limit of about 1,000
+ * requests a second ("How much work can a single Durable Object do?", Durable Objects limits and
+ * FAQ): 1 ms a call. A sync also writes the object's one row, which holds every peer: JSON of the
+ * peers and the SQLite write grow with them (grantLease plus JSON.stringify of the row measured
+ * 11.6 ms at 4,096 peers, 4.7 ms at 512, in Node on the machine that wrote this: about 2.5 µs a
+ * peer beyond 1 ms). A strict batch decides each cost in turn: 10 µs a decision, generous beside
+ * the pure decision's measured cost (bench/RESULTS.md, Decision cost).
+ */
+export const SERVICE = { baseMs: 1, perPeerMs: 0.0025, perDecisionMs: 0.01 } as const;
+
+/**
+ * When the object refuses a call as Cloudflare's "Durable Object is overloaded" does. Its documented
+ * causes are too many requests queued and requests queued too long, with no published figures:
+ * assumed here, a call finds 1,000 calls already waiting, or a wait of more than 5 s ahead of it.
+ */
+export const OVERLOAD = { maxQueued: 1_000, maxWaitMs: 5_000 } as const;
+
+/** RETRY_WINDOW_MS of rate-limiter.ts (line 16), which does not export it. */
+const RETRY_WINDOW_MS = 60_000;
+
+/** An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline PROTOTYPE. */
+export type Reply = { ok: true; lease?: Lease; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" };
+
+/** One call as it reaches the object: a fast-mode sync or a strict batch, and where its answer goes. */
+export interface Call {
+  sync?: SyncRequest;
+  costs?: number[];
+  /** when its caller gives up waiting (sent at + the rule's timeout) */
+  deadline?: number;
+  /** called when the object has answered (or refused), at that time; the caller adds the way back */
+  reply(reply: Reply): void;
+}
+
+/** What the report reads from an object. */
+export interface ObjectStats {
+  arrived: number;
+  served: number;
+  overloaded: number;
+  expired: number;
+  busyMs: number;
+  maxQueued: number;
+  maxPeers: number;
+  /** the largest row written, sampled (bytes of JSON), or 0 when not sampled */
+  maxRowBytes: number;
+  /** calls arriving in the busiest second, and in the busiest second after the warm-up */
+  peakPerSecond: number;
+  steadyPeakPerSecond: number;
+}
+
+/** How one object behaves beyond floodgate's own code: what the report samples, and the prototypes' switches. */
+export interface ObjectOptions {
+  /** sample the row's size every this many ms (0: never); JSON of thousands of peers is slow to make */
+  rowSampleMs: number;
+  /** when isolates are asked to call again: today's rule, or a prototype's */
+  schedule: SyncSchedule;
+  /** false: a prototype that keeps one row per peer, so a sync writes one small row whatever the peers */
+  rowPerPeer: boolean;
+  /** seconds starting at or after this count toward the steady-state peak */
+  steadyFrom: number;
+  /** PROTOTYPE: a call whose caller has already given up (past its deadline) is answered at once, undone */
+  dropExpired: boolean;
+}
+
+/** What answering an expired call costs the PROTOTYPE object: a comparison, no storage. */
+const EXPIRED_MS = 0.05;
+
+export class KeyObject {
+  private stored: { policy: Policy; state: LimiterState } | undefined;
+  private peers = new Map<string, Peer>();
+  /** a rule with `block`: every request is denied until then */
+  private blockedUntil = 0;
+  private alarmAt: number | null = null;
+  private readonly queue: (Call | "alarm")[] = [];
+  private queueHead = 0;
+  private busy = false;
+  private lastServiceMs: number = SERVICE.baseMs;
+  private second = -1;
+  private inSecond = 0;
+  private nextRowSample = 0;
+  private readonly schedule: ObjectSchedule;
+  readonly stats: ObjectStats = { arrived: 0, served: 0, overloaded: 0, expired: 0, busyMs: 0, maxQueued: 0, maxPeers: 0, maxRowBytes: 0, peakPerSecond: 0, steadyPeakPerSecond: 0 };
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly policy: Policy,
+    private readonly options: ObjectOptions = { rowSampleMs: 0, schedule: TODAY, rowPerPeer: true, steadyFrom: 0, dropExpired: false },
+  ) {
+    this.schedule = options.schedule.forObject();
+  }
+
+  /** A call arrives now: queued, served at once, or refused as overloaded. */
+  receive(call: Call): void {
+    const now = this.clock.now;
+    this.stats.arrived++;
+    const second = Math.floor(now / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.inSecond = 0;
+    }
+    this.stats.peakPerSecond = Math.max(this.stats.peakPerSecond, ++this.inSecond);
+    if (now >= this.options.steadyFrom) this.stats.steadyPeakPerSecond = Math.max(this.stats.steadyPeakPerSecond, this.inSecond);
+    const queued = this.queue.length - this.queueHead;
+    if (queued >= OVERLOAD.maxQueued || queued * this.lastServiceMs > OVERLOAD.maxWaitMs) {
+      this.stats.overloaded++;
+      call.reply({ ok: false, error: "overloaded" });
+      return;
+    }
+    this.queue.push(call);
+    this.stats.maxQueued = Math.max(this.stats.maxQueued, queued + 1);
+    if (!this.busy) this.serveNext();
+  }
+
+  private serveNext(): void {
+    if (this.queueHead >= this.queue.length) {
+      this.busy = false;
+      this.queue.length = 0;
+      this.queueHead = 0;
+      return;
+    }
+    this.busy = true;
+    const call = this.queue[this.queueHead++]!;
+    const now = this.clock.now;
+    let reply: Reply | undefined;
+    let serviceMs: number = SERVICE.baseMs;
+    if (call !== "alarm" && this.options.dropExpired && call.deadline !== undefined && now >= call.deadline) {
+      this.stats.expired++;
+      reply = { ok: false, error: "expired" };
+      serviceMs = EXPIRED_MS;
+    } else if (call === "alarm") {
+      this.alarm(now);
+      if (this.options.rowPerPeer) serviceMs += SERVICE.perPeerMs * this.peers.size;
+    } else if (call.sync) {
+      reply = { ok: true, lease: this.sync(this.policy, call.sync, now) };
+      if (this.options.rowPerPeer) serviceMs += SERVICE.perPeerMs * this.peers.size;
+      this.samplePeers(now);
+    } else {
+      const costs = call.costs ?? [];
+      reply = { ok: true, decided: this.decide(this.policy, costs, now) };
+      serviceMs += SERVICE.perDecisionMs * costs.length;
+    }
+    this.lastServiceMs = serviceMs;
+    this.stats.busyMs += serviceMs;
+    this.clock.after(serviceMs, () => {
+      this.stats.served++;
+      if (call !== "alarm") call.reply(reply!);
+      this.serveNext();
+    });
+  }
+
+  /** rate-limiter.ts `sync` (lines 86–97), with the clock passed in; a prototype schedule may reshape the request and annotate the lease. */
+  private sync(policy: Policy, request: SyncRequest, now: number): Lease {
+    const stored = this.stateFor(policy, now);
+    const asked = this.schedule.beforeGrant(request, now);
+    const { state, peers, lease, blockedUntil } = grantLease(policy, stored, this.peers, asked, now, this.blockedUntil);
+    if (lease === this.peers.get(request.isolate)?.lease) return lease;
+    this.peers = peers;
+    this.blockedUntil = blockedUntil;
+    if (state && state !== stored) this.stored = { policy, state };
+    if (this.alarmAt === null) this.setAlarm(now + RETRY_WINDOW_MS);
+    return this.schedule.afterGrant(lease, now);
+  }
+
+  /** rate-limiter.ts `decide` (lines 63–79). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
+  private decide(policy: Policy, costs: number[], now: number): Decided[] {
+    let state = this.stateFor(policy, now);
+    const blockedBefore = this.blockedUntil;
+    const results = costs.map((cost) => {
+      if (now < this.blockedUntil) return { decision: blockedDecision(policy, state, this.blockedUntil, now), countedAt: now };
+      const outcome = decide(policy, state, cost, now);
+      state = outcome.state;
+      const block = blockStart(policy, outcome.decision, now);
+      if (block !== undefined) this.blockedUntil = block;
+      const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
+      return { decision, countedAt: countedAt(policy, outcome.state, now) };
+    });
+    if (state && (results.some((r) => r.decision.allowed) || this.blockedUntil !== blockedBefore)) {
+      this.stored = { policy, state };
+      if (this.alarmAt === null) this.setAlarm(peek(policy, state, now).resetAt);
+    }
+    return results;
+  }
+
+  /** rate-limiter.ts `alarm` (lines 126–144) and `forgetSilentPeers` (lines 176–181); `reset` forgets everything. */
+  private alarm(now: number): void {
+    this.alarmAt = null;
+    if (this.stored) {
+      const { policy } = this.stored;
+      const settled = settlePins(policy, this.stored.state, this.peers, now);
+      if (settled.state && settled.state !== this.stored.state) {
+        this.stored = { policy, state: settled.state };
+        this.peers = settled.peers;
+      }
+    }
+    const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
+    let lastSync = 0;
+    for (const p of this.peers.values()) lastSync = Math.max(lastSync, p.seenAt);
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers) ?? 0, this.blockedUntil);
+    if (due <= now) {
+      this.stored = undefined;
+      this.peers = new Map();
+      this.blockedUntil = 0;
+      return;
+    }
+    const live = livePeers(this.peers, now);
+    if (live.size !== this.peers.size) this.peers = live;
+    this.setAlarm(due);
+  }
+
+  /** rate-limiter.ts `stateFor` (lines 166–168): the policy never changes here, so this is the stored state. */
+  private stateFor(policy: Policy, now: number): LimiterState | undefined {
+    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
+  }
+
+  /** The alarm runs on the object's thread like any call: it waits in the queue, but is never refused. */
+  private setAlarm(at: number): void {
+    this.alarmAt = at;
+    this.clock.at(at, () => {
+      if (this.alarmAt !== at) return;
+      this.queue.push("alarm");
+      if (!this.busy) this.serveNext();
+    });
+  }
+
+  private samplePeers(now: number): void {
+    this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.size);
+    if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
+    this.nextRowSample = now + this.options.rowSampleMs;
+    // The row as rate-limiter.ts `write` (lines 184–198) stores it.
+    const row = { ...(this.stored ? { stored: this.stored } : {}), peers: Object.fromEntries(this.peers), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
+    this.stats.maxRowBytes = Math.max(this.stats.maxRowBytes, JSON.stringify(row).length);
+  }
+
+  /** Peers the object holds now. */
+  get peerCount(): number {
+    return this.peers.size;
+  }
+}

@@ -1,0 +1,283 @@
+/** The scenarios: every family the issue asks for, at full and quick sizes, each named so `--only` can pick it. */
+import type { AlgorithmName } from "../../src/algorithms";
+import type { RttModel } from "./latency";
+import { OptionError, type Options } from "./options";
+import type { Shape } from "./traffic";
+
+export type Family = "global-fast" | "calls-at-8" | "churn" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
+
+export interface Scenario {
+  name: string;
+  family: Family;
+  mode: "fast" | "strict";
+  algorithm: AlgorithmName;
+  isolates: number;
+  /** offered load as a multiple of the limit's rate (for per-client keys: of the hottest key) */
+  load: number;
+  limit: number;
+  periodMs: number;
+  shape: Shape;
+  /** how requests spread over isolates: evenly, or by Zipf's law (s = 1) */
+  spread: "uniform" | "skewed";
+  /** how many keys; above 1, drawn by Zipf's law with exponent `zipf`, each key's traffic on `homes` isolates */
+  keys: number;
+  zipf: number;
+  homes: number;
+  durationMs: number;
+  /** requests arriving before this are left out of the steady-state figures (waitedForObject) */
+  warmupMs: number;
+  /** mean isolate lifetime (exponential); Infinity: isolates never vanish */
+  lifetimeMs: number;
+  rtt: RttModel;
+  /** strict: coalesce concurrent requests per key per isolate (src/strict/coalescer.ts) */
+  coalesce: boolean;
+  /** "today": floodgate as it is; anything else is a prototype that lives only in this simulator */
+  schedule: "today" | "budget";
+  /** whether a sync's service time grows with the peers in the object's row (today's one-row storage) */
+  rowPerPeer: boolean;
+  /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
+  dropExpired: boolean;
+}
+
+export const ISOLATE_COUNTS = [8, 64, 512, 4096] as const;
+
+/** Minutes an isolate lives on average in every scenario but the churn stress (an assumption: see SIMULATION.md). */
+export const LIFETIME_MS = 5 * 60_000;
+/** The churn stress: isolates vanish every 30 s on average, with whatever they hold. */
+export const STRESS_LIFETIME_MS = 30_000;
+
+/** Durations and rates; quick runs shorten the runs and drop some variants, not the sizes the targets are read at. */
+export interface Sizes {
+  /** the global key's limit per 60 s */
+  globalLimit: number;
+  /** simulated time of a fast run below 2,048 isolates, and at or above it (where the object's own code, O(peers) a sync, dominates the run time) */
+  fastMs: number;
+  fastLargeMs: number;
+  churnMs: number;
+  strictMs: number;
+  perClientMs: number;
+  strictOffered: number[];
+  rttOffered: number[];
+  /** the global-fast variants run below 512 isolates, and at or above it (where every run is long: the object's code is O(peers) a sync) */
+  variants: readonly Variant[];
+  largeVariants: readonly Variant[];
+  /** the prototype's runs: isolate counts, and their simulated time at 2,048 isolates or more (where they run at 10× only) */
+  prototypeCounts: readonly number[];
+  prototypeLargeMs: number;
+}
+
+type Variant = "1x" | "10x" | "10x-skewed" | "flash";
+
+export const FULL: Sizes = {
+  globalLimit: 30_000,
+  fastMs: 80_000,
+  fastLargeMs: 65_000,
+  churnMs: 60_000,
+  strictMs: 10_000,
+  perClientMs: 80_000,
+  strictOffered: [500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000],
+  rttOffered: [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000],
+  variants: ["1x", "10x", "10x-skewed", "flash"],
+  largeVariants: ["1x", "10x", "flash"],
+  prototypeCounts: [512, 4096],
+  prototypeLargeMs: 20_000,
+};
+
+export const QUICK: Sizes = {
+  globalLimit: 30_000,
+  fastMs: 40_000,
+  fastLargeMs: 20_000,
+  churnMs: 40_000,
+  strictMs: 4_000,
+  perClientMs: 40_000,
+  strictOffered: [1_000, 4_000, 16_000],
+  rttOffered: [1_000, 16_000],
+  variants: ["1x", "10x"],
+  largeVariants: ["1x", "10x"],
+  prototypeCounts: [512],
+  prototypeLargeMs: 20_000,
+};
+
+const base = {
+  shape: { kind: "steady", perSecond: 0 } as Shape,
+  spread: "uniform" as const,
+  keys: 1,
+  zipf: 0,
+  homes: 1,
+  warmupMs: 10_000,
+  lifetimeMs: LIFETIME_MS,
+  rtt: "mixed" as RttModel,
+  coalesce: true,
+  schedule: "today" as const,
+  rowPerPeer: true,
+  dropExpired: false,
+};
+
+const short = (a: AlgorithmName) => (a === "sliding-window" ? "sw" : "tb");
+const steady = (limit: number, periodMs: number, load: number): Shape => ({ kind: "steady", perSecond: (load * limit * 1000) / periodMs });
+
+/** Every scenario of a full or quick run, in report order; `counts` replaces 8, 64, 512 and 4,096 where a family sweeps them. */
+export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUNTS): Scenario[] {
+  const out: Scenario[] = [];
+  const algorithms: AlgorithmName[] = ["sliding-window", "token-bucket"];
+  const L = sizes.globalLimit;
+  const P = 60_000;
+  const fastMs = (isolates: number) => (isolates >= 2_048 ? sizes.fastLargeMs : sizes.fastMs);
+  // A flash crowd: the limit's rate, then within 5 s ten times it, held 30 s (a third of a large run), then back.
+  const flash = (durationMs: number): Shape => ({ kind: "flash", basePerSecond: (L * 1000) / P, peakPerSecond: (10 * L * 1000) / P, startMs: durationMs / 6, rampMs: 5_000, holdMs: durationMs / 3 });
+  for (const algorithm of algorithms) {
+    for (const isolates of counts) {
+      const durationMs = fastMs(isolates);
+      const one = { ...base, family: "global-fast" as const, mode: "fast" as const, algorithm, isolates, limit: L, periodMs: P, durationMs };
+      const id = `fast-${short(algorithm)}-global-i${isolates}`;
+      for (const variant of isolates >= 512 ? sizes.largeVariants : sizes.variants) {
+        if (variant === "1x") out.push({ ...one, name: `${id}-1x`, load: 1, shape: steady(L, P, 1) });
+        if (variant === "10x") out.push({ ...one, name: `${id}-10x`, load: 10, shape: steady(L, P, 10) });
+        if (variant === "10x-skewed") out.push({ ...one, name: `${id}-10x-skewed`, load: 10, shape: steady(L, P, 10), spread: "skewed" });
+        if (variant === "flash") out.push({ ...one, name: `${id}-flash`, load: 10, shape: flash(durationMs), spread: "skewed" });
+      }
+    }
+  }
+  for (const algorithm of algorithms) {
+    for (const [limit, periodMs] of [[300, 30_000], [3_000, 60_000]] as const) {
+      out.push({
+        ...base,
+        name: `fast-${short(algorithm)}-${limit}per${periodMs / 1000}s-i8-10x`,
+        family: "calls-at-8",
+        mode: "fast",
+        algorithm,
+        isolates: 8,
+        load: 10,
+        limit,
+        periodMs,
+        shape: steady(limit, periodMs, 10),
+        durationMs: sizes.fastMs,
+      });
+    }
+  }
+  for (const algorithm of algorithms) {
+    for (const load of [1, 10]) {
+      out.push({
+        ...base,
+        name: `churn-${short(algorithm)}-global-i512-${load}x`,
+        family: "churn",
+        mode: "fast",
+        algorithm,
+        isolates: 512,
+        load,
+        limit: L,
+        periodMs: P,
+        shape: steady(L, P, load),
+        durationMs: sizes.churnMs,
+        lifetimeMs: STRESS_LIFETIME_MS,
+      });
+    }
+  }
+  // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
+  const clientLimit = 600;
+  const harmonic = Array.from({ length: 100_000 }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
+  for (const isolates of counts) {
+    out.push({
+      ...base,
+      name: `fast-sw-per-client-i${isolates}`,
+      family: "per-client",
+      mode: "fast",
+      algorithm: "sliding-window",
+      isolates,
+      load: 10,
+      limit: clientLimit,
+      periodMs: P,
+      shape: steady(clientLimit * harmonic, P, 10),
+      keys: 100_000,
+      zipf: 1,
+      homes: 2,
+      durationMs: sizes.perClientMs,
+    });
+  }
+  // Strict hot key within its limit (every request needs the object): rising offered load.
+  const strictLimit = 60_000_000;
+  const strictBase = { ...base, mode: "strict" as const, algorithm: "sliding-window" as const, limit: strictLimit, periodMs: P, durationMs: sizes.strictMs, warmupMs: 2_000 };
+  for (const isolates of counts) {
+    for (const offered of sizes.strictOffered) {
+      const shape: Shape = { kind: "steady", perSecond: offered };
+      out.push({ ...strictBase, name: `strict-hot-i${isolates}-${offered}rps`, family: "strict-ceiling", isolates, load: (offered * P) / 1000 / strictLimit, shape });
+    }
+  }
+  for (const rtt of [10, 50, 200]) {
+    for (const coalesce of [true, false]) {
+      for (const offered of sizes.rttOffered) {
+        const shape: Shape = { kind: "steady", perSecond: offered };
+        out.push({
+          ...strictBase,
+          name: `strict-rtt${rtt}-${coalesce ? "coalesced" : "alone"}-i8-${offered}rps`,
+          family: "strict-rtt",
+          isolates: 8,
+          load: (offered * P) / 1000 / strictLimit,
+          shape,
+          rtt: { fixedMs: rtt },
+          coalesce,
+        });
+      }
+    }
+  }
+  // Strict at 10× a limit: what the denial cache saves.
+  for (const isolates of counts) {
+    out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
+  }
+  // PROTOTYPE (simulator only, see prototype.ts): the same global keys with a per-key call budget, and one row per peer.
+  for (const algorithm of algorithms) {
+    for (const isolates of counts.filter((n) => sizes.prototypeCounts.includes(n) || !counts.every((c) => (ISOLATE_COUNTS as readonly number[]).includes(c)))) {
+      for (const load of isolates >= 2_048 ? [10] : [1, 10]) {
+        out.push({
+          ...base,
+          name: `proto-budget-${short(algorithm)}-global-i${isolates}-${load}x`,
+          family: "prototype",
+          mode: "fast",
+          algorithm,
+          isolates,
+          load,
+          limit: L,
+          periodMs: P,
+          shape: steady(L, P, load),
+          durationMs: isolates >= 2_048 ? sizes.prototypeLargeMs : sizes.fastMs,
+          schedule: "budget",
+          rowPerPeer: false,
+        });
+      }
+    }
+  }
+  // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
+  for (const isolates of counts.filter((n) => n >= 512)) {
+    for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {
+      const shape: Shape = { kind: "steady", perSecond: offered };
+      out.push({ ...strictBase, name: `proto-deadline-strict-hot-i${isolates}-${offered}rps`, family: "prototype", isolates, load: (offered * P) / 1000 / strictLimit, shape, dropExpired: true });
+    }
+  }
+  return out;
+}
+
+/** The families, in report order. */
+export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "churn", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
+
+/**
+ * The scenarios a run's options ask for. `only` items are scenario names, family names, or globs
+ * (`*` any run of characters); one that matches nothing is an error naming `--only`.
+ */
+export function selectScenarios(options: Pick<Options, "quick" | "isolates" | "only" | "seconds">): Scenario[] {
+  let list = scenarios(options.quick ? QUICK : FULL, options.isolates ?? ISOLATE_COUNTS);
+  if (options.only) {
+    const tests = options.only.map((item) => {
+      const pattern = new RegExp(`^${item.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
+      return { item, matches: (s: Scenario) => s.family === item || pattern.test(s.name) };
+    });
+    for (const t of tests) {
+      if (!list.some(t.matches)) throw new OptionError(`--only: "${t.item}" names no scenario of this run; give scenario names, globs such as 'fast-sw-*', or families: ${FAMILIES.join(", ")}`);
+    }
+    list = list.filter((s) => tests.some((t) => t.matches(s)));
+  }
+  if (options.seconds !== undefined) {
+    const ms = options.seconds * 1000;
+    list = list.map((s) => ({ ...s, durationMs: ms, warmupMs: Math.min(s.warmupMs, ms / 4), shape: s.shape.kind === "flash" ? { ...s.shape, startMs: ms / 6, holdMs: ms / 3 } : s.shape }));
+  }
+  return list;
+}

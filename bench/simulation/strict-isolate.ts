@@ -1,0 +1,146 @@
+/**
+ * One isolate in strict mode: floodgate's own DenialCache, Breakers and RuleBreaker
+ * (src/strict/denials.ts, breaker.ts) around calls to the key's object, batched as
+ * src/strict/coalescer.ts batches them (one call in flight per key per isolate; requests that
+ * arrive meanwhile wait and go together in the next call, at most 128). The Coalescer class itself
+ * runs on promises, timers and `Date.now()`, so its `decide` and `drain` are mirrored here on the
+ * simulated clock, with their lines named.
+ */
+import type { Decided } from "./policy";
+import type { Rule } from "../../src/config/types";
+import { Breakers, RuleBreaker } from "../../src/strict/breaker";
+import { DenialCache } from "../../src/strict/denials";
+import { IsolateBase, type Done, type Link } from "./isolate";
+
+/** coalescer.ts's `maxBatch` default (line 43). */
+const MAX_BATCH = 128;
+
+interface Waiter {
+  cost: number;
+  settled: boolean;
+  resolve(decided: Decided): void;
+  reject(error: "timeout" | "overloaded"): void;
+  lost(): void;
+}
+
+/** coalescer.ts `Lane` (lines 15–20). */
+interface Lane {
+  waiting: Waiter[];
+  busy: boolean;
+  progressAt: number;
+}
+
+export class StrictIsolate extends IsolateBase {
+  private readonly denials = new DenialCache();
+  private readonly breakers = new Breakers();
+  private readonly ruleBreaker = new RuleBreaker("sim");
+  private readonly lanes = new Map<string, Lane>();
+
+  constructor(
+    id: string,
+    rttMs: number,
+    link: Link,
+    /** false: each request calls alone, as decideStrict does without a waitUntil */
+    private readonly coalesce: boolean,
+  ) {
+    super(id, rttMs, link);
+  }
+
+  /** src/strict/index.ts `decideStrict` (lines 51–83), and src/limiter/index.ts `decide`'s onError on failure. */
+  request(rule: Rule, objectName: string, cost: number, done: Done): void {
+    const clock = this.link.clock;
+    const now = clock.now;
+    const cached = this.denials.lookup(objectName, cost, now);
+    if (cached) return done({ decision: cached, waited: false });
+    const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, 1, now), waited: false, error: "unavailable" });
+    const waiter: Waiter = {
+      cost,
+      settled: false,
+      resolve: (decided) => {
+        const at = clock.now;
+        this.breakers.succeeded(objectName);
+        this.ruleBreaker.succeeded();
+        this.denials.remember(objectName, cost, decided.decision, at);
+        done({ decision: decided.decision, waited: true });
+      },
+      lost: () => done({ decision: null, waited: true }),
+      reject: (error) => {
+        const at = clock.now;
+        this.breakers.failed(objectName, rule.timeoutMs, at);
+        this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
+        done({ decision: this.onError(rule, objectName, cost, 1, at), waited: true, error });
+      },
+    };
+    if (this.coalesce) this.enqueue(rule, objectName, waiter);
+    else this.alone(rule, objectName, waiter);
+  }
+
+  /** coalescer.ts `decide` (lines 46–69): join the key's lane, and start its drain if none runs (or the one running stalled). */
+  private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
+    const clock = this.link.clock;
+    let lane = this.lanes.get(objectName);
+    if (!lane) this.lanes.set(objectName, (lane = { waiting: [], busy: false, progressAt: 0 }));
+    const queue = lane;
+    queue.waiting.push(waiter);
+    clock.deadline(clock.now + rule.timeoutMs, () => {
+      if (waiter.settled) return;
+      if (!this.alive) return this.lose(waiter);
+      const at = queue.waiting.indexOf(waiter);
+      if (at !== -1) queue.waiting.splice(at, 1);
+      waiter.settled = true;
+      waiter.reject("timeout");
+    });
+    if (!queue.busy || clock.now - queue.progressAt > 2 * rule.timeoutMs) {
+      queue.busy = true;
+      queue.progressAt = clock.now;
+      this.drain(objectName, queue);
+    }
+  }
+
+  /** coalescer.ts `drain` (lines 72–88): one batch at a time until nobody waits; a failed call fails its own batch only. */
+  private drain(objectName: string, lane: Lane): void {
+    if (!this.alive) return;
+    if (lane.waiting.length === 0) {
+      lane.busy = false;
+      if (this.lanes.get(objectName) === lane) this.lanes.delete(objectName);
+      return;
+    }
+    const batch = lane.waiting.splice(0, MAX_BATCH);
+    lane.progressAt = this.link.clock.now;
+    this.calls++;
+    this.link.call(this, objectName, { costs: batch.map((w) => w.cost) }, (reply) => {
+      batch.forEach((waiter, i) => {
+        if (waiter.settled) return;
+        waiter.settled = true;
+        if (reply.ok) waiter.resolve(reply.decided![i]!);
+        else waiter.reject("overloaded");
+      });
+      this.drain(objectName, lane);
+    });
+  }
+
+  /** decideStrict without a waitUntil: one call per request, raced against the rule's timeout. */
+  private alone(rule: Rule, objectName: string, waiter: Waiter): void {
+    const clock = this.link.clock;
+    this.calls++;
+    this.link.call(this, objectName, { costs: [waiter.cost] }, (reply) => {
+      if (waiter.settled) return;
+      waiter.settled = true;
+      if (reply.ok) waiter.resolve(reply.decided![0]!);
+      else waiter.reject("overloaded");
+    });
+    clock.deadline(clock.now + rule.timeoutMs, () => {
+      if (waiter.settled) return;
+      if (!this.alive) return this.lose(waiter);
+      waiter.settled = true;
+      waiter.reject("timeout");
+    });
+  }
+
+  /** A request whose isolate vanished while it waited: it ends with no decision. */
+  private lose(waiter: Waiter): void {
+    waiter.settled = true;
+    waiter.lost();
+  }
+}

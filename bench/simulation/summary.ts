@@ -1,0 +1,141 @@
+/** One scenario's entry in bench/simulation.json: the issue's fields first, then what explains them. */
+import type { World } from "./engine";
+
+export interface ScenarioResult {
+  name: string;
+  family: string;
+  mode: "fast" | "strict";
+  algorithm: string;
+  isolates: number;
+  /** offered load as a multiple of the limit (per-client keys: of the hottest key) */
+  load: number;
+  /** sliding window: most admitted in one fixed window of the period ÷ limit (worst key); null for a token bucket */
+  maxPerWindowOverLimit: number | null;
+  /** token bucket: the worst excess over burst + rate·t in any interval, as a fraction of the limit (worst key); null for a sliding window */
+  tokenExcess: number | null;
+  /** 1 − admitted ÷ what an exact limiter admits on the same traffic */
+  underAdmission: number;
+  /** calls arriving at one key's object in its busiest second after the warm-up (the busiest key's); the cold start's is in detail */
+  objectCallsPerSecondPeak: number;
+  objectCallsPer100Requests: number;
+  /** share of requests after the warm-up that waited on an object call */
+  waitedForObject: number;
+  /** requests onError answered (timeouts, overloaded objects, breakers open) */
+  errors: number;
+  status: "ok";
+  detail: {
+    traffic: string;
+    limit: number;
+    periodMs: number;
+    schedule: string;
+    simulatedSeconds: number;
+    offeredPerSecond: number;
+    requests: number;
+    admitted: number;
+    exactAdmitted: number;
+    /** sliding window: most admitted in any span of one period, not only fixed windows (one hot key only) */
+    maxPerAnyPeriodOverLimit: number | null;
+    calls: number;
+    /** calls arriving at one key's object in its busiest second, the warm-up (every isolate's first call) included */
+    objectCallsPerSecondPeakWithWarmup: number;
+    /** requests admitted by onError's answer, not by a lease or the object */
+    admittedOnError: number;
+    errorsByKind: { timeout: number; overloaded: number; unavailable: number };
+    lostWithIsolates: number;
+    isolatesBorn: number;
+    /** the hottest object's: busy share of its thread, most calls queued, most peers, largest row sampled */
+    objectBusy: number;
+    objectMaxQueued: number;
+    objectMaxPeers: number;
+    objectMaxRowBytes: number;
+    /** strict: decisions per object call (the coalescer's batch size); fast: requests per call */
+    requestsPerCall: number;
+    /** requests decided without error after the warm-up, per second */
+    servedPerSecond: number;
+    /** calls per second, each second of the run (all keys) */
+    callsPerSecond: number[];
+    admittedPerSecond: number[];
+    offeredPerSecondSeries: number[];
+    events: number;
+  };
+}
+
+/** The figures the report reads, from a finished run. */
+export function summarise(world: World): ScenarioResult {
+  const { scenario: s, totals, objects, accounts } = world;
+  let admitted = 0;
+  let exact = 0;
+  let maxWindow = 0;
+  let maxExcess = 0;
+  let anyPeriod = Number.NaN;
+  for (const account of accounts.values()) {
+    admitted += account.admitted;
+    exact += account.exactAdmitted;
+    maxWindow = Math.max(maxWindow, account.maxInWindow);
+    maxExcess = Math.max(maxExcess, account.maxExcess);
+    if (account.times) anyPeriod = account.maxInAnyPeriod();
+  }
+  let hottest = [...objects.values()][0];
+  let calls = 0;
+  let peak = 0;
+  let steadyPeak = 0;
+  for (const object of objects.values()) {
+    calls += object.stats.arrived;
+    peak = Math.max(peak, object.stats.peakPerSecond);
+    steadyPeak = Math.max(steadyPeak, object.stats.steadyPeakPerSecond);
+    if (!hottest || object.stats.arrived > hottest.stats.arrived) hottest = object;
+  }
+  const simulatedSeconds = s.durationMs / 1000;
+  const window = s.algorithm === "sliding-window";
+  const steadySeconds = (s.durationMs - s.warmupMs) / 1000;
+  const stats = hottest?.stats;
+  return {
+    name: s.name,
+    family: s.family,
+    mode: s.mode,
+    algorithm: s.algorithm,
+    isolates: s.isolates,
+    load: round(s.load, 6),
+    maxPerWindowOverLimit: window ? round(maxWindow / s.limit, 6) : null,
+    tokenExcess: window ? null : round(maxExcess / s.limit, 6),
+    underAdmission: exact > 0 ? round(1 - admitted / exact, 6) : 0,
+    objectCallsPerSecondPeak: steadyPeak,
+    objectCallsPer100Requests: totals.requests > 0 ? round((100 * calls) / totals.requests, 4) : 0,
+    waitedForObject: totals.steadyRequests > 0 ? round(totals.steadyWaited / totals.steadyRequests, 6) : 0,
+    errors: totals.errorCount,
+    status: "ok",
+    detail: {
+      traffic: `${s.shape.kind}, ${s.spread}${s.keys > 1 ? `, ${s.keys.toLocaleString("en-US")} keys (Zipf s = ${s.zipf}, ${s.homes} isolates each)` : ""}`,
+      limit: s.limit,
+      periodMs: s.periodMs,
+      schedule: s.schedule,
+      simulatedSeconds,
+      offeredPerSecond: round(totals.requests / simulatedSeconds, 1),
+      requests: totals.requests,
+      admitted,
+      exactAdmitted: exact,
+      maxPerAnyPeriodOverLimit: window && Number.isFinite(anyPeriod) ? round(anyPeriod / s.limit, 6) : null,
+      calls,
+      objectCallsPerSecondPeakWithWarmup: peak,
+      admittedOnError: totals.admittedOnError,
+      errorsByKind: { ...totals.errors },
+      lostWithIsolates: totals.lost,
+      isolatesBorn: world.born,
+      objectBusy: stats ? round(stats.busyMs / (s.durationMs + 5_000), 4) : 0,
+      objectMaxQueued: stats?.maxQueued ?? 0,
+      objectMaxPeers: stats?.maxPeers ?? 0,
+      objectMaxRowBytes: stats?.maxRowBytes ?? 0,
+      requestsPerCall: calls > 0 ? round(totals.requests / calls, 3) : 0,
+      servedPerSecond: round((totals.steadyRequests - totals.steadyErrors) / steadySeconds, 1),
+      callsPerSecond: totals.callsPerSecond,
+      admittedPerSecond: totals.admittedPerSecond,
+      offeredPerSecondSeries: totals.offeredPerSecond,
+      events: world.clock.events,
+    },
+  };
+}
+
+function round(value: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

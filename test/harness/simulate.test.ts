@@ -1,0 +1,84 @@
+// npm run simulate at smoke-test size: it runs, the same seed gives the same numbers, bad options are refused by name, a failed scenario is reported.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { renderReport } from "../../bench/simulation/report";
+import { selectScenarios } from "../../bench/simulation/scenarios";
+import { ROOT } from "./root";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function simulate(args: string[]): { status: number | null; stderr: string; out: string } {
+  const out = mkdtempSync(join(tmpdir(), "floodgate-sim-"));
+  dirs.push(out);
+  const run = spawnSync(process.execPath, ["bench/simulation/run.mjs", ...args, "--out", out], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+  return { status: run.status, stderr: run.stderr, out };
+}
+
+const json = (out: string) => JSON.parse(readFileSync(join(out, "simulation.json"), "utf8")) as { scenarios: Record<string, unknown>[]; targets: unknown[]; run: unknown };
+/** One fast and one strict scenario, 12 simulated seconds each. */
+const TINY = ["--only", "fast-sw-global-i8-1x,fast-tb-global-i8-10x,strict-hot-i8-1000rps", "--isolates", "8", "--seconds", "12"];
+
+describe("npm run simulate", () => {
+  it("runs tiny scenarios and gives each the issue's fields, a report and charts", () => {
+    const { status, stderr, out } = simulate([...TINY, "--seed", "3"]);
+    expect(status, stderr).toBe(0);
+    const { scenarios } = json(out);
+    expect(scenarios.map((s) => s.name)).toEqual(["fast-sw-global-i8-1x", "fast-tb-global-i8-10x", "strict-hot-i8-1000rps"]);
+    for (const s of scenarios) {
+      for (const field of ["name", "mode", "algorithm", "isolates", "load", "maxPerWindowOverLimit", "tokenExcess", "underAdmission", "objectCallsPerSecondPeak", "objectCallsPer100Requests", "waitedForObject", "errors"]) {
+        expect(s, `${String(s.name)}.${field}`).toHaveProperty(field);
+      }
+      expect(s.status).toBe("ok");
+      expect(s.objectCallsPer100Requests).toBeGreaterThan(0);
+    }
+    // A sliding window is read per window, a token bucket by its excess: each has its own figure.
+    expect(typeof scenarios[0]!.maxPerWindowOverLimit).toBe("number");
+    expect(typeof scenarios[1]!.tokenExcess).toBe("number");
+    const report = readFileSync(join(out, "SIMULATION.md"), "utf8");
+    expect(report).toContain("## Targets");
+    expect(report).toContain("npm run simulate -- --only");
+    expect(existsSync(join(out, "charts/simulation/calls-per-second.svg"))).toBe(true);
+  }, 30_000);
+
+  it("gives the same scenarios for the same seed, in worker threads or not, and others for another seed", () => {
+    const a = simulate([...TINY, "--seed", "3"]);
+    const b = simulate([...TINY, "--seed", "3", "--jobs", "1"]);
+    const c = simulate([...TINY, "--seed", "4"]);
+    expect([a.status, b.status, c.status]).toEqual([0, 0, 0]);
+    const { run: _a, ...first } = json(a.out);
+    const { run: _b, ...second } = json(b.out);
+    expect(second).toEqual(first);
+    expect(json(c.out).scenarios).not.toEqual(first.scenarios);
+  }, 45_000);
+
+  it.each([
+    [["--isolates", "0"], "--isolates"],
+    [["--isolates", "8,,64"], "--isolates"],
+    [["--seed", "-1"], "--seed"],
+    [["--seed"], "--seed"],
+    [["--only", "no-such-scenario"], "--only"],
+    [["--quick=yes"], "--quick"],
+    [["--frobnicate"], "--frobnicate"],
+  ])("refuses %j, naming %s, and exits non-zero", (args, named) => {
+    const { status, stderr, out } = simulate(args);
+    expect(status).not.toBe(0);
+    expect(stderr).toContain(named);
+    expect(existsSync(join(out, "simulation.json"))).toBe(false);
+  });
+
+  it("reports a scenario that failed as failed, with its error, rather than dropping it", () => {
+    const scenarios = selectScenarios({ quick: true, isolates: [8], only: ["fast-sw-global-i8-1x"], seconds: undefined });
+    const failed = { name: "fast-sw-global-i8-1x", ok: false as const, error: "Error: boom\n    at somewhere", seconds: 0.1 };
+    const info = { command: "npm run simulate", source: "commit abc", seed: 1, quick: true, seconds: 1, startedAt: "now", machine: "test", jobs: 1 };
+    const report = renderReport([failed], scenarios, info, [], []);
+    expect(report).toContain("1 failed");
+    expect(report).toContain("## Failed scenarios");
+    expect(report).toContain("`fast-sw-global-i8-1x` (0.1 s): `Error: boom`");
+  });
+});
