@@ -1,21 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, countedAt, decide, peek, slotOf } from "../../src/algorithms";
-import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, FixedWindowModel, replay, stepsOf } from "./reference";
+import type { Policy } from "../../src/algorithms";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, FixedWindowModel, replay, run, stepsOf } from "./reference";
 
 const policy = (limit: number, periodMs: number): Policy => ({ algorithm: "fixed-window", limit, periodMs, burst: limit, buckets: 1 });
 const T0 = 1_700_000_040_000; // the start of a 60 s window
-
-function run(p: Policy, times: number[], cost = 1) {
-  let state: LimiterState | undefined;
-  const decisions = times.map((now) => {
-    const outcome = decide(p, state, cost, now);
-    state = outcome.state;
-    return outcome.decision;
-  });
-  return { decisions, state };
-}
 
 describe("fixed window", () => {
   it("admits the limit per window and resets at the window's end", () => {

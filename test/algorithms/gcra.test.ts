@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
-import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, GcraModel, replay, stepsOf } from "./reference";
+import type { Policy } from "../../src/algorithms";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, GcraModel, replay, run, stepsOf } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = 0, delay?: number): Policy => ({
   algorithm: "gcra",
@@ -13,16 +13,6 @@ const policy = (limit: number, periodMs: number, burst = 0, delay?: number): Pol
   ...(delay !== undefined ? { delay } : {}),
 });
 const T0 = 1_700_000_000_000;
-
-function run(p: Policy, times: number[], cost = 1) {
-  let state: LimiterState | undefined;
-  const decisions = times.map((now) => {
-    const outcome = decide(p, state, cost, now);
-    state = outcome.state;
-    return outcome.decision;
-  });
-  return { decisions, state };
-}
 
 describe("gcra", () => {
   it("spaces requests one emission interval apart with no tolerance", () => {

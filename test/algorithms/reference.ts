@@ -93,6 +93,17 @@ export interface Step {
  * Runs a scenario through the real algorithm from `start`, returning every request's time, cost
  * and decision, the final state and the final time.
  */
+/** Decides a request of `cost` at each of `times` in turn from an empty key: every decision, and the state after the last. */
+export function run(policy: Policy, times: number[], cost = 1): { decisions: Decision[]; state: LimiterState | undefined } {
+  let state: LimiterState | undefined;
+  const decisions = times.map((now) => {
+    const outcome = decide(policy, state, cost, now);
+    state = outcome.state;
+    return outcome.decision;
+  });
+  return { decisions, state };
+}
+
 export function replay(policy: Policy, steps: Step[], start: number) {
   let state: LimiterState | undefined;
   let now = start;

@@ -2,20 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, countedAt, decide, peek, slotOf } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, SlidingLogModel, stepsOf } from "./reference";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, run, SlidingLogModel, stepsOf } from "./reference";
 
 const policy = (limit: number, periodMs: number): Policy => ({ algorithm: "sliding-log", limit, periodMs, burst: limit, buckets: 1 });
 const T0 = 1_700_000_040_000;
-
-function run(p: Policy, times: number[], cost = 1) {
-  let state: LimiterState | undefined;
-  const decisions = times.map((now) => {
-    const outcome = decide(p, state, cost, now);
-    state = outcome.state;
-    return outcome.decision;
-  });
-  return { decisions, state };
-}
 
 describe("sliding log", () => {
   it("admits again exactly when the oldest request leaves the period", () => {

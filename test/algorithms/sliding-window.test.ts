@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, countedAt, decide, peek } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, stepsOf, SlidingWindowModel } from "./reference";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, run, SlidingWindowModel, stepsOf } from "./reference";
 
 const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
   algorithm: "sliding-window",
@@ -14,16 +14,6 @@ const policy = (limit: number, periodMs: number, buckets = 1): Policy => ({
 const T0 = 1_700_000_040_000; // a multiple of 60 s: the start of a fixed window
 
 /** Runs requests at the given times, returning every decision and the final state. */
-function run(p: Policy, times: number[], cost = 1) {
-  let state: LimiterState | undefined;
-  const decisions = times.map((now) => {
-    const outcome = decide(p, state, cost, now);
-    state = outcome.state;
-    return outcome.decision;
-  });
-  return { decisions, state };
-}
-
 describe("sliding window", () => {
   it("admits exactly the limit within one window and denies the next", () => {
     const { decisions } = run(policy(3, 60_000), [T0, T0 + 1, T0 + 2, T0 + 3]);

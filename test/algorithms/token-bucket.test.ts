@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
-import type { LimiterState, Policy } from "../../src/algorithms";
-import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, stepsOf, TokenBucketModel } from "./reference";
+import type { Policy } from "../../src/algorithms";
+import { admittedWithin, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, run, stepsOf, TokenBucketModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   algorithm: "token-bucket",
@@ -12,16 +12,6 @@ const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
   buckets: 1,
 });
 const T0 = 1_700_000_000_000;
-
-function run(p: Policy, times: number[], cost = 1) {
-  let state: LimiterState | undefined;
-  const decisions = times.map((now) => {
-    const outcome = decide(p, state, cost, now);
-    state = outcome.state;
-    return outcome.decision;
-  });
-  return { decisions, state };
-}
 
 describe("token bucket", () => {
   it("starts full and admits a burst of exactly `burst`", () => {
