@@ -15,6 +15,7 @@ export default defineConfig({
               durableObjects: {
                 FLAKY: { className: "FlakyLimiter", useSQLite: true },
                 SLOW: { className: "SlowLimiter", useSQLite: true },
+                MARKED: { className: "MarkedLimiter", useSQLite: true },
               },
               // Miniflare's own Analytics Engine binding, under another name so that only the tests that pass it as ANALYTICS use it.
               analyticsEngineDatasets: { ANALYTICS_MINIFLARE: { dataset: "floodgate-test" } },
