@@ -20,9 +20,10 @@ interface Breaker {
 
 /**
  * The breakers of one isolate, by object name. A closed breaker lets calls through; after
- * {@link FAILURES_TO_OPEN} failures in a row it opens for {@link backoffMs} of the rule's timeout,
- * then lets the next call through to try again: a success closes it, a failure opens it for twice
- * as long. Only failing objects are tracked, at most `maxObjects` of them.
+ * {@link FAILURES_TO_OPEN} failures in a row (or one that says the object is overloaded) it opens
+ * for {@link backoffMs} of the rule's timeout, then lets the next call through to try again: a
+ * success closes it, a failure opens it for twice as long. Only failing objects are tracked, at most
+ * `maxObjects` of them.
  *
  * @example
  * const breakers = new Breakers();
@@ -40,6 +41,15 @@ export class Breakers {
   }
 
   failed(name: string, baseMs: number, now: number): void {
+    this.count(name, baseMs, now, FAILURES_TO_OPEN);
+  }
+
+  /** An overloaded object is left alone at once: a second call to confirm it would add to the overload. */
+  overloaded(name: string, baseMs: number, now: number): void {
+    this.count(name, baseMs, now, 1);
+  }
+
+  private count(name: string, baseMs: number, now: number, failuresToOpen: number): void {
     let breaker = this.failing.get(name);
     if (!breaker) {
       if (this.failing.size >= this.maxObjects) this.failing.clear();
@@ -48,8 +58,8 @@ export class Breakers {
     // Requests that were already waiting when it opened fail together: they are one failure, not many.
     if (breaker.retryAt > now) return;
     breaker.failures++;
-    if (breaker.failures < FAILURES_TO_OPEN) return;
-    const backoff = backoffMs(baseMs, breaker.failures - FAILURES_TO_OPEN + 1);
+    if (breaker.failures < failuresToOpen) return;
+    const backoff = backoffMs(baseMs, breaker.failures - failuresToOpen + 1);
     breaker.retryAt = now + backoff;
     log.event("breaker", { scope: "key", rule: ruleOf(name), state: "open", failures: breaker.failures, retryInMs: backoff }, now);
   }

@@ -1,5 +1,6 @@
 /** Coalesces concurrent strict decisions for one Durable Object into ordered batches, one call in flight each. */
 import type { Policy } from "../algorithms";
+import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
 import { TimeoutError } from "./timeout";
 
@@ -10,16 +11,18 @@ interface Waiter {
   cost: number;
   resolve(decided: Decided): void;
   reject(error: unknown): void;
+  /** Hands this request a batch to send under its own invocation; an empty one releases it. */
+  lead(batch: Waiter[]): void;
 }
 
 interface Lane {
   waiting: Waiter[];
-  /** a drain is running; `progressAt` is when it last sent a batch */
-  busy: boolean;
+  /** the batch in flight, if any; `progressAt` is when it was handed to its sender */
+  inFlight: Waiter[] | null;
   progressAt: number;
 }
 
-/** The request handing a batch to the object, and keeping that work alive past its own response. */
+/** A request's invocation: its time budget, and the `waitUntil` that keeps its work alive past its response. */
 export interface BatchContext {
   timeoutMs: number;
   waitUntil(promise: Promise<unknown>): void;
@@ -31,11 +34,14 @@ export interface BatchContext {
  * object still decides one by one, in arrival order. Under load this turns N calls into a few, and
  * with no load it adds nothing.
  *
- * Workers ties work to the request that started it, so the request that starts a drain hands it to
- * `waitUntil`: the batches go on even when that request is answered or its client hangs up. A
- * waiter that runs out of time leaves the queue (and is decided by the rule's onError policy); a
- * drain that stops making progress, as when its request was cancelled, is replaced by the next
- * request that arrives.
+ * Workers ties work to the request that started it, and counts its subrequests against it. So each
+ * batch is sent by a request in it (the newest, which has the most of its time left), under that
+ * request's own `waitUntil`: a request makes at most one call per key however long the key stays
+ * hot, and every call is made for a request still waiting on it. (A loop draining the queue in the
+ * first request's `waitUntil` would outlive the 30 s Cloudflare grants it, and count a hot key's
+ * every call against that one request's subrequest limit.) A waiter that runs out of time leaves
+ * the queue (and is decided by the rule's onError policy); a batch that stops making progress, as
+ * when its sender was cancelled, is replaced by the next request that arrives.
  */
 export class Coalescer {
   private readonly lanes = new Map<string, Lane>();
@@ -46,11 +52,15 @@ export class Coalescer {
   decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
     const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}:${policy.delay ?? ""}:${policy.blockMs ?? 0}`;
     let lane = this.lanes.get(laneKey);
-    if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], busy: false, progressAt: 0 }));
+    if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], inFlight: null, progressAt: 0 }));
     const queue = lane;
+    let lead!: (batch: Waiter[]) => void;
+    const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
+    // Registered now, from this request's own invocation, so that a batch handed to it is sent there.
+    context.waitUntil(led.then((batch) => this.send(call, name, policy, laneKey, queue, batch)));
     let timer: ReturnType<typeof setTimeout> | null = null;
     const decided = new Promise<Decided>((resolve, reject) => {
-      const waiter: Waiter = { cost, resolve, reject };
+      const waiter: Waiter = { cost, resolve, reject, lead };
       queue.waiting.push(waiter);
       // The timer also keeps this request alive while it waits on I/O another request started.
       timer = setTimeout(() => {
@@ -58,32 +68,42 @@ export class Coalescer {
         if (at !== -1) queue.waiting.splice(at, 1);
         reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
       }, context.timeoutMs);
-    }).finally(() => clearTimeout(timer!));
-    const now = Date.now();
-    if (!queue.busy || now - queue.progressAt > 2 * context.timeoutMs) {
-      queue.busy = true;
-      queue.progressAt = now;
-      context.waitUntil(this.drain(call, name, policy, laneKey, queue));
-    }
+    }).finally(() => {
+      clearTimeout(timer!);
+      lead([]);
+    });
+    if (!queue.inFlight || Date.now() - queue.progressAt > 2 * context.timeoutMs) this.handOff(laneKey, queue);
     return decided;
   }
 
-  /** Sends batches until nobody waits; a failed call fails its own batch only. */
-  private async drain(call: BatchCall, name: string, policy: Policy, laneKey: string, lane: Lane): Promise<void> {
-    try {
-      while (lane.waiting.length > 0) {
-        const batch = lane.waiting.splice(0, this.maxBatch);
-        lane.progressAt = Date.now();
-        try {
-          const results = await call(name, policy, batch.map((w) => w.cost));
-          batch.forEach((waiter, i) => waiter.resolve(results[i]!));
-        } catch (error) {
-          for (const waiter of batch) waiter.reject(error);
-        }
-      }
-    } finally {
-      lane.busy = false;
-      if (lane.waiting.length === 0 && this.lanes.get(laneKey) === lane) this.lanes.delete(laneKey);
+  /** Hands the next batch to its newest request to send, or retires the lane when nobody waits. */
+  private handOff(laneKey: string, lane: Lane): void {
+    if (lane.waiting.length === 0) {
+      lane.inFlight = null;
+      if (this.lanes.get(laneKey) === lane) this.lanes.delete(laneKey);
+      return;
     }
+    const batch = lane.waiting.splice(0, this.maxBatch);
+    lane.inFlight = batch;
+    lane.progressAt = Date.now();
+    batch.at(-1)!.lead(batch);
+  }
+
+  /**
+   * Sends one batch and hands on the next. A failed call fails its own batch only, except that an
+   * overloaded object gets no next batch: the requests queued behind it fail with it, and their
+   * rules' onError answers them at once rather than adding to the overload.
+   */
+  private async send(call: BatchCall, name: string, policy: Policy, laneKey: string, lane: Lane, batch: Waiter[]): Promise<void> {
+    if (batch.length === 0) return;
+    try {
+      const results = await call(name, policy, batch.map((w) => w.cost));
+      batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+    } catch (error) {
+      const failed = objectErrorKind(error) === "overloaded" && lane.inFlight === batch ? [...batch, ...lane.waiting.splice(0)] : batch;
+      for (const waiter of failed) waiter.reject(error);
+    }
+    // A batch that was given up on as stalled hands nothing on: its replacement does.
+    if (lane.inFlight === batch) this.handOff(laneKey, lane);
   }
 }

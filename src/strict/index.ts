@@ -1,6 +1,7 @@
 /** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
 import type { Decision, Policy } from "../algorithms";
 import type { Rule } from "../config/types";
+import { objectErrorKind } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
@@ -44,9 +45,9 @@ export function forgetStrict(objectName: string): void {
  * Asks the named object to decide one request, batched with concurrent requests for the same key
  * when there is a `waitUntil` to keep the batch alive;
  * a request the object just denied is denied again from {@link cachedStrictDenial}, with no call.
- * Rejects with a TimeoutError when no decision comes within the rule's timeout, and at once while
- * the object's breaker, or the rule's, is open after failures in a row (see {@link Breakers} and
- * {@link ruleBreaker}).
+ * Rejects with a TimeoutError when no decision comes within the rule's timeout, with the object's
+ * error when it fails (never retried), and at once while the object's breaker, or the rule's, is
+ * open after failures in a row or an overloaded object (see {@link Breakers} and {@link ruleBreaker}).
  */
 export async function decideStrict(
   namespace: Env["LIMITER"],
@@ -76,7 +77,10 @@ export async function decideStrict(
     denials.remember(objectName, cost, decided.decision, Date.now());
     return decided;
   } catch (error) {
-    breakers.failed(objectName, rule.timeoutMs, Date.now());
+    // A retryable error is not retried: a decide consumes units, and the runtime has already retried
+    // every call it knew had not reached the object, so this one may have been applied.
+    if (objectErrorKind(error) === "overloaded") breakers.overloaded(objectName, rule.timeoutMs, Date.now());
+    else breakers.failed(objectName, rule.timeoutMs, Date.now());
     wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }

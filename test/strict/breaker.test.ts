@@ -29,6 +29,14 @@ describe("circuit breakers for strict decisions", () => {
     expect(breakers.waitFor("k", T0 + 100)).toBe(200);
   });
 
+  it("opens at once for an overloaded object, for one timeout, then twice as long", () => {
+    const breakers = new Breakers();
+    breakers.overloaded("k", 100, T0);
+    expect(breakers.waitFor("k", T0)).toBe(100);
+    breakers.overloaded("k", 100, T0 + 100);
+    expect(breakers.waitFor("k", T0 + 100)).toBe(200);
+  });
+
   it("does not count failures of calls that were already waiting when it opened", () => {
     const breakers = new Breakers();
     for (let i = 0; i < 50; i++) breakers.failed("k", 100, T0);

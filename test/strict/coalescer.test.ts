@@ -1,0 +1,48 @@
+// The coalescer against the real RateLimiter: each object call is made by a request waiting in its batch, so no request's invocation carries a hot key's whole stream.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Policy } from "../../src/algorithms";
+import type { Decided } from "../../src/durable-object/rate-limiter";
+import { Coalescer, type BatchCall } from "../../src/strict/coalescer";
+
+const policy: Policy = { algorithm: "fixed-window", limit: 50, periodMs: 60_000, burst: 50, buckets: 1 };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `count` requests for one key, one every millisecond, each with its own invocation: its own
+ * waitUntil, and its own call to the object (a stub is made per request, as decideStrict makes
+ * one). Each object call takes 5 ms more than it would, so later requests arrive while one is in
+ * flight and the key stays hot. Returns each request's decision and how many calls each made.
+ */
+async function steadyStream(name: string, count: number): Promise<{ decided: Decided[]; callsBy: number[] }> {
+  const coalescer = new Coalescer();
+  const stub = env.LIMITER.get(env.LIMITER.idFromName(name));
+  const callsBy = Array.from({ length: count }, () => 0);
+  const background: Promise<unknown>[] = [];
+  const decisions: Promise<Decided>[] = [];
+  for (let i = 0; i < count; i++) {
+    const call: BatchCall = async (_name, batchPolicy, costs) => {
+      callsBy[i]!++;
+      await sleep(5);
+      return stub.decide(batchPolicy, costs);
+    };
+    decisions.push(coalescer.decide(call, name, policy, 1, { timeoutMs: 5_000, waitUntil: (promise) => background.push(promise) }));
+    await sleep(1);
+  }
+  const decided = await Promise.all(decisions);
+  await Promise.all(background);
+  return { decided, callsBy };
+}
+
+describe("Coalescer", () => {
+  it("makes no more than one object call under any one request's invocation while a key stays hot", async () => {
+    const { callsBy } = await steadyStream("coalescer/steady", 100);
+    expect(Math.max(...callsBy)).toBe(1);
+  });
+
+  it("still batches a hot key's requests, and decides exactly", async () => {
+    const { decided, callsBy } = await steadyStream("coalescer/exact", 100);
+    expect(decided.filter((d) => d.decision.allowed)).toHaveLength(50);
+    expect(callsBy.reduce((a, b) => a + b, 0)).toBeLessThan(50);
+  });
+});

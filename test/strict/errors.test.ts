@@ -1,0 +1,71 @@
+// Object errors on the strict path, as Cloudflare marks them: `.overloaded` backs off at once, `.retryable` is not retried for a decide.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { objectErrorKind } from "../../src/durable-object/errors";
+import type { Env } from "../../src/env";
+import { metrics } from "../../src/metrics/metrics";
+import { decideStrict } from "../../src/strict";
+import type { ErrorMark, MarkedLimiter } from "../fixtures/main";
+import { rule } from "../helpers/rules";
+
+const marked = (env as unknown as { MARKED: DurableObjectNamespace<MarkedLimiter> }).MARKED;
+const namespace = marked as unknown as Env["LIMITER"];
+const decideCalls = () => metrics.value("floodgate_durable_object_calls_total", { method: "decide" });
+
+/** The named object's next `failures` decides throw an error marked `mark`; then it answers. */
+async function failing(objectName: string, failures: number, mark: ErrorMark): Promise<void> {
+  await marked.get(marked.idFromName(objectName)).failWith(failures, mark);
+}
+
+describe("objectErrorKind", () => {
+  it("reads Cloudflare's marks, overloaded first", () => {
+    expect(objectErrorKind(Object.assign(new Error("x"), { overloaded: true }))).toBe("overloaded");
+    expect(objectErrorKind(Object.assign(new Error("x"), { retryable: true }))).toBe("retryable");
+    expect(objectErrorKind(Object.assign(new Error("x"), { retryable: true, overloaded: true }))).toBe("overloaded");
+  });
+
+  it("calls anything else other", () => {
+    expect(objectErrorKind(new Error("x"))).toBe("other");
+    expect(objectErrorKind(Object.assign(new Error("x"), { retryable: false }))).toBe("other");
+    expect(objectErrorKind("x")).toBe("other");
+    expect(objectErrorKind(undefined)).toBe("other");
+  });
+
+  it("sees the marks on an error thrown by a Durable Object, across RPC", async () => {
+    await failing("marks/rpc", 1, "overloaded");
+    const error = await marked.get(marked.idFromName("marks/rpc")).decide({ algorithm: "fixed-window", limit: 1, periodMs: 1_000, burst: 1, buckets: 1 }, [1]).catch((e: unknown) => e);
+    expect(objectErrorKind(error)).toBe("overloaded");
+  });
+});
+
+describe("a strict decision when the object errs", () => {
+  it("leaves an overloaded object alone at once: the next request is decided by onError without a call", async () => {
+    const overloaded = rule({ name: "overloaded-once", timeoutMs: 10_000 });
+    await failing("overloaded-once/k", 1, "overloaded");
+    const before = decideCalls();
+    await expect(decideStrict(namespace, "overloaded-once/k", overloaded, 1, undefined)).rejects.toMatchObject({ overloaded: true });
+    await expect(decideStrict(namespace, "overloaded-once/k", overloaded, 1, undefined)).rejects.toThrow(/unavailable/);
+    expect(decideCalls() - before).toBe(1);
+  });
+
+  it("sends no further batch to an overloaded object: requests queued behind the failed call fail with it", async () => {
+    const overloaded = rule({ name: "overloaded-queue", timeoutMs: 10_000 });
+    await failing("overloaded-queue/k", 1, "overloaded");
+    const before = decideCalls();
+    const background: Promise<unknown>[] = [];
+    const waitUntil = (promise: Promise<unknown>) => void background.push(promise);
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => decideStrict(namespace, "overloaded-queue/k", overloaded, 1, waitUntil)));
+    await Promise.all(background);
+    expect(outcomes.map((o) => o.status)).toEqual(Array(10).fill("rejected"));
+    expect(decideCalls() - before).toBe(1);
+  });
+
+  it("does not retry a retryable decide, which may have been applied, and does not back off after one", async () => {
+    const retryable = rule({ name: "retryable-once", timeoutMs: 10_000 });
+    await failing("retryable-once/k", 1, "retryable");
+    const before = decideCalls();
+    await expect(decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).rejects.toMatchObject({ retryable: true });
+    expect(decideCalls() - before).toBe(1);
+    expect((await decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).decision.allowed).toBe(true);
+  });
+});
