@@ -24,6 +24,12 @@ export interface LimitCallOptions {
   cost?: number;
   /** the request's ExecutionContext: fast mode needs it for its background syncs, and strict mode batches concurrent calls with it */
   ctx?: Pick<ExecutionContext, "waitUntil">;
+  /**
+   * a gcra rule with a `delay` below its `burst` holds a call past it until it conforms: `limit`
+   * resolves that much later. Aborting this signal while held gives the units back and rejects
+   * with its reason (pass `request.signal` to give them back when the client goes away).
+   */
+  signal?: AbortSignal;
 }
 
 /** One rule, for keys you choose. */
@@ -58,7 +64,7 @@ export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter
       const cost = checkCost(options.cost, defaultCost, where("limit"));
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
-      return limitResult(parsed, await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}) }, parsed, checked, cost));
+      return limitResult(parsed, await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}) }, parsed, checked, cost, options.signal));
     },
     async peek(key) {
       const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));

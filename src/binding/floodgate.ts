@@ -35,7 +35,11 @@ export type KeyOptions = Omit<LimitOptions, "cost">;
  * const { success } = await env.FLOODGATE.limit({ key: userId }); // props.rule names the rule
  */
 export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
-  /** Decides `cost` units (default: the rule's constant cost, 1 unless it sets one) for `key` under the rule. */
+  /**
+   * Decides `cost` units (default: the rule's constant cost, 1 unless it sets one) for `key` under
+   * the rule. A gcra rule's hold (its `delay`) is waited out here: the call resolves that much later.
+   * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
+   */
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key } = this.resolve(options, "limit");
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");

@@ -395,9 +395,8 @@ function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at:
 }
 
 /**
- * gcra's `delay` (nginx's two-stage `delay=`): 0 to `burst`, default `burst`. A delay below the
- * burst would have floodgate hold requests, which it does not do yet: that is an error rather
- * than a setting silently ignored.
+ * gcra's `delay` (nginx's two-stage `delay=`): 0 to `burst`, default `burst`. Of a burst, the first
+ * 1 + delay requests pass at once and the rest of the tolerance is held until it conforms.
  */
 function parseDelay(value: unknown, algorithm: AlgorithmName, burst: number, at: RuleRef): number | undefined {
   if (algorithm !== "gcra") {
@@ -407,9 +406,6 @@ function parseDelay(value: unknown, algorithm: AlgorithmName, burst: number, at:
   if (value === undefined) return burst;
   if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > burst) {
     fail(at, "delay", `expected an integer from 0 to the burst (${burst}), got ${show(value)}`);
-  }
-  if ((value as number) < burst) {
-    fail(at, "delay", `holding requests is not available yet; set delay equal to burst (${burst}), or leave it out`);
   }
   return value as number;
 }

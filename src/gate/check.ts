@@ -2,7 +2,7 @@
 import type { HeaderOptions } from "../http/rate-limit-headers";
 import { longestWait, mostRestrictive, rateLimitHeaders } from "../http/rate-limit-headers";
 import type { IpLists } from "../config";
-import { forbidden, HttpProblem, rateLimited } from "../http/problem";
+import { clientClosed, forbidden, HttpProblem, rateLimited } from "../http/problem";
 import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
 import { enforce, type Enforced } from "./enforce";
@@ -12,7 +12,10 @@ export interface Checked {
   allowed: boolean;
   /** the rate-limit headers for the response: the most restrictive rule's when allowed, the denying rule's with the longest wait when not */
   headers: Record<string, string>;
-  /** present only when not allowed: the 429 (or the 400 for a malformed cost header) to send instead */
+  /**
+   * present only when not allowed: the 429 (or the 400 for a malformed cost header) to send
+   * instead, or a 499 when the client went away while the request was held
+   */
   response?: Response;
 }
 
@@ -29,7 +32,8 @@ export interface GateSettings {
  * `DENY_IPS` is refused with a 403 and one in `ALLOW_IPS` is never limited, both before any rule
  * is asked (the address is `CF-Connecting-IP`'s, as the `ip` key part's). A request whose input is
  * invalid for a rule is not allowed, and its answer is the 400 problem. Dry-run rules decide and
- * count, and never deny or add a header.
+ * count, and never deny or add a header. A request a gcra rule holds (its `delay`) is answered
+ * once the hold is over, with the headers as they stand then.
  */
 export async function check(request: Request, url: URL, gate: GateSettings, context: LimiterContext): Promise<Checked> {
   const ip = request.headers.get("CF-Connecting-IP");
@@ -42,6 +46,7 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
     if (error instanceof HttpProblem) return { allowed: false, headers: {}, response: error.toResponse() };
     throw error;
   }
+  if (verdict.gone) return { allowed: false, headers: {}, response: clientClosed().toResponse() };
   const now = Date.now();
   const enforced = verdict.entries.filter((e) => !e.rule.dryRun);
   if (!verdict.allowed) return denial(enforced.filter((e) => !e.decision.allowed), now, gate.headers);

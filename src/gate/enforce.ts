@@ -3,6 +3,7 @@ import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
 import { cachedDenial, countDecision, decide, giveBack, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { waitHold } from "../limiter/hold";
 import { matchingRules } from "../routing/match";
 import { buildKey, requestCost } from "../routing/key";
 
@@ -19,6 +20,8 @@ export interface Verdict {
    * the request, only the rules that knew it: the others were not asked
    */
   entries: Enforced[];
+  /** the client went away while the request was held (gcra's `delay`): not allowed, every rule's units given back */
+  gone?: true;
 }
 
 /**
@@ -28,6 +31,8 @@ export interface Verdict {
  * cached denial) is denied at once: no rule asks its object, so a client over one limit costs
  * nothing under the others. A dry-run rule decides and counts as if it were enforced (its units
  * are given back with the others' when an enforced rule denies), but its denial denies nothing.
+ * An allowed request that a rule holds (gcra's `delay`) resolves only once the hold is over; if
+ * its client goes away first (`request.signal`), every rule's units are given back and it is `gone`.
  * Throws a 400 HttpProblem when the request's input is invalid for a rule (a malformed cost
  * header), before any rule consumes anything.
  */
@@ -41,8 +46,15 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
   const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);
-  if (!allowed) asks.forEach((a, i) => giveBack(a, taken[i]!, context));
-  return counted(allowed, asks.map((a, i) => ({ ask: a, decision: taken[i]!.decision })), context);
+  const giveAllBack = () => asks.forEach((a, i) => giveBack(a, taken[i]!, context));
+  if (!allowed) giveAllBack();
+  const verdict = counted(allowed, asks.map((a, i) => ({ ask: a, decision: taken[i]!.decision })), context);
+  // Held requests were counted when admitted; one whose client leaves while held never happened.
+  if (allowed && !(await waitHold(verdict.entries, request.signal))) {
+    giveAllBack();
+    return { ...verdict, allowed: false, gone: true };
+  }
+  return verdict;
 }
 
 async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {

@@ -4,6 +4,7 @@ import { parseStandaloneRule } from "../config/rules";
 import type { Env } from "../env";
 import { denial } from "../gate/check";
 import { headerOptions, type HeaderForm } from "../http/header-options";
+import { clientClosed } from "../http/problem";
 import { rateLimitHeaders } from "../http/rate-limit-headers";
 import { limitKey, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
@@ -36,8 +37,9 @@ export interface RateLimitOptions<C extends Context = Context> {
 /**
  * Limits every request the middleware guards under one rule: a denied request gets the proxy's 429
  * problem+json and headers; an allowed one continues, its response gets the rate-limit headers,
- * and `c.get("rateLimit")` holds the {@link LimitResult}. The options are checked now: a bad rule
- * throws an Error naming the field.
+ * and `c.get("rateLimit")` holds the {@link LimitResult}. A gcra rule's hold (its `delay`) is
+ * waited out before the next handler runs; if the client goes away first, the units are given back
+ * and the handler never runs. The options are checked now: a bad rule throws an Error naming the field.
  *
  * @example
  * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));
@@ -56,7 +58,13 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     if (value !== undefined && value !== null && typeof value !== "string") {
       throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
     }
-    const decision = await limitKey(context, rule, value ? value : MISSING_PART, cost);
+    const signal = c.req.raw.signal;
+    // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
+    const decision = await limitKey(context, rule, value ? value : MISSING_PART, cost, signal).catch((error: unknown) => {
+      if (signal.aborted) return undefined;
+      throw error;
+    });
+    if (!decision) return clientClosed().toResponse();
     c.set("rateLimit", limitResult(rule, decision));
     const now = Date.now();
     if (!decision.allowed) return denial([{ rule, decision }], now, forms).response;

@@ -119,6 +119,14 @@ export function badGateway(): HttpProblem {
 }
 
 /**
+ * 499 (nginx's "Client Closed Request"): the client went away while its request was held, so it
+ * was not proxied. No one reads it; it is what logs and `wrangler tail` show for such a request.
+ */
+export function clientClosed(): HttpProblem {
+  return new HttpProblem({ type: "about:blank", status: 499, title: "Client Closed Request", detail: "The client went away while its request was held; it was not proxied." });
+}
+
+/**
  * 401 for the admin API. The same answer whether the token was missing, malformed or wrong,
  * so it tells a caller nothing about the token.
  *

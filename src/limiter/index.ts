@@ -3,7 +3,8 @@ import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
+import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
 import { onErrorDecision } from "./on-error";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
@@ -68,7 +69,9 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
   } catch (error) {
     countError("durable_object")(error);
     const peers = rule.mode === "fast" ? peersOf(objectName) : 1;
-    return { decision: onErrorDecision(rule, objectName, cost, peers, Date.now()) };
+    const decision = onErrorDecision(rule, objectName, cost, peers, Date.now());
+    if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
+    return { decision };
   }
 }
 
@@ -83,14 +86,19 @@ export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: Limi
 /**
  * Decides `cost` units for `key` under `rule`: from this isolate's cached denial when it has one,
  * otherwise by the rule's mode, and counted in the metrics. The whole of `limit` for the binding,
- * the library and the middleware.
+ * the library and the middleware. A decision that holds the request (gcra's `delay`) resolves
+ * once the hold is over; if `signal` aborts first, the units are given back and this rejects with
+ * the signal's reason.
  */
-export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number): Promise<Decision> {
+export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal): Promise<Decision> {
   const now = Date.now();
   const ask: Ask = { rule, key, objectName: await objectNameOf(rule, key, now), cost };
-  const decision = cachedDenial(ask, context, now) ?? (await decide(ask, context)).decision;
-  countDecision(ask, decision, context);
-  return decision;
+  const cached = cachedDenial(ask, context, now);
+  const taken = cached ? { decision: cached } : await decide(ask, context);
+  countDecision(ask, taken.decision, context);
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return taken.decision;
+  giveBack(ask, taken, context);
+  throw signal!.reason;
 }
 
 /** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */

@@ -816,10 +816,15 @@ describe("fixed-window, sliding-log and gcra", () => {
     expect(error.message).toContain("from 0 to the burst (5)");
   });
 
-  it("rejects a gcra delay below the burst until floodgate can hold requests", () => {
-    const error = errorFor([rule({ algorithm: "gcra", burst: 5, delay: 2 })]);
+  it("accepts a gcra delay from 0 to below the burst: the rest of the burst is held", () => {
+    expect(only([rule({ algorithm: "gcra", burst: 5, delay: 2 })])).toMatchObject({ burst: 5, delay: 2 });
+    expect(only([rule({ algorithm: "gcra", burst: 5, delay: 0 })])).toMatchObject({ burst: 5, delay: 0 });
+  });
+
+  it("names the rule and the field for a gcra delay above the burst", () => {
+    const error = errorFor([rule({ name: "smooth", algorithm: "gcra", burst: 3, delay: 4 })]);
     expect(error.field).toBe("rules[0].delay");
-    expect(error.message).toContain("holding requests is not available yet; set delay equal to burst");
+    expect(error.message).toContain('rules[0] ("smooth").delay: expected an integer from 0 to the burst (3), got 4');
   });
 
   it("rejects gcra in fast mode, saying why", () => {
