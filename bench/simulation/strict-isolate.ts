@@ -2,9 +2,11 @@
  * One isolate in strict mode: floodgate's own DenialCache, Breakers and RuleBreaker
  * (src/strict/denials.ts, breaker.ts) around calls to the key's object, batched as
  * src/strict/coalescer.ts batches them (one call in flight per key per isolate; requests that
- * arrive meanwhile wait and go together in the next call, at most 128). The Coalescer class itself
- * runs on promises, timers and `Date.now()`, so its `decide` and `drain` are mirrored here on the
- * simulated clock, with their lines named.
+ * arrive meanwhile wait and go together in the next call, at most 128; an overloaded object gets
+ * no next batch). The Coalescer class itself runs on promises, timers and `Date.now()`, so its
+ * `decide`, `handOff` and `send` are mirrored here on the simulated clock, with their lines named.
+ * Which request's invocation sends a batch (its newest) is not modelled: an isolate here has no
+ * invocations, and the hand-off costs no simulated time.
  */
 import type { Decided } from "./policy";
 import type { Rule } from "../../src/config/types";
@@ -12,7 +14,7 @@ import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
-/** coalescer.ts's `maxBatch` default (line 43). */
+/** coalescer.ts's `maxBatch` default (line 49). */
 const MAX_BATCH = 128;
 
 interface Waiter {
@@ -23,10 +25,10 @@ interface Waiter {
   lost(): void;
 }
 
-/** coalescer.ts `Lane` (lines 15–20). */
+/** coalescer.ts `Lane` (lines 18–23). */
 interface Lane {
   waiting: Waiter[];
-  busy: boolean;
+  inFlight: Waiter[] | null;
   progressAt: number;
 }
 
@@ -46,7 +48,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 51–83), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict` (lines 52–87), and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;
@@ -67,7 +69,8 @@ export class StrictIsolate extends IsolateBase {
       lost: () => done({ decision: null, waited: true }),
       reject: (error) => {
         const at = clock.now;
-        this.breakers.failed(objectName, rule.timeoutMs, at);
+        if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
+        else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
         done({ decision: this.onError(rule, objectName, cost, 1, at), waited: true, error });
       },
@@ -76,11 +79,11 @@ export class StrictIsolate extends IsolateBase {
     else this.alone(rule, objectName, waiter);
   }
 
-  /** coalescer.ts `decide` (lines 46–69): join the key's lane, and start its drain if none runs (or the one running stalled). */
+  /** coalescer.ts `decide` (lines 52–77): join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
   private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
     const clock = this.link.clock;
     let lane = this.lanes.get(objectName);
-    if (!lane) this.lanes.set(objectName, (lane = { waiting: [], busy: false, progressAt: 0 }));
+    if (!lane) this.lanes.set(objectName, (lane = { waiting: [], inFlight: null, progressAt: 0 }));
     const queue = lane;
     queue.waiting.push(waiter);
     clock.deadline(clock.now + rule.timeoutMs, () => {
@@ -91,32 +94,38 @@ export class StrictIsolate extends IsolateBase {
       waiter.settled = true;
       waiter.reject("timeout");
     });
-    if (!queue.busy || clock.now - queue.progressAt > 2 * rule.timeoutMs) {
-      queue.busy = true;
-      queue.progressAt = clock.now;
-      this.drain(objectName, queue);
-    }
+    if (!queue.inFlight || clock.now - queue.progressAt > 2 * rule.timeoutMs) this.handOff(objectName, queue);
   }
 
-  /** coalescer.ts `drain` (lines 72–88): one batch at a time until nobody waits; a failed call fails its own batch only. */
-  private drain(objectName: string, lane: Lane): void {
+  /** coalescer.ts `handOff` (lines 80–90): the next batch goes out, or the lane retires when nobody waits. */
+  private handOff(objectName: string, lane: Lane): void {
     if (!this.alive) return;
     if (lane.waiting.length === 0) {
-      lane.busy = false;
+      lane.inFlight = null;
       if (this.lanes.get(objectName) === lane) this.lanes.delete(objectName);
       return;
     }
     const batch = lane.waiting.splice(0, MAX_BATCH);
+    lane.inFlight = batch;
     lane.progressAt = this.link.clock.now;
+    this.send(objectName, lane, batch);
+  }
+
+  /**
+   * coalescer.ts `send` (lines 92–108): one batch, then the next; a failed call fails its own batch,
+   * and an overloaded object's queue with it. Every refusal here is the object's "overloaded".
+   */
+  private send(objectName: string, lane: Lane, batch: Waiter[]): void {
     this.calls++;
     this.link.call(this, objectName, { costs: batch.map((w) => w.cost) }, (reply) => {
-      batch.forEach((waiter, i) => {
+      const failed = reply.ok ? batch : lane.inFlight === batch ? [...batch, ...lane.waiting.splice(0)] : batch;
+      failed.forEach((waiter, i) => {
         if (waiter.settled) return;
         waiter.settled = true;
         if (reply.ok) waiter.resolve(reply.decided![i]!);
         else waiter.reject("overloaded");
       });
-      this.drain(objectName, lane);
+      if (lane.inFlight === batch) this.handOff(objectName, lane);
     });
   }
 
