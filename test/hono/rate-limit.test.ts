@@ -78,6 +78,26 @@ describe("rateLimit (Hono middleware)", () => {
     expect(response.status).toBe(500);
   });
 
+  it("runs the handler only after a gcra hold, and never when the client leaves while held", async () => {
+    // One unit every 200 ms, burst 1, delay 0: the second request of a burst is held 200 ms.
+    const handled: string[] = [];
+    const hono = new Hono<App>()
+      .use("/api/*", rateLimit({ binding: "LIMITER", key: () => "k-hold", rule: { name: "hono-hold", algorithm: "gcra", limit: 5, period: "1s", burst: 1, delay: 0 } }))
+      .get("/api/:id", (c) => {
+        handled.push(c.req.path);
+        return c.text("ok");
+      });
+    expect((await get(hono, "/api/first")).status).toBe(200);
+    const ctx = createExecutionContext();
+    const leaving = new Request("http://hono.test/api/gone", { signal: AbortSignal.timeout(30) });
+    const gone = await hono.request(leaving, undefined, env, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(gone.status).toBe(499);
+    const held = await get(hono, "/api/held");
+    expect(held.status).toBe(200);
+    expect(handled).toEqual(["/api/first", "/api/held"]);
+  });
+
   it("checks its options when it is made", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" }, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);

@@ -78,6 +78,29 @@ describe("limiter", () => {
   });
 });
 
+describe("limiter with a gcra delay", () => {
+  // One unit every 200 ms, burst 1, delay 0: of two calls at once, the second is held 200 ms.
+  const rule = (name: string) => ({ name, algorithm: "gcra", limit: 5, period: "1s", burst: 1, delay: 0 });
+
+  it("resolves a call past the delay only once it conforms", async () => {
+    const smooth = limiter(namespace, rule("lib-hold"));
+    const started = Date.now();
+    const settledAt = await Promise.all([0, 1].map(() => smooth.limit("k").then((r) => ({ success: r.success, after: Date.now() - started }))));
+    expect(settledAt.map((s) => s.success)).toEqual([true, true]);
+    const [sooner, later] = settledAt.map((s) => s.after).sort((a, b) => a - b);
+    expect(later! - sooner!).toBeGreaterThanOrEqual(190);
+  });
+
+  it("rejects a held call whose signal aborts with the signal's reason, giving its unit back", async () => {
+    const smooth = limiter(namespace, rule("lib-hold-abort"));
+    await smooth.limit("k");
+    const leaving = smooth.limit("k", { signal: AbortSignal.timeout(30) });
+    await expect(leaving).rejects.toMatchObject({ name: "TimeoutError" });
+    // Its unit back, the next call is held in its place rather than denied.
+    expect((await smooth.limit("k")).success).toBe(true);
+  });
+});
+
 describe("createGate", () => {
   const rules = [{ name: "gate-ip", match: { path: "/gate-lib/*" }, key: "ip", limit: 2, period: "1h", cost: "header:x-cost" }];
   const request = (headers: Record<string, string> = {}) => new Request("http://app.test/gate-lib/x", { headers: { "CF-Connecting-IP": "192.0.2.200", ...headers } });

@@ -1,0 +1,70 @@
+// gcra's delay through the Worker, the real object and a real origin: a burst passed, held and denied; a held client that leaves.
+import { describe, expect, it } from "vitest";
+import { metrics } from "../../src/metrics/metrics";
+import { dispatch, originLog, send } from "../helpers/worker";
+
+const get = (path: string, ip: string, signal?: AbortSignal) =>
+  new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip }, redirect: "manual", ...(signal ? { signal } : {}) });
+
+/** When each request under `/<tag>/` reached the origin, oldest first. */
+async function arrivals(tag: string): Promise<number[]> {
+  const log = (await originLog(tag)) as unknown as { at: number }[];
+  return log.map((r) => r.at).sort((a, b) => a - b);
+}
+
+describe("gcra delay through the Worker", () => {
+  it("passes 1 + delay of a burst at once, holds the rest of the tolerance one interval apart, and denies the others", async () => {
+    const tag = "hold-burst";
+    // One unit every 100 ms; of a burst, 2 pass at once, 3 are held, the rest get 429.
+    const rules = [{ name: tag, algorithm: "gcra", limit: 10, period: "1s", burst: 4, delay: 1 }];
+    const started = Date.now();
+    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => send(get(`/${tag}/${i}`, "192.0.2.40"), { rules })));
+    const statuses = responses.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+
+    const at = await arrivals(tag);
+    expect(at).toHaveLength(5);
+    expect(at[1]! - at[0]!).toBeLessThan(60);
+    // Each held request reaches the origin no sooner than its interval, and not much later.
+    for (let i = 2; i < 5; i++) {
+      expect(at[i]! - at[0]!).toBeGreaterThanOrEqual((i - 1) * 100 - 10);
+      expect(at[i]! - at[0]!).toBeLessThan((i - 1) * 100 + 150);
+    }
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it("answers a held request with the allowed headers once it is proxied", async () => {
+    const tag = "hold-headers";
+    const rules = [{ name: tag, algorithm: "gcra", limit: 10, period: "1s", burst: 1, delay: 0 }];
+    const [first, held] = await Promise.all([0, 1].map((i) => send(get(`/${tag}/${i}`, "192.0.2.41"), { rules })));
+    for (const response of [first!, held!]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get("x-origin")).toBe("yes");
+      expect(response.headers.get("RateLimit-Policy")).toBe(`"${tag}";q=10;w=1`);
+    }
+  });
+
+  it("gives a held request's unit back when its client leaves, and never proxies it", async () => {
+    const tag = "hold-abort";
+    // One unit every 300 ms, burst 1, delay 0: the second request of a burst is held 300 ms.
+    const rules = [{ name: tag, algorithm: "gcra", limit: 10, period: "3s", burst: 1, delay: 0 }];
+    const ip = "192.0.2.42";
+    const abandoned = () => metrics.value("floodgate_holds_total", { rule: tag, outcome: "abandoned" });
+    const before = abandoned();
+    expect((await send(get(`/${tag}/first`, ip), { rules })).status).toBe(200);
+    const client = new AbortController();
+    const leaving = dispatch(get(`/${tag}/gone`, ip, client.signal), { rules });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    client.abort();
+    const gone = await leaving;
+    await gone.settled;
+    expect(gone.response.status).toBe(499);
+    expect(abandoned()).toBe(before + 1);
+
+    // Without its unit back, the next request would be denied for another ~270 ms; with it, it is held in its place.
+    const next = await send(get(`/${tag}/next`, ip), { rules });
+    expect(next.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await originLog(tag)).map((r) => r.url).sort()).toEqual([`/${tag}/first`, `/${tag}/next`]);
+  });
+});
