@@ -52,6 +52,12 @@ describe("gcra", () => {
     ]);
   });
 
+  it("holds every request of a burst past the first with delay 0, and none with delay equal to burst (nginx's nodelay)", () => {
+    const holds = (delay: number) => run(policy(10, 1_000, 3, delay), [T0, T0, T0, T0]).decisions.map((d) => d.holdMs ?? 0);
+    expect(holds(0)).toEqual([0, 100, 200, 300]);
+    expect(holds(3)).toEqual([0, 0, 0, 0]);
+  });
+
   it("denies a cost above 1 + burst, telling it to wait a period", () => {
     expect(decide(policy(10, 1_000, 2), undefined, 4, T0).decision).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 1_000 });
   });
