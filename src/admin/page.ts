@@ -148,7 +148,7 @@ function renderRules() {
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
     const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", "onError " + r.onError].filter(Boolean).join(", ");
-    body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + " / " + r.period, r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
+    body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + (r.period ? " / " + r.period : " in flight"), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
     const option = el("option", r.name);
     option.value = r.name;
     select.append(option);
@@ -260,7 +260,7 @@ function renderStanding(body, note) {
   };
   item("allowed now", s.allowed ? "yes" : "no");
   item("remaining", remaining, ...(level ? [" — ", level] : []));
-  item("limit", s.limit + " per " + (rule ? rule.period : "period"));
+  item("limit", s.limit + (rule && !rule.period ? " in flight" : " per " + (rule ? rule.period : "period")));
   item("more quota", inTime(s.moreAt));
   item("back to full quota", inTime(s.resetAt));
   item("retry after", s.retryAfter ? (s.retryAfter / 1000).toFixed(1) + " s" : "—");

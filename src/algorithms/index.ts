@@ -4,11 +4,12 @@ import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket"
 import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
 import { adjustSlidingLog, countedAtSlidingLog, slidingLog, usedSlidingLog } from "./sliding-log";
 import { adjustGcra, gcra, usedGcra } from "./gcra";
+import { adjustConcurrency, concurrency, countedAtConcurrency, usedConcurrency } from "./concurrency";
 import type { Decision, LimiterState, Outcome, Policy } from "./types";
 
 export type * from "./types";
 
-const KNOWN = `"sliding-window", "token-bucket", "fixed-window", "sliding-log" and "gcra"`;
+const KNOWN = `"sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra" and "concurrency"`;
 
 /**
  * A policy or state names an algorithm this version does not know: one written by a newer Worker
@@ -36,6 +37,8 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
       return slidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, cost, now);
     case "gcra":
       return gcra(policy, state?.algorithm === "gcra" ? state : undefined, cost, now);
+    case "concurrency":
+      return concurrency(policy, state?.algorithm === "concurrency" ? state : undefined, cost, now);
   }
   throw new UnknownAlgorithmError(policy.algorithm);
 }
@@ -59,6 +62,8 @@ export function adjust(
       return adjustSlidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, units, at, now);
     case "gcra":
       return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, now);
+    case "concurrency":
+      return adjustConcurrency(policy, state?.algorithm === "concurrency" ? state : undefined, units, at, now);
   }
   throw new UnknownAlgorithmError(policy.algorithm);
 }
@@ -90,6 +95,8 @@ export function usedUnits(policy: Policy, state: LimiterState, now: number): num
       return usedSlidingLog(state, now);
     case "gcra":
       return usedGcra(policy, state, now);
+    case "concurrency":
+      return usedConcurrency(state, now);
   }
   throw new UnknownAlgorithmError((state as { algorithm: unknown }).algorithm);
 }
@@ -97,7 +104,7 @@ export function usedUnits(policy: Policy, state: LimiterState, now: number): num
 /**
  * The time to give back units decided at `now` with, given the state after the decision: the time
  * the algorithm counted them at, which is later than `now` when the clock stepped back behind the
- * state. Token buckets and GCRA take refunds whenever they come, so for them it is `now`.
+ * state. For concurrency it is also what identifies the request's slots when they are released. Token buckets and GCRA take refunds whenever they come, so for them it is `now`.
  */
 export function countedAt(policy: Policy, state: LimiterState, now: number): number {
   switch (state.algorithm) {
@@ -107,6 +114,8 @@ export function countedAt(policy: Policy, state: LimiterState, now: number): num
       return countedAtFixedWindow(state, now);
     case "sliding-log":
       return countedAtSlidingLog(state, now);
+    case "concurrency":
+      return countedAtConcurrency(state, now);
     default:
       return now;
   }

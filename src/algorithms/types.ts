@@ -1,15 +1,17 @@
 /** The shapes every algorithm shares: the policy it enforces, its state, and the decision it returns. */
 
-export type AlgorithmName = "sliding-window" | "token-bucket" | "fixed-window" | "sliding-log" | "gcra";
+export type AlgorithmName = "sliding-window" | "token-bucket" | "fixed-window" | "sliding-log" | "gcra" | "concurrency";
 
 /** What an algorithm needs to know about a rule: no names, no matching, just the arithmetic. */
 export interface Policy {
   algorithm: AlgorithmName;
   /**
    * sliding-window, fixed-window, sliding-log: most units per period; token-bucket: units refilled
-   * per period; gcra: units emitted per period (one every periodMs / limit).
+   * per period; gcra: units emitted per period (one every periodMs / limit); concurrency: most
+   * units in flight.
    */
   limit: number;
+  /** concurrency: the slot TTL, the longest a slot is held when it is never given back */
   periodMs: number;
   /** token-bucket capacity; gcra tolerance in units (0 or more); equals `limit` for the windows and the log. */
   burst: number;
@@ -143,7 +145,19 @@ export interface GcraState {
   updatedAt: number;
 }
 
-export type LimiterState = SlidingWindowState | TokenBucketState | FixedWindowState | SlidingLogState | GcraState;
+/**
+ * Concurrency state: the live slots, oldest first, as pairs (epoch ms taken, units) in `slots`;
+ * `periodMs` is the slot TTL they were taken under. Admissions of one ms share a pair.
+ */
+export interface ConcurrencyState {
+  algorithm: "concurrency";
+  periodMs: number;
+  slots: number[];
+  /** units in `slots` */
+  used: number;
+}
+
+export type LimiterState = SlidingWindowState | TokenBucketState | FixedWindowState | SlidingLogState | GcraState | ConcurrencyState;
 
 /** A decision and the state to store after it. */
 export interface Outcome<S extends LimiterState = LimiterState> {

@@ -1,6 +1,7 @@
 // Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix.
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
 import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
+import { MAX_SLOTS } from "../algorithms/concurrency";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { parseIpList } from "../routing/cidr";
@@ -9,15 +10,17 @@ import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
-  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block",
+  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl",
 ];
 const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
-const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra"];
+const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
+/** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
+const DEFAULT_SLOT_TTL_MS = 60_000;
 /** How long a decision may wait for the Durable Object before the rule's onError policy decides. */
 const DEFAULT_TIMEOUT_MS = 1_000;
 /** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
@@ -45,9 +48,11 @@ export interface RuleDescription {
   key: string[];
   algorithm: AlgorithmName;
   limit: number;
-  /** shortest exact form, e.g. "1m" */
-  period: string;
-  periodMs: number;
+  /** shortest exact form, e.g. "1m"; absent for concurrency, which has `slotTtl` instead */
+  period?: string;
+  periodMs?: number;
+  /** concurrency only, e.g. "1m" */
+  slotTtl?: string;
   burst: number;
   buckets: number;
   /** gcra only */
@@ -121,8 +126,7 @@ export function describeRule(rule: Rule): RuleDescription {
     key: rule.key.map(formatKeyPart),
     algorithm: rule.algorithm,
     limit: rule.limit,
-    period: formatDuration(rule.periodMs),
-    periodMs: rule.periodMs,
+    ...(rule.algorithm === "concurrency" ? { slotTtl: formatDuration(rule.periodMs) } : { period: formatDuration(rule.periodMs), periodMs: rule.periodMs }),
     burst: rule.burst,
     buckets: rule.buckets,
     ...(rule.delay !== undefined ? { delay: rule.delay } : {}),
@@ -186,7 +190,14 @@ function parseRule(value: unknown, index: number | undefined): Rule {
     const why = `a sliding log keeps the time of every request it admits in the period, so its state grows with the limit`;
     fail(at, "limit", `expected at most ${MAX_LOG_LIMIT} for "sliding-log" (${why}), got ${limit}; use "sliding-window" for larger limits`);
   }
-  const periodMs = parsePeriod(fields.get("period"), at);
+  if (algorithm === "concurrency" && limit > MAX_SLOTS) {
+    const why = `its state keeps the time of every admission in flight`;
+    fail(at, "limit", `expected at most ${MAX_SLOTS} for "concurrency" (${why}), got ${limit}`);
+  }
+  const periodMs = algorithm === "concurrency" ? parseSlotTtl(fields, at) : parsePeriod(fields.get("period"), at);
+  if (algorithm !== "concurrency" && fields.has("slotTtl")) {
+    fail(at, "slotTtl", `slotTtl applies to concurrency only; remove it, or set "algorithm": "concurrency"`);
+  }
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
   requireExactArithmetic(limit, algorithm === "gcra" ? burst + 1 : burst, periodMs, at);
@@ -195,6 +206,10 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   if (algorithm === "gcra" && mode === "fast") {
     const why = `GCRA spaces a key's requests one emission interval apart, and a fast-mode lease lets each isolate spend its units at once, which would turn that spacing into bursts`;
     fail(at, "mode", `"gcra" is strict-only: ${why}; use "strict", or "token-bucket" in fast mode`);
+  }
+  if (algorithm === "concurrency" && mode === "fast") {
+    const why = `a slot comes back the moment its response ends, and a fast-mode lease would split the few slots among isolates, each keeping its share until its next sync, so a slot freed in one isolate could serve no other and most isolates would hold none`;
+    fail(at, "mode", `"concurrency" is strict-only: ${why}; use "strict"`);
   }
   const syncMs = parseSync(fields.get("sync"), mode, at);
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
@@ -364,6 +379,14 @@ function parseCount(value: unknown, at: RuleRef, field: string): number {
 function parsePeriod(value: unknown, at: RuleRef): number {
   if (value === undefined) fail(at, "period", `required: a duration like "1m" or "10s", or a number of seconds`);
   return parseDurationField(value, at, "period");
+}
+
+/** A concurrency rule holds slots rather than counting over a period: `slotTtl` bounds a slot, and `period` means nothing. */
+function parseSlotTtl(fields: Fields, at: RuleRef): number {
+  if (fields.has("period")) {
+    fail(at, "period", `"concurrency" has no period: a slot is held until its response has been sent, or for slotTtl at most (default "1m"); remove period`);
+  }
+  return fields.has("slotTtl") ? parseDurationField(fields.get("slotTtl"), at, "slotTtl") : DEFAULT_SLOT_TTL_MS;
 }
 
 function parseDurationField(value: unknown, at: RuleRef, field: string): number {

@@ -30,6 +30,7 @@ export interface Rule {
   key: KeyPart[];
   algorithm: AlgorithmName;
   limit: number;
+  /** concurrency: its `slotTtl`, the longest a slot is held (it has no period) */
   periodMs: number;
   burst: number;
   /** sliding-window only: buckets per period (1 for the other algorithms) */

@@ -65,7 +65,9 @@ export const DEFAULT_HEADERS: Readonly<HeaderOptions> = Object.freeze({ form: "d
  * policy. `t` (and reset) is the seconds until *more* quota is available: on a denial it equals
  * `Retry-After`; on an allowed response it counts to `moreAt` and is left out (reset 0) at the full
  * quota. Seconds are rounded up so a client that waits them is never early. `Retry-After` on every
- * denial, whatever the options.
+ * denial, whatever the options. A concurrency rule's policy has no window and says its quota unit,
+ * `qu="concurrent-requests"`, and an allowed response has no `t`: a slot comes back when some
+ * response ends, which its `moreAt` (the earliest slot expiry) only bounds.
  *
  * @example
  * rateLimitHeaders(rule, decision, Date.now(), DEFAULT_HEADERS);
@@ -82,7 +84,7 @@ export function rateLimitHeaders(rule: Rule, decision: Decision, now: number, op
   const parts = fixedParts(rule);
   const remaining = sfInteger(decision.remaining);
   const retryAfter = decision.allowed ? undefined : Math.max(1, Math.ceil(decision.retryAfter / 1000));
-  const moreIn = decision.moreAt - now;
+  const moreIn = parts.windowed ? decision.moreAt - now : 0;
   // Undefined on an allowed response at the full quota: no more is to come.
   const t = retryAfter !== undefined ? sfInteger(retryAfter) : moreIn > 0 ? sfInteger(Math.ceil(moreIn / 1000)) : undefined;
   const headers: Record<string, string> = {};
@@ -122,6 +124,8 @@ interface FixedParts {
   /** draft-6 and -7's `RateLimit-Policy`: `<limit>;w=<window>` */
   bare: string;
   limit: string;
+  /** whether `moreAt` says when more quota comes: not for concurrency, whose slots come back when responses end */
+  windowed: boolean;
 }
 
 const fixed = new WeakMap<Rule, FixedParts>();
@@ -131,8 +135,11 @@ function fixedParts(rule: Rule): FixedParts {
   if (!parts) {
     const name = sfString(rule.name);
     const limit = sfInteger(rule.limit);
-    const window = `w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}`;
-    fixed.set(rule, (parts = { name, policy: `${name};q=${limit};${window}`, bare: `${limit};${window}`, limit: String(limit) }));
+    const windowed = rule.algorithm !== "concurrency";
+    // A concurrency rule's period is its slot TTL, no window: its quota unit says what q counts instead.
+    const window = windowed ? `;w=${Math.max(1, sfInteger(Math.ceil(rule.periodMs / 1000)))}` : "";
+    const policy = windowed ? `${name};q=${limit}${window}` : `${name};q=${limit};qu="concurrent-requests"`;
+    fixed.set(rule, (parts = { name, policy, bare: `${limit}${window}`, limit: String(limit), windowed }));
   }
   return parts;
 }

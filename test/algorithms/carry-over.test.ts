@@ -59,14 +59,14 @@ describe("carryOver", () => {
 
   it("refuses an algorithm this version does not know, on either side", () => {
     const state = admit(window(3), undefined, [T0]);
-    const future = { ...window(3), algorithm: "concurrency" } as unknown as Policy;
+    const future = { ...window(3), algorithm: "leaky-bucket" } as unknown as Policy;
     expect(() => carryOver(window(3), state, future, T0)).toThrow(UnknownAlgorithmError);
-    expect(() => carryOver(future, { ...state!, algorithm: "concurrency" } as unknown as LimiterState, window(3), T0)).toThrow(UnknownAlgorithmError);
+    expect(() => carryOver(future, { ...state!, algorithm: "leaky-bucket" } as unknown as LimiterState, window(3), T0)).toThrow(UnknownAlgorithmError);
   });
 
   it("never treats an unknown algorithm as a token bucket", () => {
-    const future = { ...bucket(3), algorithm: "concurrency" } as unknown as Policy;
-    expect(() => decide(future, undefined, 1, T0)).toThrow(/unknown algorithm "concurrency"/);
+    const future = { ...bucket(3), algorithm: "leaky-bucket" } as unknown as Policy;
+    expect(() => decide(future, undefined, 1, T0)).toThrow(/unknown algorithm "leaky-bucket"/);
   });
 
   it("keeps a reshaped window's used units, by the old shape at the time of the change", () => {

@@ -853,3 +853,47 @@ describe("fixed-window, sliding-log and gcra", () => {
     expect(fieldFor({ algorithm: "sliding-log", limit: 10, burst: 20 })).toBe("rules[0].burst");
   });
 });
+
+describe("concurrency", () => {
+  /** A concurrency rule: it has no period. */
+  const slots = (fields: Record<string, unknown> = {}) => rule({ algorithm: "concurrency", limit: 3, period: undefined, ...fields });
+
+  it("holds a slot for 60 s at most by default, as its periodMs, with burst the limit", () => {
+    expect(only([slots()])).toMatchObject({ algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 });
+    expect(only([slots({ slotTtl: "5m" })]).periodMs).toBe(300_000);
+  });
+
+  it("rejects period, naming the rule and the field", () => {
+    const error = errorFor([slots({ name: "uploads", period: "1m" })]);
+    expect(error.field).toBe("rules[0].period");
+    expect(error.message).toContain('rules[0] ("uploads").period: "concurrency" has no period');
+  });
+
+  it.each(["ten", 0, -1, "1w"])("rejects the slotTtl %j, which must be a duration", (slotTtl) => {
+    expect(fieldFor({ algorithm: "concurrency", period: undefined, slotTtl })).toBe("rules[0].slotTtl");
+  });
+
+  it("rejects slotTtl on another algorithm", () => {
+    const error = errorFor([rule({ slotTtl: "1m" })]);
+    expect(error.field).toBe("rules[0].slotTtl");
+    expect(error.message).toContain("slotTtl applies to concurrency only");
+  });
+
+  it("rejects fast mode, saying why", () => {
+    const error = errorFor([slots({ mode: "fast" })]);
+    expect(error.field).toBe("rules[0].mode");
+    expect(error.message).toContain('"concurrency" is strict-only: a slot comes back the moment its response ends');
+  });
+
+  it("rejects a limit over 1,000 slots, and a cost over the limit", () => {
+    expect(only([slots({ limit: 1_000 })]).limit).toBe(1_000);
+    expect(fieldFor({ algorithm: "concurrency", period: undefined, limit: 1_001 })).toBe("rules[0].limit");
+    expect(fieldFor({ algorithm: "concurrency", period: undefined, limit: 3, cost: 4 })).toBe("rules[0].cost");
+  });
+
+  it("is described with its slotTtl and no period", () => {
+    const described = describeRule(only([slots({ slotTtl: "90s" })]));
+    expect(described).toMatchObject({ algorithm: "concurrency", slotTtl: "90s" });
+    expect(described).not.toHaveProperty("period");
+  });
+});

@@ -87,9 +87,9 @@ describe("RateLimiter", () => {
   it("rejects an algorithm it does not know and keeps its state", async () => {
     const stub = limiter("switch/c");
     await stub.decide(window, [2]);
-    const future = { ...window, algorithm: "concurrency" } as unknown as Policy;
+    const future = { ...window, algorithm: "leaky-bucket" } as unknown as Policy;
     const failure = await stub.decide(future, [1]).then(() => null, (error: unknown) => error);
-    expect(String(failure)).toMatch(/unknown algorithm "concurrency"/);
+    expect(String(failure)).toMatch(/unknown algorithm "leaky-bucket"/);
     expect((await stub.peek(window)).remaining).toBe(1);
   });
 

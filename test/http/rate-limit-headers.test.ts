@@ -285,3 +285,30 @@ describe("longestWait", () => {
     expect(longestWait([])).toBeUndefined();
   });
 });
+
+describe("rateLimitHeaders, a concurrency rule", () => {
+  const inFlight = rule({ name: "uploads", algorithm: "concurrency", limit: 3, periodMs: 60_000 });
+
+  it("writes RateLimit-Policy with qu=\"concurrent-requests\" and no window", () => {
+    const [[name, params]] = parseList(rateLimitHeaders(inFlight, decision({ limit: 3, remaining: 1 }), NOW, DEFAULT_HEADERS)["RateLimit-Policy"]!) as [Item];
+    expect(name).toBe("uploads");
+    expect(Object.fromEntries(params)).toEqual({ q: 3, qu: "concurrent-requests" });
+  });
+
+  it("leaves t out of an allowed response: slots come back when responses end, which the slot expiry only bounds", () => {
+    const headers = rateLimitHeaders(inFlight, decision({ limit: 3, remaining: 1, moreAt: NOW + 60_000 }), NOW, DEFAULT_HEADERS);
+    expect(headers["RateLimit"]).toBe('"uploads";r=1');
+    expect(headers["X-RateLimit-Reset"]).toBe("0");
+  });
+
+  it("makes t on a denial equal to Retry-After", () => {
+    const headers = rateLimitHeaders(inFlight, denied({ limit: 3, retryAfter: 1_000, moreAt: NOW + 60_000 }), NOW, DEFAULT_HEADERS);
+    expect(headers["RateLimit"]).toBe('"uploads";r=0;t=1');
+    expect(headers["Retry-After"]).toBe("1");
+  });
+
+  it("writes draft-6 and -7's policy as the limit alone", () => {
+    expect(rateLimitHeaders(inFlight, decision(), NOW, draft7)["RateLimit-Policy"]).toBe("3");
+    expect(rateLimitHeaders(inFlight, decision(), NOW, draft6)["RateLimit-Policy"]).toBe("3");
+  });
+});

@@ -102,7 +102,7 @@ describe("unknown algorithms from another version", () => {
   it("are decided by the rule's onError when the object refuses them", async () => {
     const { enforce } = await import("../../src/gate/enforce");
     const { rule } = await import("../helpers/rules");
-    const future = rule({ name: "atk-future", onError: "deny", algorithm: "concurrency" as never });
+    const future = rule({ name: "atk-future", onError: "deny", algorithm: "leaky-bucket" as never });
     const request = new Request("http://floodgate.test/x", { headers: { "CF-Connecting-IP": "192.0.2.154" } });
 
     const verdict = await enforce(request, new URL(request.url), [future], { namespace: (env as unknown as Env).LIMITER, waitUntil: () => undefined });
