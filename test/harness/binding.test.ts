@@ -9,6 +9,7 @@ const RULES = [
   { name: "login", key: "ip", limit: 5, period: "1h" },
   { name: "api", key: "header:x-api-key", limit: 3, period: "1h", mode: "fast" },
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
+  { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
 ];
 
 /** The caller: a Worker with the binding, whose routes run one kind of call each and answer JSON. */
@@ -110,6 +111,14 @@ describe("the Floodgate service binding", () => {
     expect(denied.every((r) => r.retryAfter > 0 && r.remaining === 0)).toBe(true);
   });
 
+  it("resolves limit calls past a gcra delay only once they conform: 3 at once on burst 2, delay 0, one every 200 ms", async () => {
+    const started = Date.now();
+    const results = await call<Result[]>("/limit?rule=smooth&key=198.51.100.9&n=3");
+
+    expect(results.map((r) => r.success)).toEqual([true, true, true]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400 - 20);
+  });
+
   it("shares a key's counter with the proxy: the same rule and key are one object", async () => {
     await call<Result[]>("/limit?key=198.51.100.2&n=4");
     const proxy = await mf.getWorker("floodgate");
@@ -166,7 +175,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/cost must be a positive integer, got 1\.5/),
       expect.stringMatching(/cost must be a positive integer, got -2/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 3/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 4/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
     ]);
