@@ -7,7 +7,7 @@
  */
 import type { Decision } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
-import { applyLease, decideLocally, freshKey, fromLease, hasPending, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link } from "./isolate";
@@ -59,7 +59,7 @@ export class FastIsolate extends IsolateBase {
     const local = this.decideHere(entry, rule, cost, now) ?? this.schedule.instead(entry.key, rule, now);
     if (local) return done({ decision: local, waited: false });
     const wait = Math.max(entry.key.retryAt - now, this.breaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, entry.key.peers, now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onErrorCounted(entry, cost, now), waited: false, error: "unavailable" });
     entry.waiting += cost;
     this.attempt(entry, rule, cost, 0, done);
   }
@@ -77,7 +77,7 @@ export class FastIsolate extends IsolateBase {
     flight.waiters.push((ok, error) => {
       if (settled || !this.alive) return;
       const now = clock.now;
-      if (!ok) return finish(this.onError(rule, entry.objectName, cost, entry.key.peers, now), error ?? "overloaded");
+      if (!ok) return finish(this.onErrorCounted(entry, cost, now), error ?? "overloaded");
       const decided = fromLease(entry.key, rule, cost, now);
       if (decided) return finish(decided.allowed ? decided : { ...decided, reason: "limit" });
       if (attempt === 0) {
@@ -91,8 +91,15 @@ export class FastIsolate extends IsolateBase {
     // whose isolate vanished meanwhile ends here too, lost (finish reports no decision for it).
     clock.deadline(clock.now + rule.timeoutMs, () => {
       if (settled) return;
-      finish(this.onError(rule, entry.objectName, cost, entry.key.peers, clock.now), "timeout");
+      finish(this.onErrorCounted(entry, cost, clock.now), "timeout");
     });
+  }
+
+  /** src/limiter/index.ts `decide`'s catch (lines 68–73): onError decides, and what it admits the next sync reports (`admittedWithoutLease`). */
+  private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
+    const decision = this.onError(entry.rule, entry.objectName, cost, entry.key.peers, now);
+    if (decision.allowed) admittedUnleased(entry.key, entry.rule, cost, now);
+    return decision;
   }
 
   /** index.ts `decideHere` (lines 116–122). */

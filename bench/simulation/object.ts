@@ -21,7 +21,7 @@ import { TODAY, type ObjectSchedule, type SyncSchedule } from "./schedule";
  * peer beyond 1 ms). A strict batch decides each cost in turn: 10 µs a decision, generous beside
  * the pure decision's measured cost (bench/RESULTS.md, Decision cost).
  */
-export const SERVICE = { baseMs: 1, perPeerMs: 0.0025, perDecisionMs: 0.01 } as const;
+export const SERVICE = { baseMs: 1, perPeerMs: 0.0002, perDecisionMs: 0.01 } as const;
 
 /**
  * When the object refuses a call as Cloudflare's "Durable Object is overloaded" does. Its documented
@@ -84,6 +84,7 @@ export class KeyObject {
   private peers = new Map<string, Peer>();
   /** a rule with `block`: every request is denied until then */
   private blockedUntil = 0;
+  private cursor = Number.NEGATIVE_INFINITY;
   private alarmAt: number | null = null;
   private readonly queue: (Call | "alarm")[] = [];
   private queueHead = 0;
@@ -166,8 +167,9 @@ export class KeyObject {
   private sync(policy: Policy, request: SyncRequest, now: number): Lease {
     const stored = this.stateFor(policy, now);
     const asked = this.schedule.beforeGrant(request, now);
-    const { state, peers, lease, blockedUntil } = grantLease(policy, stored, this.peers, asked, now, this.blockedUntil);
+    const { state, peers, lease, blockedUntil, cursor } = grantLease(policy, stored, this.peers, asked, now, this.blockedUntil, this.cursor);
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
+    this.cursor = cursor;
     this.peers = peers;
     this.blockedUntil = blockedUntil;
     if (state && state !== stored) this.stored = { policy, state };

@@ -79,7 +79,7 @@ export const FULL: Sizes = {
   rttOffered: [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000],
   variants: ["1x", "10x", "10x-skewed", "flash"],
   largeVariants: ["1x", "10x", "flash"],
-  prototypeCounts: [512, 4096],
+  prototypeCounts: [],
   prototypeLargeMs: 20_000,
 };
 
@@ -94,7 +94,7 @@ export const QUICK: Sizes = {
   rttOffered: [1_000, 16_000],
   variants: ["1x", "10x"],
   largeVariants: ["1x", "10x"],
-  prototypeCounts: [512],
+  prototypeCounts: [],
   prototypeLargeMs: 20_000,
 };
 

@@ -9,9 +9,7 @@ import type { Lease, SyncRequest } from "../../src/fast/lease";
 import type { LocalKey } from "../../src/fast/local";
 
 /** A lease as the simulated object hands it out: floodgate's Lease, and for a prototype the time it asks the isolate to call again. */
-export interface SimLease extends Lease {
-  nextSyncAt?: number;
-}
+export type SimLease = Lease;
 
 /** The object's side of a schedule; each object has its own. */
 export interface ObjectSchedule {

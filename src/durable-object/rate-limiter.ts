@@ -20,11 +20,12 @@ interface Stored {
   state: LimiterState;
 }
 
-/** The one row an object keeps: its state, if any, its fast-mode peers, and the end of its block. */
+/** The object's own row: its state, if any, and the end of its block. */
 interface Row {
   stored?: Stored;
-  peers: Record<string, Peer>;
   blockedUntil?: number;
+  /** an object written by an earlier version kept its peers here; they move to their own rows */
+  peers?: Record<string, Peer>;
 }
 
 /**
@@ -41,20 +42,29 @@ export class RateLimiter extends DurableObject<Env> {
   private alarmAt: number | null = null;
   /** a rule with `block` denied the key: every request is denied until then */
   private blockedUntil = 0;
-  /** The table is made on the first write, so a recovered key leaves no storage behind at all. */
+  /** the last call booked for a fast-mode isolate (see src/fast/schedule.ts); kept in memory, as a restart only loosens the pacing for a moment */
+  private cursor = Number.NEGATIVE_INFINITY;
+  /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      this.hasTable = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'limiter'").toArray().length > 0;
+      // An object an earlier version wrote has the limiter table only: the peers table is added to it.
+      if (ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'limiter'").toArray().length > 0) this.ensureTables();
       const raw = this.hasTable
         ? ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0]
         : undefined;
       const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
       this.stored = row?.stored;
       this.blockedUntil = row?.blockedUntil ?? 0;
-      this.peers = livePeers(new Map(Object.entries(row?.peers ?? {})), Date.now());
+      const rows = this.hasTable ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
+      this.peers = livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), Date.now());
+      if (row?.peers) {
+        // Written by an earlier version, which kept every peer in this row: each moves to its own.
+        this.setPeers(livePeers(new Map(Object.entries(row.peers)), Date.now()));
+        this.write();
+      }
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
@@ -86,12 +96,16 @@ export class RateLimiter extends DurableObject<Env> {
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
     const stored = this.stateFor(policy);
-    const { state, peers, lease, blockedUntil } = grantLease(policy, stored, this.peers, request, now, this.blockedUntil);
+    const granted = grantLease(policy, stored, this.peers, request, now, this.blockedUntil, this.cursor);
+    const { state, lease } = granted;
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
-    this.peers = peers;
-    this.blockedUntil = blockedUntil;
-    if (state && state !== stored) this.stored = { policy, state };
-    this.write();
+    this.cursor = granted.cursor;
+    this.setPeers(granted.peers);
+    if (granted.blockedUntil !== this.blockedUntil || (state && state !== stored)) {
+      this.blockedUntil = granted.blockedUntil;
+      if (state) this.stored = { policy, state };
+      this.write();
+    }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
     return lease;
   }
@@ -131,7 +145,7 @@ export class RateLimiter extends DurableObject<Env> {
       const settled = settlePins(policy, this.stored.state, this.peers, now);
       if (settled.state && settled.state !== this.stored.state) {
         this.stored = { policy, state: settled.state };
-        this.peers = settled.peers;
+        this.setPeers(settled.peers);
         this.write();
       }
     }
@@ -154,7 +168,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (!pinned) return;
     const settled = settlePins(policy, this.stateFor(policy), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
-    this.peers = settled.peers;
+    this.setPeers(settled.peers);
     this.write();
   }
 
@@ -175,26 +189,43 @@ export class RateLimiter extends DurableObject<Env> {
 
   private forgetSilentPeers(now: number): void {
     const live = livePeers(this.peers, now);
-    if (live.size === this.peers.size) return;
-    this.peers = live;
-    this.write();
+    if (live.size !== this.peers.size) this.setPeers(live);
   }
 
-  /** Writes the state and the peers as one row: one statement per change. */
+  /** Writes the state as the object's own row: one statement per change, whatever the number of peers. */
   private write(): void {
-    if (!this.hasTable) {
-      this.ctx.storage.sql.exec("CREATE TABLE limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
-      this.hasTable = true;
-    }
+    this.ensureTables();
     const row: Row = {
       ...(this.stored ? { stored: this.stored } : {}),
-      peers: Object.fromEntries(this.peers),
       ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}),
     };
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",
       JSON.stringify(row),
     );
+  }
+
+  /**
+   * Takes `next` as the peers and writes only those that changed, a row each: a sync writes its
+   * own isolate's row (and those whose pins it settled), so its cost does not grow with the peers
+   * and no row nears SQLite's 2 MB limit however many isolates share the key.
+   */
+  private setPeers(next: Map<string, Peer>): void {
+    const before = this.peers;
+    this.peers = next;
+    this.ensureTables();
+    const sql = this.ctx.storage.sql;
+    for (const [id, peer] of next) {
+      if (before.get(id) !== peer) sql.exec("INSERT INTO peers (id, value) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value", id, JSON.stringify(peer));
+    }
+    for (const id of before.keys()) if (!next.has(id)) sql.exec("DELETE FROM peers WHERE id = ?", id);
+  }
+
+  private ensureTables(): void {
+    if (this.hasTable) return;
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS peers (id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
+    this.hasTable = true;
   }
 
   private schedule(at: number): void {

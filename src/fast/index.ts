@@ -9,6 +9,7 @@ import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease } from "./lease";
 import {
+  admittedUnleased,
   applyLease,
   decideLocally,
   deniedLocally,
@@ -125,6 +126,15 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
 export function refundFast(objectName: string, units: number): void {
   const entry = table.get(objectName);
   if (entry) refundLocally(entry.key, entry.rule, units, Date.now());
+}
+
+/**
+ * Notes units the rule's `onError` admitted for a fast key while its object could not be reached,
+ * so that the key's next sync has the object count them: an outage's admissions are not forgotten.
+ */
+export function admittedWithoutLease(rule: Rule, objectName: string, units: number): void {
+  const now = Date.now();
+  admittedUnleased(entryFor(rule, objectName, now).key, rule, units, now);
 }
 
 /** What this isolate holds for a fast key, as the admin API shows it; undefined if it tracks none. */

@@ -2,6 +2,7 @@
 import { adjust, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
+import { bookSync, isSaturated, sustainedRate } from "./schedule";
 
 /** Units an isolate spent at `at` (a slot, see `slotOf`), or gave back when negative. */
 export interface Spent {
@@ -37,6 +38,11 @@ export interface SyncRequest {
   roomyHorizonMs?: number;
   /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
   release?: boolean;
+  /**
+   * units the isolate admitted with no lease, by its rule's `onError`, while the object could not be
+   * reached: counted when the object hears of them, in the slots they were admitted in
+   */
+  unleased?: Spent[];
 }
 
 /** Units the isolate may admit on its own until `expiresAt`; `seq` names the lease in its reports. */
@@ -48,6 +54,10 @@ export interface Lease {
   standing: Decision;
   /** isolates that synced recently, this one included */
   peers: number;
+  /** when the isolate should call next: the object books every isolate's calls from one budget per key (see ./schedule) */
+  nextSyncAt: number;
+  /** the key is asked for well past its limit: once this lease is spent, the isolate waits for `nextSyncAt` rather than calling sooner */
+  saturated: boolean;
 }
 
 /** Units a lease holds back from everyone else until its isolate reports them or it runs out. */
@@ -77,8 +87,11 @@ export function isRoomy(free: number, granted: number, peers: number): boolean {
   return free >= ROOMY * granted * peers;
 }
 
-/** A peer silent for this long is forgotten: its retries are long over. */
-export const PEER_TTL_MS = 10 * 60_000;
+/**
+ * A peer this long past both its last sync and the one the object booked for it, holding no pins,
+ * is forgotten: its retries are long over, and a vanished isolate must not weigh on every sync.
+ */
+export const PEER_TTL_MS = 60_000;
 
 /**
  * How long after a lease ends its isolate has to report it. A pin still unreported then is counted
@@ -89,12 +102,14 @@ export const REPORT_GRACE_MS = 10_000;
 
 /**
  * Applies one sync. The isolate's reports come first: what it spent is counted in the buckets it
- * was spent in, and what a finished lease did not spend is freed. Then it is granted what it needs
- * now (what is left, if that is less: its waiting requests are served as far as that goes) plus
- * enough for its recent demand over the horizon, but never more than its demand-weighted share of
- * what is left. Granted units are not counted yet but pinned: every decision treats them as taken,
- * now, until they are reported, so whatever the isolates do with their leases the object never
- * admits more than the limit, and a lease can outlast the bucket it was granted in.
+ * was spent in, what a finished lease did not spend is freed, and what its `onError` admitted
+ * without a lease is counted too. Then the object books the isolate's next call (see ./schedule)
+ * and grants it what it needs now (what is left, if that is less: its waiting requests are served
+ * as far as that goes) plus enough for its recent demand until that call is answered, but never
+ * more than its demand-weighted share of what is left. Granted units are not counted yet but
+ * pinned: every decision treats them as taken, now, until they are reported, so whatever the
+ * isolates do with their leases the object never admits more than the limit, and a lease can
+ * outlast the bucket it was granted in.
  */
 export function grantLease(
   policy: Policy,
@@ -103,9 +118,10 @@ export function grantLease(
   sync: SyncRequest,
   now: number,
   blockedUntil = 0,
-): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease; blockedUntil: number } {
+  cursor = Number.NEGATIVE_INFINITY,
+): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease; blockedUntil: number; cursor: number } {
   const known = peers.get(sync.isolate);
-  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil };
+  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
@@ -122,17 +138,36 @@ export function grantLease(
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  const others = [...settled.peers].filter(([id]) => id !== sync.isolate);
-  const rate = sync.elapsedMs > 0 ? sync.demand / sync.elapsedMs : 0;
-  const active = others.filter(([, p]) => p.seenAt >= now - 2 * sync.horizonMs);
-  const totalRate = active.reduce((sum, [, p]) => sum + p.rate, rate);
-  const pinned = others.reduce((sum, [, p]) => sum + pinnedUnits(p.pins), pinnedUnits(pins));
+  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
+  let pinned = pinnedUnits(pins);
+  // A new isolate's first sync follows its first request at once: its demand is spread over an interval, not over no time.
+  let totalRate = sync.demand / (known ? Math.max(1, sync.elapsedMs) : Math.max(sync.elapsedMs, sync.horizonMs));
+  const rate = totalRate;
+  let active = 1;
+  for (const [id, p] of settled.peers) {
+    if (id === sync.isolate) continue;
+    pinned += pinnedUnits(p.pins);
+    // A peer is active while it syncs, and until the call the object booked for it is overdue.
+    if (p.seenAt >= now - 2 * sync.horizonMs || p.lease.nextSyncAt >= now - sync.horizonMs) {
+      active++;
+      totalRate += p.rate;
+    }
+  }
   const available = peek(policy, withPinned(policy, state, pinned, now), now).remaining;
-  const fairShare = totalRate > 0 ? (available * rate) / totalRate : available / (active.length + 1);
+  const saturated = isSaturated(policy, totalRate, available, sync.horizonMs);
+  const booking = bookSync(policy, cursor, active, totalRate, saturated, sync.horizonMs, now);
+  const share = totalRate > 0 ? rate / totalRate : 1 / active;
+  // A saturated key's isolates call in turn, each once a booked interval: each call takes its share
+  // of what the key frees until that isolate's next call, not its share of what is free now.
+  const flow = saturated ? sustainedRate(policy) * (booking.nextSyncAt - now) : 0;
+  const fairShare = share * Math.max(available, flow);
+  // The lease must last until the booked call is answered; the spread covers demand that comes in bursts.
+  const expected = rate * (booking.nextSyncAt - now + sync.horizonMs / 2);
+  const forDemand = Math.ceil(expected + Math.sqrt(expected));
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
-  const slack = Math.floor(available / (16 * (active.length + 1)));
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(Math.ceil(rate * sync.horizonMs), slack)));
+  const slack = Math.floor(available / (16 * active));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(forDemand, slack)));
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
@@ -141,13 +176,14 @@ export function grantLease(
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;
   const standing = block === undefined ? asked : blockedDecision(policy, state, block, now);
-  const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active.length + 1);
-  const expiresAt = now + Math.max(sync.horizonMs, roomy ? sync.roomyHorizonMs! : 0);
+  const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
+  // The lease lasts until the booked call has had half an interval to be answered.
+  const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + sync.horizonMs / 2);
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active.length + 1 };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, seenAt: now, lease, pins });
-  return { state, peers: next, lease, blockedUntil: block ?? blockedUntil };
+  return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
 }
 
 /**
@@ -184,9 +220,14 @@ export function lastPinEnds(peers: ReadonlyMap<string, Peer>): number | undefine
   return ends.length ? Math.max(...ends) : undefined;
 }
 
-/** The peers worth keeping: those heard from within the TTL, and any still holding pins. */
+/** Whether the object still needs a peer: heard from, or booked, within the TTL, or still holding pins. */
+export function isLive(peer: Peer, now: number): boolean {
+  return Math.max(peer.seenAt, peer.lease.nextSyncAt ?? 0) >= now - PEER_TTL_MS || peer.pins.length > 0;
+}
+
+/** The peers worth keeping (see {@link isLive}). */
 export function livePeers(peers: ReadonlyMap<string, Peer>, now: number): Map<string, Peer> {
-  return new Map([...peers].filter(([, p]) => p.seenAt >= now - PEER_TTL_MS || p.pins.length > 0));
+  return new Map([...peers].filter(([, p]) => isLive(p, now)));
 }
 
 function pinnedUnits(pins: readonly Pin[]): number {

@@ -41,6 +41,12 @@ export interface LocalKey {
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   lastSyncAt: number;
+  /** the call the object booked for this isolate: the periodic sync waits for it */
+  nextSyncAt: number;
+  /** the object found the key saturated: an emptied lease waits for `nextSyncAt` (see ./schedule) */
+  saturated: boolean;
+  /** units `onError` admitted while the object could not be reached, for the next sync to report */
+  unleased: Spent[];
   /** after a failed sync, none is tried before then */
   retryAt: number;
   failures: number;
@@ -59,6 +65,9 @@ export function freshKey(now: number): LocalKey {
     reports: [],
     outbox: null,
     lastSyncAt: Number.NEGATIVE_INFINITY,
+    nextSyncAt: Number.NEGATIVE_INFINITY,
+    saturated: false,
+    unleased: [],
     retryAt: 0,
     failures: 0,
   };
@@ -101,22 +110,28 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
 const ROOMY_HORIZON = 10;
 
 /**
- * Whether a background sync is due: the interval has passed, the lease runs low, or a retry waits.
- * A roomy key with a healthy lease skips the periodic sync until its lease is in its last
- * interval: nothing another isolate does can make the lease unfair before it ends or runs low,
- * and renewing it before it ends keeps a steadily used key from ever waiting for a sync.
+ * Whether a background sync is due: the call the object booked has come, the lease will not last
+ * until then, or a retry waits. A roomy key with a healthy lease skips the periodic sync until its
+ * lease is in its last interval: nothing another isolate does can make the lease unfair before it
+ * ends or runs low, and renewing it before it ends keeps a steadily used key from ever waiting.
  */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
   if (key.outbox) return true;
-  const since = now - key.lastSyncAt;
   const left = leaseLeft(key);
-  const low = key.granted > 0 && left * 2 < key.granted;
-  if (since >= rule.syncMs && !(roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs)) {
-    return key.demand > 0 || key.reports.length > 0 || left > 0;
+  const low = runsOutBeforeNextSync(key, left, now);
+  if (now >= key.nextSyncAt && !(roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs)) {
+    return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || left > 0;
   }
-  // Running low: top up early, but no more than four times an interval.
-  return since * 4 >= rule.syncMs && low && now >= key.blockedUntil;
+  // Running low: top up early, no more than four times an interval; a saturated key waits its turn.
+  return (now - key.lastSyncAt) * 4 >= rule.syncMs && low && !key.saturated && now >= key.blockedUntil;
+}
+
+/** Whether less than half the lease is left and, at the pace of its demand since the last sync, it runs out before the booked call. */
+function runsOutBeforeNextSync(key: LocalKey, left: number, now: number): boolean {
+  if (key.granted === 0) return false;
+  const pace = key.demand / Math.max(1, now - key.since);
+  return left * 2 < key.granted && (now >= key.nextSyncAt || left < pace * (key.nextSyncAt - now));
 }
 
 function roomy(key: LocalKey): boolean {
@@ -150,7 +165,9 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     horizonMs: window && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
     ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),
     ...(release ? { release } : {}),
+    ...(key.unleased.length > 0 ? { unleased: key.unleased } : {}),
   };
+  key.unleased = [];
   key.reports = [];
   key.demand = 0;
   key.since = now;
@@ -170,6 +187,9 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.retryAt = 0;
   key.standing = lease.standing;
   key.peers = lease.peers;
+  // An object of an earlier version books nothing: then the periodic sync is one interval on.
+  key.nextSyncAt = lease.nextSyncAt ?? now + rule.syncMs;
+  key.saturated = lease.saturated ?? false;
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
@@ -177,7 +197,15 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
   // Only an empty grant with the key denied is a denial: units leased, or an empty background
   // grant while the key has room, leave the isolate free to ask again.
-  key.blockedUntil = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
+  const denied = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
+  // A saturated key's units go out in the calls the object booked: one asked for sooner would only
+  // take them from an isolate whose turn it is.
+  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt) : denied;
+}
+
+/** Notes units the rule's `onError` admitted while the object could not be reached: the next sync has them counted. */
+export function admittedUnleased(key: LocalKey, rule: Rule, units: number, now: number): void {
+  record(key.unleased, slotOf(rule, now), units);
 }
 
 /** A sync failed: keep everything it carried for the retry, and back off. */
@@ -196,7 +224,7 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, now: num
   const newest = key.lots.at(-1);
   if (!newest) return;
   newest.units += units;
-  record(newest, slotOf(rule, now), -units);
+  record(newest.spent, slotOf(rule, now), -units);
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */
@@ -208,7 +236,7 @@ export function surrender(key: LocalKey): void {
 
 /** Whether the key still holds something the object should hear about. */
 export function hasPending(key: LocalKey): boolean {
-  return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0;
+  return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0 || key.unleased.length > 0;
 }
 
 export function leaseLeft(key: LocalKey): number {
@@ -232,7 +260,7 @@ function spend(key: LocalKey, cost: number, slot: number): void {
   for (const lot of key.lots) {
     const take = Math.min(lot.units, owed);
     lot.units -= take;
-    if (take > 0) record(lot, slot, take);
+    if (take > 0) record(lot.spent, slot, take);
     owed -= take;
     if (owed === 0) break;
   }
@@ -245,11 +273,11 @@ function finish(key: LocalKey, lot: Lot): void {
   key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
 }
 
-/** Adds units spent (negative: given back) at `slot` to the lot's report, merging with the last entry for the same slot. */
-function record(lot: Lot, slot: number, units: number): void {
-  const last = lot.spent.at(-1);
+/** Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for the same slot. */
+function record(spent: Spent[], slot: number, units: number): void {
+  const last = spent.at(-1);
   if (last && last.at === slot) last.units += units;
-  else lot.spent.push({ at: slot, units });
+  else spent.push({ at: slot, units });
 }
 
 /** A decision in the shared shape, from the lease left and the object's last word. */

@@ -113,4 +113,24 @@ describe("RateLimiter", () => {
     expect((await stub.peek(window)).remaining).toBe(2);
     expect(await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm())).not.toBeNull();
   });
+
+  it("keeps each fast-mode isolate in a row of its own, so a sync's write does not grow with the peers", async () => {
+    const fast: Policy = { algorithm: "sliding-window", limit: 100_000, periodMs: 60_000, burst: 100_000, buckets: 60 };
+    const stub = limiter("peers/many");
+    for (let i = 0; i < 1_000; i++) {
+      await stub.sync(fast, { isolate: `isolate-${i}`, seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    }
+    const largest = await runInDurableObject(stub, (_object, state) =>
+      Math.max(...state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").toArray().flatMap(({ name }) =>
+        state.storage.sql.exec<{ size: number }>(`SELECT length(value) AS size FROM ${name}`).toArray().map((r) => r.size))),
+    );
+    expect(largest).toBeLessThan(2_000);
+  });
+
+  it("keeps its fast-mode peers and their pins when the object is evicted and restarted", async () => {
+    const fast: Policy = { algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 60 };
+    await limiter("peers/evict").sync(fast, { isolate: "a", seq: 1, reports: [], demand: 0, elapsedMs: 0, need: 4, horizonMs: 1_000 });
+    await abortAllDurableObjects();
+    expect((await limiter("peers/evict").peek(fast)).remaining).toBe(6);
+  });
 });

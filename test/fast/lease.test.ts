@@ -45,10 +45,12 @@ describe("leases", () => {
     expect(remaining(result)).toBe(100);
   });
 
-  it("sizes a lease by the isolate's demand over the horizon", () => {
-    // 10 units in 1 s is 0.01/ms; over a 2 s horizon, 20 units.
-    const { lease } = grantLease(window, undefined, new Map(), sync({ demand: 10, elapsedMs: 1_000 }), T0);
-    expect(lease.units).toBe(20);
+  it("sizes a lease by the isolate's demand until its booked call is answered, with room for bursts", () => {
+    // 10 units in 1 s is 0.01/ms; the next call is booked 2 s on, plus half a horizon for the answer: 30 units, and √30 more.
+    const known = grantLease(window, undefined, new Map(), sync({ need: 0 }), T0);
+    const { lease } = grantLease(window, known.state, known.peers, sync({ seq: 2, demand: 10, elapsedMs: 1_000, need: 0 }), T0 + 1_000);
+    expect(lease.nextSyncAt).toBe(T0 + 3_000);
+    expect(lease.units).toBe(36);
   });
 
   it("never leases more than the limit, counting every isolate's pins as taken", () => {
@@ -94,7 +96,7 @@ describe("leases", () => {
 
   it("counts a pin whose isolate never reports as spent, once the grace after its lease has passed", () => {
     const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
-    const late = T0 + 2_000 + REPORT_GRACE_MS;
+    const late = first.lease.expiresAt + REPORT_GRACE_MS;
     const other = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 0, release: true }), late);
     expect(remaining({ state: other.state, peers: new Map() }, late)).toBe(70);
     expect(other.peers.get("a")?.pins).toEqual([]);
@@ -103,9 +105,10 @@ describe("leases", () => {
     expect(remaining(grantLease(window, other.state, other.peers, report, late + 1), late + 1)).toBe(70);
   });
 
-  it("lets a lease outlast the bucket it was granted in", () => {
+  it("lets a lease outlast the bucket it was granted in, until its booked call is answered", () => {
     const { lease } = grantLease(window, undefined, new Map(), sync({ horizonMs: 2_000 }), T0 + 59_500);
-    expect(lease.expiresAt).toBe(T0 + 61_500);
+    expect(lease.nextSyncAt).toBe(T0 + 61_500);
+    expect(lease.expiresAt).toBe(T0 + 62_500);
   });
 
   it("grants the longer lease an isolate offers to take when the key stays far from its limit after the grant", () => {
@@ -118,9 +121,9 @@ describe("leases", () => {
   it("keeps the asked horizon when the grant leaves the key near its limit", () => {
     const tight = grantLease(window, undefined, new Map(), sync({ need: 20, roomyHorizonMs: 20_000 }), T0);
     expect(tight.lease.units).toBe(20);
-    expect(tight.lease.expiresAt).toBe(T0 + 2_000);
+    expect(tight.lease.expiresAt).toBe(T0 + 3_000);
     const none = grantLease(window, undefined, new Map(), sync({ need: 0, release: true, roomyHorizonMs: 20_000 }), T0);
-    expect(none.lease.expiresAt).toBe(T0 + 2_000);
+    expect(none.lease.expiresAt).toBe(T0 + 3_000);
   });
 
   it("counts recently heard isolates as peers", () => {
@@ -129,6 +132,21 @@ describe("leases", () => {
     expect(b.lease.peers).toBe(2);
     const later = grantLease(window, b.state, b.peers, sync({ isolate: "c" }), T0 + 100_000);
     expect(later.lease.peers).toBe(1);
+  });
+});
+
+describe("leases at scale", () => {
+  it("counts what onError admitted without a lease, in the slots it was admitted in", () => {
+    const first = grantLease(window, undefined, new Map(), sync({ need: 0 }), T0);
+    const after = grantLease(window, first.state, first.peers, sync({ seq: 2, need: 0, release: true, unleased: [{ at: T0, units: 7 }] }), T0 + 1);
+    expect(remaining({ state: after.state, peers: new Map() }, T0 + 1)).toBe(93);
+  });
+
+  it("tells the isolates of a saturated key to wait for their booked call once their lease is spent", () => {
+    const busy = grantLease(window, undefined, new Map(), sync({ need: 100 }), T0);
+    const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);
+    expect(lease.saturated).toBe(true);
+    expect(lease.units).toBe(0);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../src/fast/lease";
 import {
+  admittedUnleased,
   applyLease,
   decideLocally,
   freshKey,
@@ -28,6 +29,8 @@ const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Leas
   expiresAt: T0 + 2_000,
   standing: { allowed: true, limit: 100, remaining: 50, resetAt: T0 + 60_000, moreAt: T0 + 1_200, retryAfter: 0 },
   peers: 1,
+  nextSyncAt: T0 + 1_000,
+  saturated: false,
   ...overrides,
 });
 
@@ -185,5 +188,27 @@ describe("a fast key in one isolate", () => {
     surrender(key);
     expect(leaseLeft(key)).toBe(0);
     expect(key.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 5 }]);
+  });
+
+  it("reports what onError admitted without a lease with the next sync, in the bucket it was admitted in", () => {
+    const key = freshKey(T0);
+    admittedUnleased(key, fast, 2, T0);
+    admittedUnleased(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 10)).toBe(true);
+    expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 3 }]);
+  });
+
+  it("waits for the call the object booked, not one interval, before its periodic sync", () => {
+    const key = leased(100, { nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(syncDue(key, fast, T0 + 4_999)).toBe(false);
+    expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
+  });
+
+  it("denies a saturated key from its cache once the lease is spent, until its booked call", () => {
+    const key = leased(1, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: true });
+    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 });
+    expect(syncDue(key, fast, T0 + 20)).toBe(false);
   });
 });
