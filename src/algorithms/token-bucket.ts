@@ -1,5 +1,8 @@
 /** Token bucket: lazy refill of `limit` units per period up to `burst`, in exact fractional tokens. */
-import type { Outcome, Policy, TokenBucketState } from "./types";
+import type { Outcome, Policy, TokenBucketState, WarmingBucketState } from "./types";
+import { adjustWarmingBucket, levelOfWarming, usedWarmingBucket, warmFrom, warmingBucket } from "./warmup";
+
+type Stored = TokenBucketState | WarmingBucketState | undefined;
 
 /**
  * Decides one request of `cost` units at `now` (epoch ms). A request that costs more than the
@@ -13,10 +16,12 @@ import type { Outcome, Policy, TokenBucketState } from "./types";
  */
 export function tokenBucket(
   policy: Policy,
-  stored: TokenBucketState | undefined,
+  kept: Stored,
   cost: number,
   now: number,
-): Outcome<TokenBucketState> {
+): Outcome<TokenBucketState | WarmingBucketState> {
+  if (policy.warmupMs) return warmingBucket(policy, warming(policy, kept, now), cost, now);
+  const stored = plain(kept, now);
   const level = levelAt(policy, stored, now);
   const need = cost * policy.periodMs;
   const allowed = level >= need;
@@ -41,16 +46,33 @@ export function tokenBucket(
  */
 export function adjustTokenBucket(
   policy: Policy,
-  stored: TokenBucketState | undefined,
+  kept: Stored,
   units: number,
   now: number,
-): TokenBucketState {
+): TokenBucketState | WarmingBucketState {
+  if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
+  const stored = plain(kept, now);
   return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - units * policy.periodMs), now);
 }
 
 /** Whole tokens taken from a full bucket at `now`, rounded up (more than `burst` while in debt): what a change of rule carries over. */
-export function usedTokenBucket(policy: Policy, stored: TokenBucketState, now: number): number {
+export function usedTokenBucket(policy: Policy, kept: TokenBucketState | WarmingBucketState, now: number): number {
+  const warm = policy.warmupMs ? warming(policy, kept, now) : undefined;
+  if (warm) return usedWarmingBucket(policy, warm, now);
+  const stored = plain(kept, now);
   return Math.max(0, Math.ceil((capacity(policy) - levelAt(policy, stored, now)) / policy.periodMs));
+}
+
+/** A plain bucket's state as a warming one: a rule that gains a warmup under a live key (see {@link warmFrom}). */
+function warming(policy: Policy, stored: Stored, now: number): WarmingBucketState | undefined {
+  if (!stored || "warmupMs" in stored) return stored;
+  return warmFrom(policy, levelAt(policy, stored, now), Math.max(now, stored.updatedAt));
+}
+
+/** A warming bucket's state as a plain one, keeping its level: a rule that loses its warmup under a live key. */
+function plain(stored: Stored, now: number): TokenBucketState | undefined {
+  if (!stored || !("warmupMs" in stored)) return stored;
+  return { algorithm: "token-bucket", periodMs: stored.periodMs, ...levelOfWarming(stored, now) };
 }
 
 function capacity(policy: Policy): number {

@@ -24,6 +24,8 @@ export interface Policy {
   delay?: number;
   /** the rule's `block`: once a request is denied at the limit, every request is denied for this long (see ./block) */
   blockMs?: number;
+  /** token-bucket only: after an idle spell the refill starts at a third of the rate and climbs to it over this long (see ./warmup) */
+  warmupMs?: number;
 }
 
 /** Why a decision came out as it did, when that is not simply "the counter said so". */
@@ -110,6 +112,24 @@ export interface TokenBucketState {
   updatedAt: number;
 }
 
+/**
+ * A token bucket with a warmup (see ./warmup), kept as the time until it is full and the key's
+ * coldness then, with the policy's numbers they are counted in, so a rule changed under a live
+ * key is read in the old ones.
+ */
+export interface WarmingBucketState {
+  algorithm: "token-bucket";
+  periodMs: number;
+  limit: number;
+  burst: number;
+  warmupMs: number;
+  /** time from `updatedAt` until the bucket is full, in 1/limit ms */
+  debt: number;
+  /** coldness when the bucket is next full, in 1/periodMs units: 0 warm (below 0 while warm and refilling), limit × warmupMs fully cold */
+  cold: number;
+  updatedAt: number;
+}
+
 /** Fixed-window state: the epoch-aligned window floor(t / periodMs) and the units counted in it. */
 export interface FixedWindowState {
   algorithm: "fixed-window";
@@ -157,7 +177,7 @@ export interface ConcurrencyState {
   used: number;
 }
 
-export type LimiterState = SlidingWindowState | TokenBucketState | FixedWindowState | SlidingLogState | GcraState | ConcurrencyState;
+export type LimiterState = SlidingWindowState | TokenBucketState | WarmingBucketState | FixedWindowState | SlidingLogState | GcraState | ConcurrencyState;
 
 /** A decision and the state to store after it. */
 export interface Outcome<S extends LimiterState = LimiterState> {
