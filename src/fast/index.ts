@@ -1,6 +1,7 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
+import { objectErrorKind } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
@@ -184,9 +185,17 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
   const run: Promise<void> = Promise.resolve().then(async () => {
     const request = nextSync(entry.key, entry.rule, self(), Math.max(need, entry.waiting), Date.now(), release);
     try {
-      metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
       const stub = limiterStub(context.namespace, entry.objectName);
-      const lease: Lease = await stub.sync(policyOf(entry.rule), request);
+      const call = (): Promise<Lease> => {
+        metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
+        return stub.sync(policyOf(entry.rule), request);
+      };
+      // A sync is answered, never applied twice ((isolate, seq)), so a fault Cloudflare marks
+      // retryable is retried once; an overloaded object is not, and the key backs off at once.
+      const lease = await call().catch((error: unknown) => {
+        if (objectErrorKind(error) !== "retryable") throw error;
+        return call();
+      });
       applyLease(entry.key, entry.rule, lease, Date.now());
       ruleBreaker(entry.rule.name).succeeded();
       metrics.count("floodgate_syncs_total", { result: "ok" });
