@@ -8,6 +8,7 @@ import { check, refused } from "./gate/check";
 import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
 import { forbidden, HttpProblem, invalidConfig } from "./http/problem";
+import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { metrics } from "./metrics/metrics";
 
@@ -42,7 +43,8 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
-  const response = settings.origin.demo ? await demoOrigin(request) : await forward(request, url, settings.origin.url);
+  const send = () => (settings.origin.demo ? demoOrigin(request) : forward(request, url, settings.origin.url));
+  const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send);
   for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);
   return response;
 }

@@ -64,7 +64,8 @@ export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter
       const cost = checkCost(options.cost, defaultCost, where("limit"));
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
-      return limitResult(parsed, await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}) }, parsed, checked, cost, options.signal));
+      const { decision, release } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}) }, parsed, checked, cost, options.signal);
+      return limitResult(parsed, decision, release);
     },
     async peek(key) {
       const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));

@@ -43,7 +43,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key } = this.resolve(options, "limit");
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
-    return limitResult(rule, await limitKey(this.context(), rule, key, cost));
+    const { decision, release } = await limitKey(this.context(), rule, key, cost);
+    return limitResult(rule, decision, release);
   }
 
   /**

@@ -17,6 +17,12 @@ export interface Checked {
    * instead, or a 499 when the client went away while the request was held
    */
   response?: Response;
+  /**
+   * present when allowed and a concurrency rule holds slots for the request: call it once the
+   * request is over (its response sent, or failed) to give them back; never called, they are freed
+   * after the rule's `slotTtl`
+   */
+  release?: () => Promise<void>;
 }
 
 /** What a gate applies: the rules, the header forms, and the address lists. */
@@ -51,7 +57,8 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
   const enforced = verdict.entries.filter((e) => !e.rule.dryRun);
   if (!verdict.allowed) return denial(enforced.filter((e) => !e.decision.allowed), now, gate.headers);
   const shown = mostRestrictive(enforced);
-  return { allowed: true, headers: shown ? rateLimitHeaders(shown.rule, shown.decision, now, gate.headers) : {} };
+  const headers = shown ? rateLimitHeaders(shown.rule, shown.decision, now, gate.headers) : {};
+  return { allowed: true, headers, ...(verdict.release ? { release: verdict.release } : {}) };
 }
 
 /** Whether `DENY_IPS` refuses the address (an address in both lists is refused). */

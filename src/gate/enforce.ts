@@ -4,6 +4,7 @@ import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
 import { cachedDenial, countDecision, decide, giveBack, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
+import { releaseOf, type Release } from "../limiter/release";
 import { matchingRules } from "../routing/match";
 import { buildKey, requestCost } from "../routing/key";
 
@@ -22,6 +23,8 @@ export interface Verdict {
   entries: Enforced[];
   /** the client went away while the request was held (gcra's `delay`): not allowed, every rule's units given back */
   gone?: true;
+  /** an allowed request's concurrency slots: call once the request is over (see ../limiter/release) */
+  release?: Release;
 }
 
 /**
@@ -46,7 +49,7 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
   const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);
-  const giveAllBack = () => asks.forEach((a, i) => giveBack(a, taken[i]!, context));
+  const giveAllBack = () => asks.forEach((a, i) => void giveBack(a, taken[i]!, context));
   if (!allowed) giveAllBack();
   const verdict = counted(allowed, asks.map((a, i) => ({ ask: a, decision: taken[i]!.decision })), context);
   // Held requests were counted when admitted; one whose client leaves while held never happened.
@@ -54,7 +57,7 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
     giveAllBack();
     return { ...verdict, allowed: false, gone: true };
   }
-  return verdict;
+  return allowed ? { ...verdict, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) } : verdict;
 }
 
 async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {

@@ -6,6 +6,7 @@ import { denial } from "../gate/check";
 import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed } from "../http/problem";
 import { rateLimitHeaders } from "../http/rate-limit-headers";
+import { sendHolding } from "../http/in-flight";
 import { limitKey, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART } from "../routing/key";
@@ -60,15 +61,20 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }
     const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
-    const decision = await limitKey(context, rule, value ? value : MISSING_PART, cost, signal).catch((error: unknown) => {
+    const held = await limitKey(context, rule, value ? value : MISSING_PART, cost, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
     });
-    if (!decision) return clientClosed().toResponse();
-    c.set("rateLimit", limitResult(rule, decision));
+    if (!held) return clientClosed().toResponse();
+    const { decision, release } = held;
+    c.set("rateLimit", limitResult(rule, decision, release));
     const now = Date.now();
     if (!decision.allowed) return denial([{ rule, decision }], now, forms).response;
-    await next();
+    // A concurrency rule's slots are held until the handler's response has been sent.
+    c.res = await sendHolding(release, signal, context.waitUntil, async () => {
+      await next();
+      return c.res;
+    });
     const headers = rateLimitHeaders(rule, decision, now, forms);
     try {
       for (const name in headers) c.res.headers.set(name, headers[name]!);

@@ -6,7 +6,8 @@ import type { Env } from "../env";
 import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
-import { onErrorDecision } from "./on-error";
+import { onErrorDecision, releaseLocal } from "./on-error";
+import { releaseOf, type Release } from "./release";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
@@ -75,12 +76,27 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
   }
 }
 
-/** Returns what an allowed decision took, when another rule denied the request. */
-export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: LimiterContext): void {
-  if (!decision.allowed || decision.reason === "error") return;
-  if (countedAt === undefined) return refundFast(ask.objectName, ask.cost);
+/**
+ * Returns what an allowed decision took: when another rule denied the request, and a concurrency
+ * rule's slots once the request is over (see ./release). Resolves once they are back; a failure
+ * is counted, never thrown.
+ */
+export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: LimiterContext): Promise<void> {
+  if (!decision.allowed) return Promise.resolve();
+  if (decision.reason === "error") {
+    if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, ask.cost, Date.now());
+    return Promise.resolve();
+  }
+  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, ask.cost));
   const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund"));
   context.waitUntil?.(refund);
+  return refund;
+}
+
+/** A decision, and when it took concurrency slots, the one way to give them back. */
+export interface Held {
+  decision: Decision;
+  release?: Release;
 }
 
 /**
@@ -88,16 +104,16 @@ export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: Limi
  * otherwise by the rule's mode, and counted in the metrics. The whole of `limit` for the binding,
  * the library and the middleware. A decision that holds the request (gcra's `delay`) resolves
  * once the hold is over; if `signal` aborts first, the units are given back and this rejects with
- * the signal's reason.
+ * the signal's reason. An admission under a concurrency rule comes with its `release`.
  */
-export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal): Promise<Decision> {
+export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal): Promise<Held> {
   const now = Date.now();
   const ask: Ask = { rule, key, objectName: await objectNameOf(rule, key, now), cost };
   const cached = cachedDenial(ask, context, now);
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return taken.decision;
-  giveBack(ask, taken, context);
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: taken.decision, ...releaseOf([{ ask, taken }], context) };
+  void giveBack(ask, taken, context);
   throw signal!.reason;
 }
 

@@ -1,5 +1,5 @@
 /** What a rule decides when its Durable Object fails or is too slow: its `onError` policy. */
-import { decide, type Decision, type LimiterState } from "../algorithms";
+import { adjust, decide, type Decision, type LimiterState } from "../algorithms";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
 import { policyOf } from "../strict";
@@ -28,4 +28,13 @@ export function onErrorDecision(rule: Rule, objectName: string, cost: number, pe
       return { ...outcome.decision, limit: rule.limit, reason: "error" };
     }
   }
+}
+
+/**
+ * Gives back slots a concurrency rule's `local` fallback took: the newest taken at or before `now`.
+ * A window's local units leave with their window, but a slot would be held a whole `slotTtl`.
+ */
+export function releaseLocal(rule: Rule, objectName: string, cost: number, now: number): void {
+  const state = fallback.get(objectName);
+  if (state) fallback.set(objectName, adjust(policyOf(rule), state, -cost, now, now));
 }

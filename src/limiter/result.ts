@@ -25,10 +25,16 @@ export interface LimitResult {
   rule: string;
   /** why, when it needs saying: "limit", "cost-exceeds-capacity", "local", "cache" or "error" (see the README) */
   reason?: Reason;
+  /**
+   * present when a concurrency rule granted slots: call it once the work they guard is over (your
+   * response sent, or failed) to give them back; a slot never given back is freed after the rule's
+   * `slotTtl`. Only the first call gives anything back. Over the service binding it is an RPC stub.
+   */
+  release?: () => Promise<void>;
 }
 
-/** The one translation from the internal Decision. */
-export function limitResult(rule: Rule, decision: Decision): LimitResult {
+/** The one translation from the internal Decision, with the release of the slots it took, if any. */
+export function limitResult(rule: Rule, decision: Decision, release?: () => Promise<void>): LimitResult {
   const result: LimitResult = {
     success: decision.allowed,
     limit: decision.limit,
@@ -38,5 +44,6 @@ export function limitResult(rule: Rule, decision: Decision): LimitResult {
     rule: rule.name,
   };
   if (decision.reason !== undefined) result.reason = decision.reason;
+  if (release) result.release = release;
   return result;
 }

@@ -74,7 +74,8 @@ export async function decideStrict(
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     breakers.succeeded(objectName);
     wholeRule.succeeded();
-    denials.remember(objectName, cost, decided.decision, Date.now());
+    // A concurrency slot comes back whenever a response ends: a denial says nothing about the next request.
+    if (rule.algorithm !== "concurrency") denials.remember(objectName, cost, decided.decision, Date.now());
     return decided;
   } catch (error) {
     // A retryable error is not retried: a decide consumes units, and the runtime has already retried

@@ -22,11 +22,22 @@ export interface Received {
  * to this same origin, so a tag must be a name they cannot make, like `fault-allow`, not `fa`),
  * `GET /__origin/count?tag=<t>` just how many there are, as `{"count": n}`; every other request is
  * recorded and answered 200 with a small JSON body and a header `x-origin: yes`. `/<t>/redirect` answers 302.
+ * A slow origin, for concurrency: `?wait=<ms>` answers only after that long, `?drip=<ms>` sends
+ * the headers and a first line at once and ends the body that much later, `?fail=1` drops the
+ * connection without answering; `GET /__origin/inflight?tag=<t>` answers `{"current", "max"}`,
+ * how many requests under `/<t>/` it is serving now and at most so far (from arrival until the
+ * response has ended or the connection closed).
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];
+  const inFlight = new Map<string, { current: number; max: number }>();
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://origin");
+    if (url.pathname === "/__origin/inflight") {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(inFlight.get(url.searchParams.get("tag") ?? "") ?? { current: 0, max: 0 }));
+      return;
+    }
     if (url.pathname === "/__origin/log" || url.pathname === "/__origin/count") {
       const tag = `/${url.searchParams.get("tag")}/`;
       const tagged = log.filter((r) => r.url.includes(tag));
@@ -34,9 +45,27 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
       res.end(JSON.stringify(url.pathname === "/__origin/log" ? tagged : { count: tagged.length }));
       return;
     }
+    const tag = url.pathname.split("/")[1] ?? "";
+    const serving = inFlight.get(tag) ?? { current: 0, max: 0 };
+    inFlight.set(tag, serving);
+    serving.current++;
+    serving.max = Math.max(serving.max, serving.current);
+    res.on("close", () => serving.current--);
     const at = Date.now();
     const body = await readBody(req);
     log.push({ at, method: req.method ?? "", url: req.url ?? "", headers: req.headers, ...body });
+    const [wait, drip] = [Number(url.searchParams.get("wait") ?? 0), Number(url.searchParams.get("drip") ?? 0)];
+    if (url.searchParams.has("fail")) {
+      req.socket.destroy();
+      return;
+    }
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (drip > 0) {
+      res.writeHead(200, { "content-type": "text/plain", "x-origin": "yes" });
+      res.write("first\n");
+      setTimeout(() => res.end("last\n"), drip);
+      return;
+    }
     if (url.pathname.endsWith("/redirect")) {
       res.writeHead(302, { location: "/elsewhere" }).end();
       return;
