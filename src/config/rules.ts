@@ -10,7 +10,7 @@ import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
-  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl",
+  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup",
 ];
 const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
@@ -57,6 +57,8 @@ export interface RuleDescription {
   buckets: number;
   /** gcra only */
   delay?: number;
+  /** token-bucket only, e.g. "30s"; only when set */
+  warmup?: string;
   /** units per request, or "header:<name>" */
   cost: number | string;
   mode: Mode;
@@ -130,6 +132,7 @@ export function describeRule(rule: Rule): RuleDescription {
     burst: rule.burst,
     buckets: rule.buckets,
     ...(rule.delay !== undefined ? { delay: rule.delay } : {}),
+    ...(rule.warmupMs !== undefined ? { warmup: formatDuration(rule.warmupMs) } : {}),
     cost: "units" in cost ? cost.units : `header:${cost.header}`,
     mode: rule.mode,
     ...(rule.mode === "fast" ? { sync: formatDuration(rule.syncMs) } : {}),
@@ -200,6 +203,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   }
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
+  const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
   requireExactArithmetic(limit, algorithm === "gcra" ? burst + 1 : burst, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
@@ -211,6 +215,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
     const why = `a slot comes back the moment its response ends, and a fast-mode lease would split the few slots among isolates, each keeping its share until its next sync, so a slot freed in one isolate could serve no other and most isolates would hold none`;
     fail(at, "mode", `"concurrency" is strict-only: ${why}; use "strict"`);
   }
+  if (warmupMs !== undefined) requireWarmupFits(warmupMs, limit, burst, periodMs, mode, at);
   const syncMs = parseSync(fields.get("sync"), mode, at);
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
@@ -221,6 +226,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
   if (delay !== undefined) rule.delay = delay;
+  if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   return rule;
 }
 
@@ -449,6 +455,23 @@ function parseBuckets(value: unknown, algorithm: AlgorithmName, periodMs: number
     fail(at, "buckets", `each bucket must last at least 1ms: ${buckets} buckets need a period of ${buckets}ms or more`);
   }
   return buckets;
+}
+
+function parseWarmup(value: unknown, algorithm: AlgorithmName, at: RuleRef): number | undefined {
+  if (value === undefined) return undefined;
+  if (algorithm !== "token-bucket") fail(at, "warmup", `warmup applies to token-bucket only; remove it, or set "algorithm": "token-bucket"`);
+  return parseDurationField(value, at, "warmup");
+}
+
+/** A warmup is strict-only, and its coldness is counted in exact integers as the bucket's tokens are. */
+function requireWarmupFits(warmupMs: number, limit: number, burst: number, periodMs: number, mode: Mode, at: RuleRef): void {
+  if (mode === "fast") {
+    const why = `the refill depends on when each unit is taken and how long the bucket has sat full, and the object learns what a lease spent only at the next sync, so a busy key's bucket would look idle and cool between syncs`;
+    fail(at, "warmup", `a warmup is strict-only: ${why}; remove it, or use "mode": "strict"`);
+  }
+  if (2 * limit * warmupMs + 3 * burst * periodMs > Number.MAX_SAFE_INTEGER) {
+    fail(at, "warmup", `2 × limit × warmup + 3 × burst × period must not exceed ${Number.MAX_SAFE_INTEGER} so counting stays exact; use a shorter warmup`);
+  }
 }
 
 /** The algorithms count in exact integers of units × ms; past 2^53 they would silently round. */

@@ -37,6 +37,8 @@ export interface Rule {
   buckets: number;
   /** gcra only: units of the burst that pass at once (equal to `burst`: holding requests is not available yet) */
   delay?: number;
+  /** token-bucket only: after an idle spell the refill starts at a third of the rate and climbs to it over this long */
+  warmupMs?: number;
   cost: Cost;
   mode: Mode;
   /** fast mode: how often an isolate reconciles with the Durable Object */

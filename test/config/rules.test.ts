@@ -472,7 +472,7 @@ describe("limit, period and burst", () => {
     expect(fieldFor({ period })).toBe("rules[0].period");
   });
 
-  it.each([0, 2.5, "5"])("rejects the burst %j", (burst) => {
+  it.each([0, -1, 2.5, "5"])("rejects the burst %j", (burst) => {
     expect(fieldFor({ algorithm: "token-bucket", burst })).toBe("rules[0].burst");
   });
 
@@ -800,10 +800,6 @@ describe("fixed-window, sliding-log and gcra", () => {
     expect(error.message).toContain("delay applies to gcra only");
   });
 
-  it("rejects warmup, which this version does not implement, as an unknown field", () => {
-    expect(fieldFor({ algorithm: "token-bucket", warmup: "1m" })).toBe("rules[0].warmup");
-  });
-
   it.each([-1, 1.5, "2"])("rejects the gcra burst %j, which must be 0 or more", (burst) => {
     const error = errorFor([rule({ algorithm: "gcra", burst })]);
     expect(error.field).toBe("rules[0].burst");
@@ -895,5 +891,40 @@ describe("concurrency", () => {
     const described = describeRule(only([slots({ slotTtl: "90s" })]));
     expect(described).toMatchObject({ algorithm: "concurrency", slotTtl: "90s" });
     expect(described).not.toHaveProperty("period");
+  });
+});
+
+describe("token-bucket warmup", () => {
+  it("reads a warmup duration on a token bucket and shows it as written", () => {
+    const parsed = only([rule({ algorithm: "token-bucket", warmup: "30s" })]);
+    expect(parsed.warmupMs).toBe(30_000);
+    expect(describeRule(parsed).warmup).toBe("30s");
+    expect(describeRule(only([rule({ algorithm: "token-bucket" })]))).not.toHaveProperty("warmup");
+  });
+
+  it("names the rule and the field for a warmup that is not a duration", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", warmup: "soon" })]);
+    expect(error.field).toBe("rules[0].warmup");
+    expect(error.message).toContain('rules[0] ("api").warmup: expected a duration like');
+    expect(error.message).toContain('got "soon"');
+  });
+
+  it.each(["sliding-window", "fixed-window", "sliding-log", "gcra"])("rejects warmup on a %s", (algorithm) => {
+    const error = errorFor([rule({ algorithm, warmup: "30s" })]);
+    expect(error.field).toBe("rules[0].warmup");
+    expect(error.message).toContain("warmup applies to token-bucket only");
+  });
+
+  it("rejects a warmup in fast mode, saying why", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", warmup: "30s", mode: "fast" })]);
+    expect(error.field).toBe("rules[0].warmup");
+    expect(error.message).toContain("a warmup is strict-only");
+    expect(error.message).toContain("only at the next sync");
+  });
+
+  it("rejects a warmup too long to count exactly, naming the warmup", () => {
+    const error = errorFor([rule({ algorithm: "token-bucket", limit: 10 ** 9, period: "1s", warmup: "1d" })]);
+    expect(error.field).toBe("rules[0].warmup");
+    expect(error.message).toContain("use a shorter warmup");
   });
 });
