@@ -200,7 +200,9 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   const denied = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
   // take them from an isolate whose turn it is.
-  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt) : denied;
+  // Nor is a unit to be had before the key frees one, when the grant took the last.
+  const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
+  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;
 }
 
 /** Notes units the rule's `onError` admitted while the object could not be reached: the next sync has them counted. */

@@ -17,8 +17,12 @@ export const SATURATION = 1.5;
 /** What a saturated key's isolates collect a call, on average: cost then follows admitted traffic, not isolates × time. */
 export const SATURATED_UNITS_PER_CALL = 10;
 
-/** A saturated key still hears from each isolate at least this many times a period, so demand that moves is followed. */
+/**
+ * A saturated key still hears from each isolate at least this many times a period, and at least
+ * once a minute, so demand that moves is followed and a day-long window's reset is not missed for hours.
+ */
 const SATURATED_CALLS_PER_PERIOD = 4;
+const SATURATED_MAX_INTERVAL_MS = 60_000;
 
 /** The object's side of the schedule: the last call time it booked. */
 export interface Booking {
@@ -48,7 +52,7 @@ export function isSaturated(policy: Policy, demandRate: number, available: numbe
  */
 export function bookSync(policy: Policy, cursor: number, peers: number, demandRate: number, saturated: boolean, intervalMs: number, now: number): Booking {
   const flowPerSecond = 1000 * Math.min(demandRate, sustainedRate(policy));
-  const floor = (peers * SATURATED_CALLS_PER_PERIOD * 1000) / policy.periodMs;
+  const floor = (peers * 1000) / Math.min(policy.periodMs / SATURATED_CALLS_PER_PERIOD, SATURATED_MAX_INTERVAL_MS);
   const perSecond = saturated ? Math.min(MAX_CALLS_PER_SECOND, Math.max(flowPerSecond / SATURATED_UNITS_PER_CALL, floor)) : MAX_CALLS_PER_SECOND;
   const nextSyncAt = Math.max(now + intervalMs, cursor + 1000 / perSecond);
   return { nextSyncAt, cursor: nextSyncAt };
