@@ -35,19 +35,8 @@ export async function sendHolding(
     over();
     return response;
   }
-  const { readable, writable } = passThrough(response.headers);
+  // The runtime moves bytes through this stream without JavaScript: watching a body costs no CPU per chunk.
+  const { readable, writable } = new IdentityTransformStream();
   response.body.pipeTo(writable).then(over, over);
   return new Response(readable, response);
-}
-
-/**
- * A stream the runtime moves bytes through without JavaScript, so watching a body costs no CPU per
- * chunk; of the length the origin declared when it sent one, so the client still gets a
- * Content-Length. Not for an encoded body: the runtime hands it on decoded, so its declared length
- * is not what passes through.
- */
-function passThrough(headers: Headers): IdentityTransformStream {
-  const length = Number(headers.get("content-length") ?? Number.NaN);
-  if (Number.isSafeInteger(length) && length >= 0 && !headers.has("content-encoding")) return new FixedLengthStream(length);
-  return new IdentityTransformStream();
 }
