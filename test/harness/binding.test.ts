@@ -10,6 +10,7 @@ const RULES = [
   { name: "api", key: "header:x-api-key", limit: 3, period: "1h", mode: "fast" },
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
   { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
+  { name: "slots", match: { path: "/slots/*" }, key: "ip", algorithm: "concurrency", limit: 1 },
 ];
 
 /** The caller: a Worker with the binding, whose routes run one kind of call each and answer JSON. */
@@ -27,6 +28,15 @@ export default {
       case "/check": {
         const { allowed, headers, response } = await env.FLOODGATE.check(new Request("https://api.example.com" + q("path"), { headers: { "CF-Connecting-IP": q("ip") } }));
         return Response.json({ allowed, headers, status: response ? response.status : null, body: response ? await response.json() : null });
+      }
+      case "/slots": {
+        const held = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
+        const denied = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
+        await held.release();
+        await held.release();
+        const again = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
+        const after = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
+        return Response.json({ held: held.success, denied: denied.success, deniedRelease: typeof denied.release, again: again.success, after: after.success });
       }
       case "/peek":
         return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
@@ -151,6 +161,11 @@ describe("the Floodgate service binding", () => {
     expect(await originCount("check-only")).toBe(0);
   });
 
+  it("hands a concurrency slot's caller a release over RPC that frees the slot once", async () => {
+    const slots = await call<Record<string, unknown>>("/slots?key=198.51.100.60");
+    expect(slots).toEqual({ held: true, denied: false, deniedRelease: "undefined", again: true, after: false });
+  });
+
   it("peeks without consuming and resets a key", async () => {
     await call("/limit?key=198.51.100.4&n=2");
     const peeked = await call<Result>("/peek?key=198.51.100.4");
@@ -175,7 +190,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/cost must be a positive integer, got 1\.5/),
       expect.stringMatching(/cost must be a positive integer, got -2/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 4/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 5/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
     ]);
