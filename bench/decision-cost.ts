@@ -2,7 +2,8 @@
 import { cpus } from "node:os";
 // The memory limiter's own file: see lib/rate-limiter-flexible.d.ts.
 import RateLimiterMemory from "rate-limiter-flexible/lib/RateLimiterMemory.js";
-import { decide, type LimiterState, type Policy } from "../src/algorithms/index";
+import { adjust, countedAt, decide, type LimiterState, type Policy } from "../src/algorithms/index";
+import { MAX_SLOTS } from "../src/algorithms/concurrency";
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../src/algorithms/sliding-window";
 import { MAX_LOG_LIMIT } from "../src/algorithms/sliding-log";
 import type { RunOptions, Section } from "./lib/section";
@@ -104,6 +105,64 @@ const rateLimiterFlexible: Contender = {
   },
 };
 
+/**
+ * floodgate's concurrency core, a request's whole life: take a slot, then give it back at the time
+ * it was taken, as the Worker does once the response has been sent. Every request is released
+ * before the next arrives, so every decision allows; its limit is at most {@link MAX_SLOTS}.
+ */
+const floodgateConcurrency: Contender = {
+  name: `floodgate concurrency (take and release; limit at most ${MAX_SLOTS.toLocaleString("en-US")})`,
+  floodgate: true,
+  pass(trace, workloadLimit) {
+    const limit = Math.min(workloadLimit, MAX_SLOTS);
+    const policy: Policy = { algorithm: "concurrency", limit, periodMs: PERIOD_MS, burst: limit, buckets: 1 };
+    const states = new Map<string, LimiterState>();
+    const { keys, order, nows } = trace;
+    let allowed = 0;
+    for (let i = 0; i < order.length; i++) {
+      const key = keys[order[i]!]!;
+      const now = nows[i]!;
+      const { decision, state } = decide(policy, states.get(key), 1, now);
+      if (!decision.allowed) continue;
+      allowed++;
+      states.set(key, adjust(policy, state, -1, countedAt(policy, state, now), now));
+    }
+    return allowed;
+  },
+};
+
+/**
+ * rate-limiter-flexible has no concurrency limiter; the closest is its memory limiter used as a
+ * semaphore, as its users do: `consume` a point to admit, `reward` it back to release.
+ */
+let lastSemaphore: RateLimiterMemory | undefined;
+const rateLimiterFlexibleSemaphore: Contender = {
+  name: "rate-limiter-flexible RateLimiterMemory as a semaphore (await consume, await reward)",
+  floodgate: false,
+  async release(trace) {
+    const limiter = lastSemaphore;
+    lastSemaphore = undefined;
+    if (limiter) await Promise.all(trace.keys.map((key) => limiter.delete(key)));
+  },
+  async pass(trace, limit) {
+    const limiter = (lastSemaphore = new RateLimiterMemory({ points: Math.min(limit, MAX_SLOTS), duration: PERIOD_MS / 1000 }));
+    const { keys, order } = trace;
+    let allowed = 0;
+    for (let i = 0; i < order.length; i++) {
+      const key = keys[order[i]!]!;
+      try {
+        await limiter.consume(key);
+      } catch (rejection) {
+        if (rejection instanceof Error) throw rejection;
+        continue;
+      }
+      allowed++;
+      await limiter.reward(key, 1);
+    }
+    return allowed;
+  },
+};
+
 /** A fixed-window counter written the simple way, as Miniflare emulates Cloudflare's rate-limiting binding. */
 const fixedWindow: Contender = {
   name: "fixed-window counter (Map of key → {windowStart, count})",
@@ -140,7 +199,9 @@ function contenders(): Contender[] {
     floodgate("floodgate fixed-window", "fixed-window", 1),
     floodgate(`floodgate sliding-log (limit at most ${MAX_LOG_LIMIT.toLocaleString("en-US")}, its largest)`, "sliding-log", 1, MAX_LOG_LIMIT),
     floodgate("floodgate gcra (burst limit − 1)", "gcra", 1),
+    floodgateConcurrency,
     rateLimiterFlexible,
+    rateLimiterFlexibleSemaphore,
     fixedWindow,
   ];
 }

@@ -61,15 +61,23 @@ export function adjustConcurrency(
   const when = Math.min(at, latest);
   if (units === 0 || when <= latest - policy.periodMs) return state;
   if (units > 0) return withSlots(state, when, units);
-  const slots = [...state.slots];
+  const { slots } = state;
+  const n = slots.length;
+  // The usual release, of the newest slots: no search, one copy.
+  if (n > 0 && slots[n - 2]! <= when && slots[n - 1]! >= -units) {
+    const kept = slots[n - 1] === -units ? slots.slice(0, n - 2) : slots.slice();
+    if (kept.length === n) kept[n - 1]! += units;
+    return concurrencyState(policy.periodMs, kept, state.used + units);
+  }
+  const left = [...slots];
   let owed = -units;
-  for (let i = slots.length - 2; i >= 0 && owed > 0; i -= 2) {
-    if (slots[i]! > when) continue;
-    const take = Math.min(owed, slots[i + 1]!);
-    slots[i + 1]! -= take;
+  for (let i = n - 2; i >= 0 && owed > 0; i -= 2) {
+    if (left[i]! > when) continue;
+    const take = Math.min(owed, left[i + 1]!);
+    left[i + 1]! -= take;
     owed -= take;
   }
-  const kept = slots.filter((_, i) => (i % 2 === 0 ? slots[i + 1]! > 0 : slots[i]! > 0));
+  const kept = left.filter((_, i) => (i % 2 === 0 ? left[i + 1]! > 0 : left[i]! > 0));
   return concurrencyState(policy.periodMs, kept, state.used - (-units - owed));
 }
 
