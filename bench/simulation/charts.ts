@@ -16,39 +16,34 @@ function overIsolates(name: string, rows: ScenarioResult[], value: (r: ScenarioR
 }
 
 export function charts(results: ScenarioResult[]): ChartSpec[] {
-  const today = results.filter((r) => r.family === "global-fast");
-  const proto = results.filter((r) => r.family === "prototype" && r.mode === "fast");
+  const global = results.filter((r) => r.family === "global-fast");
   const out: ChartSpec[] = [];
   const algorithms = ["sliding-window", "token-bucket"];
-  const isolates = [...new Set(today.map((r) => r.isolates))].sort((a, b) => a - b);
+  const isolates = [...new Set(global.map((r) => r.isolates))].sort((a, b) => a - b);
 
-  if (today.length) {
+  if (global.length) {
     const series = algorithms.flatMap((a) => [
-      overIsolates(`${label(a)}, 1×`, today.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
-      overIsolates(`${label(a)}, 10×`, today.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
+      overIsolates(`${label(a)}, 1×`, global.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
+      overIsolates(`${label(a)}, 10×`, global.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
     ]);
-    for (const a of algorithms) series.push(overIsolates(`prototype, ${label(a)}, 10×`, proto.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak));
     series.push({ name: "target: 250", points: isolates.map((i) => [i, 250]) });
     out.push({ file: "calls-per-second", title: "Object calls per key per second (busiest second after the warm-up)", kind: "line", xLabel: "isolates", yLabel: "calls per second to the key's object", series: series.filter((s) => s.points.length) });
 
     const accuracy = [
-      overIsolates("sliding window: most admitted in a fixed window ÷ limit", today.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
-      overIsolates("token bucket: 1 + tokenExcess", today.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
-      overIsolates("prototype, sliding window", proto.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
-      overIsolates("prototype, token bucket: 1 + tokenExcess", proto.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
+      overIsolates("sliding window: most admitted in a fixed window ÷ limit", global.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
+      overIsolates("token bucket: 1 + tokenExcess", global.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
       { name: "target: 1.01", points: isolates.map((i): [number, number] => [i, 1.01]) },
     ];
     out.push({ file: "over-admission", title: "Admitted against the limit at 10× load (worst of steady, skewed and flash crowd)", kind: "line", xLabel: "isolates", yLabel: "× the limit", series: accuracy.filter((s) => s.points.length) });
 
     const waited = algorithms.flatMap((a) => [
-      overIsolates(`${label(a)}, 1×`, today.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
-      overIsolates(`${label(a)}, 10×`, today.filter((r) => r.algorithm === a && r.name.endsWith("-10x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, 1×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, 10×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-10x")), (r) => 100 * r.waitedForObject),
     ]);
-    for (const a of algorithms) waited.push(overIsolates(`prototype, ${label(a)}, 1×`, proto.filter((r) => r.algorithm === a && r.load === 1), (r) => 100 * r.waitedForObject));
     out.push({ file: "waited", title: "Requests that waited on an object call (steady state)", kind: "line", xLabel: "isolates", yLabel: "% of requests", series: waited.filter((s) => s.points.length) });
   }
 
-  const flash = today.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => Math.abs(a.isolates - 512) - Math.abs(b.isolates - 512))[0];
+  const flash = global.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => Math.abs(a.isolates - 512) - Math.abs(b.isolates - 512))[0];
   if (flash) {
     const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
     out.push({

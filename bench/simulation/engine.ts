@@ -10,9 +10,7 @@ import type { IsolateBase, Link } from "./isolate";
 import { drawRtt, legMs } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
 import { KeyObject } from "./object";
-import { budgetSchedule } from "./prototype";
 import type { Scenario } from "./scenarios";
-import { TODAY, type SyncSchedule } from "./schedule";
 import { StrictIsolate } from "./strict-isolate";
 import { Arrivals, homeOf, Zipf } from "./traffic";
 import { summarise, type ScenarioResult } from "./summary";
@@ -52,13 +50,12 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const policy = policyOf(rule);
   const clock = new Clock(T0);
   const totals = new RunTotals(T0, s.warmupMs);
-  const schedule: SyncSchedule = s.schedule === "budget" ? budgetSchedule(rule) : TODAY;
   const world: World = { scenario: s, rule, policy, clock, objects: new Map(), accounts: new Map(), totals, slots: [], born: 0 };
 
   const objectFor = (name: string): KeyObject => {
     let object = world.objects.get(name);
     if (!object) {
-      const options = { rowSampleMs: s.keys === 1 ? 5_000 : 0, schedule, rowPerPeer: s.rowPerPeer, steadyFrom: T0 + s.warmupMs, dropExpired: s.dropExpired };
+      const options = { rowSampleMs: s.keys === 1 ? 5_000 : 0, steadyFrom: T0 + s.warmupMs, dropExpired: s.dropExpired };
       world.objects.set(name, (object = new KeyObject(clock, policy, options)));
     }
     return object;
@@ -84,7 +81,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   // Isolates: one per slot; a slot's isolate vanishes after an exponential lifetime and a fresh one takes its place, at the same distance.
   const spawn = (slot: number, rttMs: number): void => {
     const id = `iso-${slot}-${world.born++}`;
-    const isolate = s.mode === "fast" ? new FastIsolate(id, rttMs, link, schedule) : new StrictIsolate(id, rttMs, link, s.coalesce);
+    const isolate = s.mode === "fast" ? new FastIsolate(id, rttMs, link, totals) : new StrictIsolate(id, rttMs, link, s.coalesce);
     world.slots[slot] = isolate;
     if (Number.isFinite(s.lifetimeMs)) {
       clock.after(lifetimes.exponential(s.lifetimeMs), () => {

@@ -1,6 +1,6 @@
 /**
  * One isolate in fast mode. Every decision about a key is floodgate's own src/fast/local.ts
- * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`,
+ * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and
  * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
  * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
  * of index.ts named.
@@ -11,14 +11,15 @@ import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPe
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link } from "./isolate";
-import { TODAY, type SimLease, type SyncSchedule } from "./schedule";
+import type { RunTotals } from "./metrics";
+import type { CallKind } from "./object";
 
 /** A sync in flight for one key, and the requests waiting for it (index.ts's `run` promise). */
 interface Flight {
   waiters: ((ok: boolean, error?: "overloaded") => void)[];
 }
 
-/** index.ts `Entry` (lines 42–51). */
+/** index.ts `Entry` (lines 44–53); `synced` only tells the report an isolate's first call from the others. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -26,6 +27,7 @@ interface Entry {
   inflight: Flight | null;
   inflightSince: number;
   waiting: number;
+  synced: boolean;
 }
 
 export class FastIsolate extends IsolateBase {
@@ -40,7 +42,7 @@ export class FastIsolate extends IsolateBase {
     id: string,
     rttMs: number,
     link: Link,
-    private readonly schedule: SyncSchedule = TODAY,
+    private readonly totals?: RunTotals,
   ) {
     super(id, rttMs, link);
     let seq = 0;
@@ -50,13 +52,13 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 78–100). */
+  /** index.ts `decideFast` (lines 80–102). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
     this.flushEvicted();
     this.sweep(now);
-    const local = this.decideHere(entry, rule, cost, now) ?? this.schedule.instead(entry.key, rule, now);
+    const local = this.decideHere(entry, rule, cost, now);
     if (local) return done({ decision: local, waited: false });
     const wait = Math.max(entry.key.retryAt - now, this.breaker.waitFor(now));
     if (wait > 0) return done({ decision: this.onErrorCounted(entry, cost, now), waited: false, error: "unavailable" });
@@ -64,10 +66,10 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 87–94): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 92–96): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
-    const flight = this.sync(entry, cost);
+    const flight = this.sync(entry, cost, false, "waiting");
     let settled = false;
     const finish = (decision: Decision, error?: "timeout" | "overloaded"): void => {
       settled = true;
@@ -84,7 +86,7 @@ export class FastIsolate extends IsolateBase {
         settled = true;
         return this.attempt(entry, rule, cost, 1, done);
       }
-      // Lines 98–99: requests queued behind the same syncs spent their grants first.
+      // Lines 100–101: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
     });
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
@@ -95,32 +97,36 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 68–73): onError decides, and what it admits the next sync reports (`admittedWithoutLease`). */
+  /** src/limiter/index.ts `decide`'s catch (lines 70–76): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 136–139). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     const decision = this.onError(entry.rule, entry.objectName, cost, entry.key.peers, now);
     if (decision.allowed) admittedUnleased(entry.key, entry.rule, cost, now);
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 116–122). */
+  /** index.ts `decideHere` (lines 118–124). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
-    if (syncDue(entry.key, rule, now) && this.schedule.mayCallNow(entry.key, now)) this.sync(entry, 0);
+    if (syncDue(entry.key, rule, now)) this.sync(entry, 0, false, "background");
     return local;
   }
 
-  /** index.ts `entryFor` (lines 148–162); the rule never changes here. */
+  /** index.ts `entryFor` (lines 159–173); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
-    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, waiting: 0 };
+    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, waiting: 0, synced: false };
     this.table.set(objectName, entry);
     return entry;
   }
 
-  /** index.ts `sync` (lines 170–196): one sync per key in flight, joined by whoever needs it; the request is built on the next microtask. */
-  private sync(entry: Entry, need: number, release = false): Flight {
+  /**
+   * index.ts `sync` (lines 181–215): one sync per key in flight, joined by whoever needs it; the
+   * request is built on the next microtask. The simulated object never fails a call as retryable,
+   * so the one retry of lines 195–198 is not mirrored. `kind` is only for the report.
+   */
+  private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
     const clock = this.link.clock;
     const now = clock.now;
     if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
@@ -131,12 +137,13 @@ export class FastIsolate extends IsolateBase {
       if (!this.alive) return;
       const built = nextSync(entry.key, entry.rule, this.sender, Math.max(need, entry.waiting), clock.now, release);
       this.calls++;
-      this.link.call(this, entry.objectName, { sync: built }, (reply) => {
+      const why: CallKind = entry.synced ? kind : "first";
+      entry.synced = true;
+      this.totals?.callKind(why);
+      this.link.call(this, entry.objectName, { sync: built, kind: why }, (reply) => {
         const at = clock.now;
         if (reply.ok) {
-          const lease = reply.lease as SimLease;
-          applyLease(entry.key, entry.rule, lease, at);
-          this.schedule.applied(entry.key, lease, at);
+          applyLease(entry.key, entry.rule, reply.lease!, at);
           this.breaker.succeeded();
         } else {
           syncFailed(entry.key, entry.rule, at);
@@ -149,18 +156,18 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 199–207). */
+  /** index.ts `flushEvicted` (lines 218–226). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
     this.evicted = [];
     for (const entry of batch) {
       surrender(entry.key);
-      this.sync(entry, 0, true);
+      this.sync(entry, 0, true, "release");
     }
   }
 
-  /** index.ts `sweep` (lines 213–224). */
+  /** index.ts `sweep` (lines 232–243). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;
@@ -168,9 +175,9 @@ export class FastIsolate extends IsolateBase {
     for (const entry of this.table.values()) {
       if (budget === 0) break;
       const idle = entry.key.demand === 0 && now - entry.key.lastSyncAt >= entry.rule.syncMs;
-      if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now) || !this.schedule.mayCallNow(entry.key, now)) continue;
+      if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now)) continue;
       budget--;
-      this.sync(entry, 0, true);
+      this.sync(entry, 0, true, "release");
     }
   }
 }

@@ -5,7 +5,7 @@ import type { SyncRequest } from "../../src/fast/lease";
 import { LruTable } from "../../src/fast/table";
 import { policyOf } from "./policy";
 import type { Clock } from "./clock";
-import type { Reply } from "./object";
+import type { CallKind, Reply } from "./object";
 
 /** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for. */
 export interface Outcome {
@@ -20,14 +20,14 @@ export type Done = (outcome: Outcome) => void;
 export interface Link {
   clock: Clock;
   /** Sends one call to the named object; `onReply` runs when the answer is back here, and never if the isolate vanished first. */
-  call(from: IsolateBase, objectName: string, payload: { sync?: SyncRequest; costs?: number[] }, onReply: (reply: Reply) => void): void;
+  call(from: IsolateBase, objectName: string, payload: { sync?: SyncRequest; kind?: CallKind; costs?: number[] }, onReply: (reply: Reply) => void): void;
 }
 
 export abstract class IsolateBase {
   alive = true;
   /** object calls this isolate made */
   calls = 0;
-  /** the local fallback of src/gate/on-error.ts: one per isolate, as its module-level table is */
+  /** the local fallback of src/limiter/on-error.ts: one per isolate, as its module-level table is */
   private readonly fallback = new LruTable<LimiterState>(10_000, () => undefined);
 
   constructor(

@@ -1,6 +1,7 @@
 /** What a run measures, per key and in all: admissions against the limit and against an exact limiter, waits, errors, and per-second series. */
 import { decide, type LimiterState, type Policy } from "../../src/algorithms";
 import type { Outcome } from "./isolate";
+import type { CallKind } from "./object";
 
 /**
  * One key's admissions. The exact limiter is floodgate's own algorithm deciding every request of
@@ -83,6 +84,8 @@ export class RunTotals {
   /** admitted by the onError policy rather than by a lease or the object */
   admittedOnError = 0;
   readonly errors: Record<ErrorKind, number> = { timeout: 0, overloaded: 0, unavailable: 0 };
+  /** fast syncs by why they were made (see CallKind) */
+  readonly callKinds: Record<CallKind, number> = { first: 0, waiting: 0, background: 0, release: 0 };
   /** per second since the start: requests offered, admitted, object calls (all keys) */
   readonly offeredPerSecond: number[] = [];
   readonly admittedPerSecond: number[] = [];
@@ -106,6 +109,10 @@ export class RunTotals {
 
   call(now: number): void {
     this.bump(this.callsPerSecond, now);
+  }
+
+  callKind(kind: CallKind): void {
+    this.callKinds[kind]++;
   }
 
   /** A request ended: `arrivedAt` places it in or after the warm-up. */

@@ -10,16 +10,15 @@ import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import type { Decided } from "./policy";
 import { grantLease, lastPinEnds, livePeers, settlePins, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
 import type { Clock } from "./clock";
-import { TODAY, type ObjectSchedule, type SyncSchedule } from "./schedule";
 
 /**
  * What a call costs the object's thread. Cloudflare gives one object a soft limit of about 1,000
  * requests a second ("How much work can a single Durable Object do?", Durable Objects limits and
- * FAQ): 1 ms a call. A sync also writes the object's one row, which holds every peer: JSON of the
- * peers and the SQLite write grow with them (grantLease plus JSON.stringify of the row measured
- * 11.6 ms at 4,096 peers, 4.7 ms at 512, in Node on the machine that wrote this: about 2.5 µs a
- * peer beyond 1 ms). A strict batch decides each cost in turn: 10 µs a decision, generous beside
- * the pure decision's measured cost (bench/RESULTS.md, Decision cost).
+ * FAQ): 1 ms a call. A sync writes only its own isolate's peer row (rate-limiter.ts `setPeers`),
+ * so storage does not grow with the peers, but `grantLease` walks every peer to sum their demand
+ * and pins: measured 0.7 ms at 4,096 peers and 0.16 ms at 512 in Node, about 0.2 µs a peer, which
+ * is charged to every sync and alarm. A strict batch decides each cost in turn: 10 µs a decision,
+ * generous beside the pure decision's measured cost (bench/RESULTS.md, Decision cost).
  */
 export const SERVICE = { baseMs: 1, perPeerMs: 0.0002, perDecisionMs: 0.01 } as const;
 
@@ -36,9 +35,18 @@ const RETRY_WINDOW_MS = 60_000;
 /** An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline PROTOTYPE. */
 export type Reply = { ok: true; lease?: Lease; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" };
 
+/**
+ * Why a fast isolate called: its first sync for the key, a request its lease could not pay for
+ * (waiting on the answer), a background sync `syncDue` asked for, or a release (sweep or eviction).
+ */
+export type CallKind = "first" | "waiting" | "background" | "release";
+export const CALL_KINDS: readonly CallKind[] = ["first", "waiting", "background", "release"];
+
 /** One call as it reaches the object: a fast-mode sync or a strict batch, and where its answer goes. */
 export interface Call {
   sync?: SyncRequest;
+  /** a fast sync's reason */
+  kind?: CallKind;
   costs?: number[];
   /** when its caller gives up waiting (sent at + the rule's timeout) */
   deadline?: number;
@@ -55,21 +63,20 @@ export interface ObjectStats {
   busyMs: number;
   maxQueued: number;
   maxPeers: number;
-  /** the largest row written, sampled (bytes of JSON), or 0 when not sampled */
-  maxRowBytes: number;
+  /** the largest peer row and the largest key row (stored state) sampled, bytes of JSON as rate-limiter.ts writes them; 0 when not sampled */
+  maxPeerRowBytes: number;
+  maxKeyRowBytes: number;
   /** calls arriving in the busiest second, and in the busiest second after the warm-up */
   peakPerSecond: number;
   steadyPeakPerSecond: number;
+  /** the fast syncs of the busiest second after the warm-up, by why they were made */
+  steadyPeakKinds: Record<CallKind, number>;
 }
 
-/** How one object behaves beyond floodgate's own code: what the report samples, and the prototypes' switches. */
+/** How one object behaves beyond floodgate's own code: what the report samples, and the deadline prototype's switch. */
 export interface ObjectOptions {
-  /** sample the row's size every this many ms (0: never); JSON of thousands of peers is slow to make */
+  /** sample the rows' sizes every this many ms (0: never): JSON of every peer row is slow to make */
   rowSampleMs: number;
-  /** when isolates are asked to call again: today's rule, or a prototype's */
-  schedule: SyncSchedule;
-  /** false: a prototype that keeps one row per peer, so a sync writes one small row whatever the peers */
-  rowPerPeer: boolean;
   /** seconds starting at or after this count toward the steady-state peak */
   steadyFrom: number;
   /** PROTOTYPE: a call whose caller has already given up (past its deadline) is answered at once, undone */
@@ -93,16 +100,14 @@ export class KeyObject {
   private second = -1;
   private inSecond = 0;
   private nextRowSample = 0;
-  private readonly schedule: ObjectSchedule;
-  readonly stats: ObjectStats = { arrived: 0, served: 0, overloaded: 0, expired: 0, busyMs: 0, maxQueued: 0, maxPeers: 0, maxRowBytes: 0, peakPerSecond: 0, steadyPeakPerSecond: 0 };
+  private inSecondKinds: Record<CallKind, number> = noKinds();
+  readonly stats: ObjectStats = { arrived: 0, served: 0, overloaded: 0, expired: 0, busyMs: 0, maxQueued: 0, maxPeers: 0, maxPeerRowBytes: 0, maxKeyRowBytes: 0, peakPerSecond: 0, steadyPeakPerSecond: 0, steadyPeakKinds: noKinds() };
 
   constructor(
     private readonly clock: Clock,
     private readonly policy: Policy,
-    private readonly options: ObjectOptions = { rowSampleMs: 0, schedule: TODAY, rowPerPeer: true, steadyFrom: 0, dropExpired: false },
-  ) {
-    this.schedule = options.schedule.forObject();
-  }
+    private readonly options: ObjectOptions = { rowSampleMs: 0, steadyFrom: 0, dropExpired: false },
+  ) {}
 
   /** A call arrives now: queued, served at once, or refused as overloaded. */
   receive(call: Call): void {
@@ -112,9 +117,14 @@ export class KeyObject {
     if (second !== this.second) {
       this.second = second;
       this.inSecond = 0;
+      this.inSecondKinds = noKinds();
     }
+    if (call.kind) this.inSecondKinds[call.kind]++;
     this.stats.peakPerSecond = Math.max(this.stats.peakPerSecond, ++this.inSecond);
-    if (now >= this.options.steadyFrom) this.stats.steadyPeakPerSecond = Math.max(this.stats.steadyPeakPerSecond, this.inSecond);
+    if (now >= this.options.steadyFrom && this.inSecond > this.stats.steadyPeakPerSecond) {
+      this.stats.steadyPeakPerSecond = this.inSecond;
+      this.stats.steadyPeakKinds = { ...this.inSecondKinds };
+    }
     const queued = this.queue.length - this.queueHead;
     if (queued >= OVERLOAD.maxQueued || queued * this.lastServiceMs > OVERLOAD.maxWaitMs) {
       this.stats.overloaded++;
@@ -144,10 +154,10 @@ export class KeyObject {
       serviceMs = EXPIRED_MS;
     } else if (call === "alarm") {
       this.alarm(now);
-      if (this.options.rowPerPeer) serviceMs += SERVICE.perPeerMs * this.peers.size;
+      serviceMs += SERVICE.perPeerMs * this.peers.size;
     } else if (call.sync) {
       reply = { ok: true, lease: this.sync(this.policy, call.sync, now) };
-      if (this.options.rowPerPeer) serviceMs += SERVICE.perPeerMs * this.peers.size;
+      serviceMs += SERVICE.perPeerMs * this.peers.size;
       this.samplePeers(now);
     } else {
       const costs = call.costs ?? [];
@@ -163,21 +173,20 @@ export class KeyObject {
     });
   }
 
-  /** rate-limiter.ts `sync` (lines 86–97), with the clock passed in; a prototype schedule may reshape the request and annotate the lease. */
+  /** rate-limiter.ts `sync` (lines 96–111), with the clock passed in; the rows it writes are not modelled (see SERVICE). */
   private sync(policy: Policy, request: SyncRequest, now: number): Lease {
     const stored = this.stateFor(policy, now);
-    const asked = this.schedule.beforeGrant(request, now);
-    const { state, peers, lease, blockedUntil, cursor } = grantLease(policy, stored, this.peers, asked, now, this.blockedUntil, this.cursor);
+    const { state, peers, lease, blockedUntil, cursor } = grantLease(policy, stored, this.peers, request, now, this.blockedUntil, this.cursor);
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
     this.cursor = cursor;
     this.peers = peers;
     this.blockedUntil = blockedUntil;
     if (state && state !== stored) this.stored = { policy, state };
     if (this.alarmAt === null) this.setAlarm(now + RETRY_WINDOW_MS);
-    return this.schedule.afterGrant(lease, now);
+    return lease;
   }
 
-  /** rate-limiter.ts `decide` (lines 63–79). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
+  /** rate-limiter.ts `decide` (lines 73–89). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     let state = this.stateFor(policy, now);
     const blockedBefore = this.blockedUntil;
@@ -197,7 +206,7 @@ export class KeyObject {
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 126–144) and `forgetSilentPeers` (lines 176–181); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` (lines 140–158) and `forgetSilentPeers` (lines 190–193); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     if (this.stored) {
@@ -223,7 +232,7 @@ export class KeyObject {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 166–168): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor` (lines 180–182): the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
@@ -242,13 +251,18 @@ export class KeyObject {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The row as rate-limiter.ts `write` (lines 184–198) stores it.
-    const row = { ...(this.stored ? { stored: this.stored } : {}), peers: Object.fromEntries(this.peers), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
-    this.stats.maxRowBytes = Math.max(this.stats.maxRowBytes, JSON.stringify(row).length);
+    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 196–206) and one per peer (`setPeers`, lines 213–222).
+    const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
+    this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
+    for (const peer of this.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);
   }
 
   /** Peers the object holds now. */
   get peerCount(): number {
     return this.peers.size;
   }
+}
+
+function noKinds(): Record<CallKind, number> {
+  return { first: 0, waiting: 0, background: 0, release: 0 };
 }

@@ -3,7 +3,7 @@ import type { Decision, Policy } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
 
 /**
- * src/strict/index.ts `policyOf` (lines 23–28): the arithmetic half of a rule, all its object needs.
+ * src/strict/index.ts `policyOf` (lines 24–29): the arithmetic half of a rule, all its object needs.
  * That module reaches the Durable Object stub, whose types are the Workers runtime's, so its lines
  * are mirrored here.
  */

@@ -4,11 +4,11 @@ import type { ChartSpec } from "../lib/section";
 import { JITTER, MIXED_RTT } from "./latency";
 import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
-import { BUDGET_PER_SECOND } from "./prototype";
 import { PEER_TTL_MS } from "../../src/fast/lease";
+import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
 import { FULL, LIFETIME_MS, QUICK, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
-import type { Verdict } from "./targets";
+import { callKinds, type Verdict } from "./targets";
 
 export interface RunInfo {
   command: string;
@@ -86,16 +86,23 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
       `${scenarios.length} scenarios (${failed.length} failed) in ${info.seconds.toFixed(0)} s of wall time on ${info.machine} (${info.jobs} worker thread${info.jobs === 1 ? "" : "s"}); floodgate at ${info.source}.`,
     "",
     `A deterministic discrete-event simulation that drives floodgate's own code: the algorithms, the fast path's isolate side and the object's lease logic are imported from \`src/\`, not re-implemented, ` +
-      `so the simulation cannot drift from the product. It measures **today's design** against the targets of issue #13; two simulator-only **prototypes** of changes are measured beside it ([below](#prototypes-simulator-only)). ` +
+      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13; one simulator-only **prototype** (strict calls that carry their deadline) is measured beside it ([below](#a-prototype-simulator-only)). ` +
       `The raw numbers are in [\`simulation.json\`](simulation.json).`,
+    "",
+    `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
+      `A key asked for more than ${SATURATION} × what it sustains, whose free units would not last an interval, is saturated: its booked calls are spaced to hand out about ${SATURATED_UNITS_PER_CALL} units each, but each isolate still calls at least 4 times a period and at least once a minute. ` +
+      "A lease lasts until the isolate's booked call plus half an interval and is sized to its demand until then (mean + √mean); a saturated key's caller gets its share of the larger of what is free now and what the key frees until its next call (`grantLease`, src/fast/lease.ts). " +
+      "The isolate syncs in the background when its booked time comes, or sooner only if its lease would run out before it; a saturated key's emptied lease denies from the isolate's cache until its booked call (`syncDue`, `decideLocally`, src/fast/local.ts). " +
+      "What onError admits while the object cannot be reached is reported with the next sync and counted by the object then (`SyncRequest.unleased`). " +
+      `The object keeps one SQLite row per peer, so a sync writes its own isolate's row, not every peer; \`grantLease\` still walks every peer, and a peer is forgotten ${PEER_TTL_MS / 1000} s after its last or booked sync.`,
     "",
     "## Targets",
     "",
-    `${met} of ${read} met by today's design.`,
+    `${met} of ${read} met.`,
     "",
     table(
-      ["target", "today", "verdict", "budget prototype (simulator only)"],
-      verdicts.map((v) => [v.target, v.measured, v.met === undefined ? "not read" : v.met ? "met" : "**missed**", v.prototype ?? "—"]),
+      ["target", "measured", "verdict"],
+      verdicts.map((v) => [v.target, v.measured, v.met === undefined ? "not read" : v.met ? "met" : "**missed**"]),
     ),
     "",
     ...verdicts.filter((v) => v.why).flatMap((v) => [`- **Missed: ${v.target}.** ${v.why}`]),
@@ -173,7 +180,7 @@ function modelSection(): string[] {
     "## The model",
     "",
     "**What runs is floodgate's.** Each rule is built by floodgate's config parser (`parseConfig`), so sync interval, timeout, buckets and onError are the product's defaults. " +
-      "Each isolate keeps real `LocalKey`s and calls `freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed` and `surrender` (src/fast/local.ts) on floodgate's own `LruTable`; " +
+      "Each isolate keeps real `LocalKey`s and calls `freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and `surrender` (src/fast/local.ts) on floodgate's own `LruTable`; " +
       "each key's object calls `grantLease`, `settlePins`, `livePeers`, `lastPinEnds` (src/fast/lease.ts) and the algorithms' `decide`, `peek`, `carryOver`; strict isolates use floodgate's `DenialCache`, `Breakers` and `RuleBreaker`. " +
       "What cannot be imported is mirrored in a few lines, each naming the lines it mirrors: the object's `sync`, `decide` and `alarm` bodies (src/durable-object/rate-limiter.ts extends `DurableObject` from `cloudflare:workers`, which Node cannot load), " +
       "the promise-and-`Date.now()` shells of src/fast/index.ts (`decideFast`, `sync`, `sweep`, `flushEvicted`) and of src/strict/coalescer.ts and index.ts, and onError's `local` answer (its table is module state, one per isolate). Time is a parameter of every floodgate function, so the simulated clock drives them directly.",
@@ -186,8 +193,9 @@ function modelSection(): string[] {
     table(["share of isolates", "round trip", "where"], MIXED_RTT.map((b) => [percent(b.share), `${b.loMs}–${b.hiMs} ms`, b.label.replace(/ \(.*\)$/, "")])),
     "",
     `**The object** serves one call at a time. A call costs ${SERVICE.baseMs} ms of its thread: Cloudflare gives one object a soft limit of about 1,000 requests a second (Durable Objects *Limits* and FAQ, "How much work can a single Durable Object do?"). ` +
-      `A sync also writes the object's one row, which holds every peer (\`write()\` serialises them all, every change), and \`grantLease\` walks every peer: ${SERVICE.perPeerMs * 1000} µs more per peer, ` +
-      "measured in Node on this machine (grantLease and the row's JSON.stringify: 11.6 ms at 4,096 peers, 4.7 ms at 512). A strict batch costs " +
+      "A sync writes only its own isolate's peer row (and the key's row when its state changed), so what it stores does not grow with the peers; " +
+      `\`grantLease\` walks every peer, and each sync and alarm costs ${SERVICE.perPeerMs * 1000} µs more per peer the object holds, ` +
+      "measured in Node (grantLease: 0.7 ms at 4,096 peers, 0.16 ms at 512). The rows' writes themselves are not charged beyond the 1 ms. A strict batch costs " +
       `${SERVICE.perDecisionMs * 1000} µs more per decision. Calls beyond one at a time wait in a queue; a call that finds ${OVERLOAD.maxQueued.toLocaleString("en-US")} calls queued, or more than ${OVERLOAD.maxWaitMs / 1000} s of work ahead, is refused at once, as Cloudflare's "Durable Object is overloaded" ` +
       "(its documented causes are too many requests queued and requests queued too long; the figures are not published, so these are assumptions). Alarms run on the same thread.",
     "",
@@ -195,14 +203,15 @@ function modelSection(): string[] {
       "Cloudflare documents that isolates are not necessarily long-lived and may be evicted for resource limits on the machine, the isolate's own limits, or suspicion (Workers docs, *How Workers works*), and publishes no lifetime: the figures are assumptions.",
     "",
     "**Traffic** is Poisson at the stated rate, every request costing 1 unit. *Steady*: a constant rate. *Flash crowd*: the limit's rate, ten times it within 5 s, held a third of the run, then back. *Skewed*: isolate *k* gets a share ∝ 1/(k+1). " +
-      `A full run's fast scenarios last ${FULL.fastMs / 1000} s of simulated time (${FULL.fastLargeMs / 1000} s at 4,096 isolates, where the object's own code, O(peers) a sync, dominates the run time, and ${FULL.prototypeLargeMs / 1000} s for the prototype there), ` +
+      `A full run's fast scenarios last ${FULL.fastMs / 1000} s of simulated time (${FULL.fastLargeMs / 1000} s at 4,096 isolates, where the object's own code, O(peers) a sync, dominates the run time), ` +
       `the churn stress ${FULL.churnMs / 1000} s, strict runs ${FULL.strictMs / 1000} s; a quick run ${QUICK.fastMs / 1000}, ${QUICK.fastLargeMs / 1000}, ${QUICK.churnMs / 1000} and ${QUICK.strictMs / 1000} s, with fewer variants and loads. ` +
       `The global key's limit is ${FULL.globalLimit.toLocaleString("en-US")} per 60 s (500 a second, 5,000 a second at 10×). Every run starts on a whole minute, so fixed windows are the algorithms' own.`,
     "",
     "**Measures.** *maxPerWindowOverLimit*: most admitted in one fixed window of the period ÷ limit (sliding window; the worst key). *tokenExcess*: the most admitted in any interval beyond burst + rate·t, ÷ limit (token bucket). " +
       "*underAdmission*: 1 − admitted ÷ what an exact limiter admits on the same traffic (floodgate's own algorithm deciding each request at its arrival, in one place, with no delay). " +
       "*objectCallsPerSecondPeak*: calls arriving at one key's object in its busiest second after the warm-up (10 s fast, 2 s strict; the cold start, when every isolate makes its first call, is in `detail.objectCallsPerSecondPeakWithWarmup`). " +
-      "*waitedForObject*: share of requests after the warm-up that waited on a call. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker). Admissions count at decision time.",
+      "*waitedForObject*: share of requests after the warm-up that waited on a call. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
+      "*Calls by kind* (`detail.callsByKind`, and `detail.objectPeakByKind` for the busiest second): an isolate's first sync for the key, a sync for a request its lease could not pay for, a background sync (`syncDue`), a release of an idle or evicted lease.",
     "",
   ];
 }
@@ -264,37 +273,7 @@ function strictSections(ceiling: ScenarioResult[], rtt: ScenarioResult[], limite
 
 function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): string[] {
   const cell = (r: ScenarioResult | undefined, f: (x: ScenarioResult) => string) => (r ? f(r) : "—");
-  const acc = (r: ScenarioResult) => (r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : `excess ${f3(r.tokenExcess)}`);
-  const out: string[] = ["## Prototypes (simulator only)", "", "**Not floodgate's behaviour: nothing in `src/` does either of these.** Each wraps today's code in bench/simulation/ and is measured on the same traffic as today's design.", ""];
-  const budget = proto.filter((p) => p.mode === "fast");
-  if (budget.length) {
-    const rows = budget.map((p) => {
-      const today = all.find((r) => r.family === "global-fast" && r.algorithm === p.algorithm && r.isolates === p.isolates && r.name.endsWith(`-${p.load}x`));
-      return [
-        `${p.algorithm}, ${n(p.isolates)} isolates, ${p.load}×`,
-        `${cell(today, (r) => n(r.objectCallsPerSecondPeak))} → ${n(p.objectCallsPerSecondPeak)}`,
-        `${cell(today, (r) => r.objectCallsPer100Requests.toFixed(2))} → ${p.objectCallsPer100Requests.toFixed(2)}`,
-        `${cell(today, acc)} → ${acc(p)}`,
-        `${cell(today, (r) => percent(r.underAdmission))} → ${percent(p.underAdmission)}`,
-        `${cell(today, (r) => percent(r.waitedForObject))} → ${percent(p.waitedForObject)}`,
-        `${cell(today, (r) => n(r.errors))} → ${n(p.errors)}`,
-      ];
-    });
-    out.push(
-      "### A per-key call budget (fast mode)",
-      "",
-      "bench/simulation/prototype.ts: the object books each isolate's next call in a shared schedule, " +
-        `slots 1 s ÷ ${BUDGET_PER_SECOND} apart and never sooner than one sync interval, and returns that time with the lease, which it asks \`grantLease\` to make last until then (with headroom on the demand); ` +
-        "the isolate holds back background syncs until its time and denies locally (reason `cache`) what its lease cannot pay for until then, so only a key it has never synced calls on a request's path. " +
-        "It also assumes one row per peer, so a sync's cost no longer grows with the peers (today's `write()` serialises every peer on every change). The lease arithmetic is still `grantLease`'s: " +
-        "it shares out what is free at the moment of each call, which was right when every isolate called every second and is not when each calls every 20 s.",
-      "",
-      table(["scenario (today → prototype)", "calls/s peak", "calls per 100", "max window ÷ limit / excess", "under-admission", "waited", "errors"], rows),
-      "",
-      scenarioTable(budget),
-      "",
-    );
-  }
+  const out: string[] = ["## A prototype (simulator only)", "", "**Not floodgate's behaviour: nothing in `src/` does this.** It wraps floodgate's code in bench/simulation/ and is measured on the same traffic.", ""];
   const deadline = proto.filter((p) => p.mode === "strict");
   if (deadline.length) {
     const rows = deadline.map((p) => {
@@ -311,7 +290,7 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
       "",
       "Each call carries the time its caller stops waiting (sent + the rule's timeout); the object answers a call it reaches after that at once, without deciding or writing (50 µs), instead of spending 1 ms on an answer nobody will read. The strict hot key past its ceiling:",
       "",
-      table(["strict hot key (today → prototype)", "served/s", "errors", "object busy"], rows),
+      table(["strict hot key (floodgate → prototype)", "served/s", "errors", "object busy"], rows),
       "",
     );
   }
@@ -322,43 +301,63 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
 function findings(results: ScenarioResult[]): string[] {
   const by = (name: string) => results.find((r) => r.name === name);
   const items: string[] = [];
-  const rows = results.filter((r) => r.detail.schedule === "today" && r.detail.objectMaxRowBytes > 0 && r.detail.objectMaxPeers > 0);
-  const big = [...rows].sort((a, b) => b.detail.objectMaxRowBytes - a.detail.objectMaxRowBytes)[0];
-  if (big) {
-    const perPeer = big.detail.objectMaxRowBytes / big.detail.objectMaxPeers;
-    const steady = 4_096 * (1 + PEER_TTL_MS / LIFETIME_MS);
+  const sampled = results.filter((r) => r.family !== "prototype" && r.detail.objectMaxPeerRowBytes > 0);
+  const most = [...sampled].sort((a, b) => b.detail.objectMaxPeers - a.detail.objectMaxPeers)[0];
+  const largest = [...sampled].sort((a, b) => b.detail.objectMaxPeerRowBytes - a.detail.objectMaxPeerRowBytes)[0];
+  if (most && largest) {
+    const keyRow = Math.max(...sampled.map((r) => r.detail.objectMaxKeyRowBytes));
     items.push(
-      `**The object's row outgrows SQLite's limit.** \`${big.name}\` wrote a row of ${n(big.detail.objectMaxRowBytes)} bytes for ${n(big.detail.objectMaxPeers)} peers, ${n(perPeer)} bytes a peer, on every sync. ` +
-        `A SQLite-backed object's row is capped at 2 MB (Durable Objects *Limits*): ${n(2_000_000 / perPeer)} peers. A peer is kept ${PEER_TTL_MS / 60_000} minutes after its last sync, so with isolates living ${LIFETIME_MS / 60_000} minutes a key served by 4,096 isolates holds about ${n(steady)} peers once the runs here would have gone on for ten minutes: its every write would fail. (Arithmetic from the sampled rows, not simulated: a run here lasts ${big.detail.simulatedSeconds} s.)`,
-    );
-  }
-  const tb = by("fast-tb-global-i8-10x");
-  if (tb) {
-    items.push(
-      `**A fast token bucket over its limit calls about once a round trip per isolate.** \`${tb.name}\`: ${(tb.detail.calls / tb.detail.simulatedSeconds / tb.isolates).toFixed(1)} calls a second per isolate, ${tb.detail.requestsPerCall.toFixed(1)} requests a call. ` +
-        "A bucket at its limit refills continuously, so the object's answer is a grant of the few tokens that came back, almost never the empty grant that `applyLease` caches as a denial; every request the lease cannot pay for then waits on a sync, and each isolate has one in flight at a time.",
+      `**No row nears SQLite's limit: rows are per peer.** The object writes one row per peer and one for the key's state (src/durable-object/rate-limiter.ts \`setPeers\`, \`write\`). ` +
+        `The largest peer row sampled in any run was ${n(largest.detail.objectMaxPeerRowBytes)} bytes (\`${largest.name}\`), the largest key row ${n(keyRow)} bytes; \`${most.name}\` held the most peers, ${n(most.detail.objectMaxPeers)}. ` +
+        "A SQLite-backed object's row is capped at 2 MB (Durable Objects *Limits*), which the number of isolates no longer approaches; what still grows with the peers is `grantLease`'s walk of them, charged here to every sync.",
     );
   }
   const sw = by("fast-sw-global-i64-10x");
   if (sw && sw.detail.callsPerSecond.length > 10) {
-    const sorted = [...sw.detail.callsPerSecond.slice(10, -1)].sort((a, b) => a - b);
+    const series = sw.detail.callsPerSecond.slice(10, -1);
+    const sorted = [...series].sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+    const at = 10 + series.indexOf(Math.max(...series));
     items.push(
-      `**A sliding window's calls come in storms when a window turns.** \`${sw.name}\`: a median second brings its object ${n(median)} calls (every denied isolate asks again once its denial, at least one sync interval, runs out), the busiest ${n(sw.objectCallsPerSecondPeak)}: ` +
-        "when the new window frees units, they go out in small leases that run dry at once, and every isolate that gets one calls again to top up.",
+      `**Calls per second, median and busiest.** \`${sw.name}\`: after the warm-up a median second brought its object ${n(median)} calls and the busiest ${n(sw.objectCallsPerSecondPeak)} ` +
+        `(second ${at} of the run; the window turns every ${sw.detail.periodMs / 1000} s from second 0): ${callKinds(sw.detail.objectPeakByKind)}.`,
     );
   }
-  const over = by("fast-sw-global-i512-10x");
-  if (over && over.detail.admittedOnError > 0) {
+  const over = [...results].filter((r) => r.family === "global-fast" && r.detail.admittedOnError > 0).sort((a, b) => b.detail.admittedOnError - a.detail.admittedOnError)[0];
+  if (over) {
     items.push(
-      `**onError "local" is a second limiter beside the object, not a share of it.** \`${over.name}\`: with the object busy ${percent(over.detail.objectBusy)}, ${n(over.errors)} requests timed out and ${n(over.detail.admittedOnError)} were admitted by onError's own counters, on top of the ${n(over.detail.admitted - over.detail.admittedOnError)} the leases admitted: ${f3(over.maxPerWindowOverLimit)} × the limit in one window.`,
+      `**onError "local" admits beside the leases.** \`${over.name}\`: with the object busy ${percent(over.detail.objectBusy)}, ${n(over.errors)} requests got onError's answer and ${n(over.detail.admittedOnError)} were admitted by onError's own counters, ` +
+        `beside the ${n(over.detail.admitted - over.detail.admittedOnError)} the leases admitted (${over.maxPerWindowOverLimit !== null ? `${f3(over.maxPerWindowOverLimit)} × the limit in one window` : `token excess ${f3(over.tokenExcess)}`}). ` +
+        "The object counts them when the isolate next syncs, so later leases are smaller; it cannot refuse them.",
     );
+  } else if (results.some((r) => r.family === "global-fast")) {
+    items.push("**onError admitted nothing on the global keys.** No global fast run had a request admitted by onError: every admission was a lease's.");
   }
   const client = results.find((r) => r.family === "per-client");
   if (client) {
     items.push(
-      `**Per-client keys cost fast mode more calls than strict mode would.** \`${client.name}\`: ${client.objectCallsPer100Requests.toFixed(0)} calls per 100 requests and ${percent(client.waitedForObject)} of requests waiting: a key an isolate sees once or twice costs a sync to get a lease (waited on) and often another when the isolate's sweep gives the idle lease back. Strict mode costs at most one call a request, fewer when coalesced or denied from the cache.`,
+      `**Per-client keys.** \`${client.name}\`: ${client.objectCallsPer100Requests.toFixed(0)} calls per 100 requests and ${percent(client.waitedForObject)} of requests waiting; its ${n(client.detail.calls)} calls: ${callKinds(client.detail.callsByKind)}. ` +
+        "Strict mode costs at most one call a request, fewer when coalesced or denied from the cache.",
     );
   }
-  return items.length ? ["## What else the runs show", "", ...items.flatMap((i) => [`- ${i}`]), ""] : [];
+  const shown = ["fast-sw-global-i512-1x", "fast-sw-global-i4096-10x", "fast-tb-global-i512-1x", "fast-tb-global-i4096-10x", "fast-sw-300per30s-i8-10x", "fast-tb-300per30s-i8-10x", "churn-sw-global-i512-1x"]
+    .map(by)
+    .filter((r): r is ScenarioResult => r !== undefined);
+  const kinds = shown.length
+    ? [
+        "Where fast calls come from (whole run; the busiest second after the warm-up in brackets):",
+        "",
+        table(
+          ["scenario", "calls", "first", "waiting", "background", "release", "busiest second"],
+          shown.map((r) => {
+            const k = r.detail.callsByKind;
+            const p = r.detail.objectPeakByKind;
+            return [`\`${r.name}\``, n(r.detail.calls), `${n(k.first)} (${n(p.first)})`, `${n(k.waiting)} (${n(p.waiting)})`, `${n(k.background)} (${n(p.background)})`, `${n(k.release)} (${n(p.release)})`, n(r.objectCallsPerSecondPeak)];
+          }),
+          ["l", "r", "r", "r", "r", "r", "r"],
+        ),
+        "",
+      ]
+    : [];
+  return items.length || kinds.length ? ["## What else the runs show", "", ...items.flatMap((i) => [`- ${i}`]), "", ...kinds] : [];
 }

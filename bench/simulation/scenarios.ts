@@ -31,10 +31,6 @@ export interface Scenario {
   rtt: RttModel;
   /** strict: coalesce concurrent requests per key per isolate (src/strict/coalescer.ts) */
   coalesce: boolean;
-  /** "today": floodgate as it is; anything else is a prototype that lives only in this simulator */
-  schedule: "today" | "budget";
-  /** whether a sync's service time grows with the peers in the object's row (today's one-row storage) */
-  rowPerPeer: boolean;
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
 }
@@ -61,9 +57,6 @@ export interface Sizes {
   /** the global-fast variants run below 512 isolates, and at or above it (where every run is long: the object's code is O(peers) a sync) */
   variants: readonly Variant[];
   largeVariants: readonly Variant[];
-  /** the prototype's runs: isolate counts, and their simulated time at 2,048 isolates or more (where they run at 10× only) */
-  prototypeCounts: readonly number[];
-  prototypeLargeMs: number;
 }
 
 type Variant = "1x" | "10x" | "10x-skewed" | "flash";
@@ -79,8 +72,6 @@ export const FULL: Sizes = {
   rttOffered: [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000],
   variants: ["1x", "10x", "10x-skewed", "flash"],
   largeVariants: ["1x", "10x", "flash"],
-  prototypeCounts: [],
-  prototypeLargeMs: 20_000,
 };
 
 export const QUICK: Sizes = {
@@ -94,8 +85,6 @@ export const QUICK: Sizes = {
   rttOffered: [1_000, 16_000],
   variants: ["1x", "10x"],
   largeVariants: ["1x", "10x"],
-  prototypeCounts: [],
-  prototypeLargeMs: 20_000,
 };
 
 const base = {
@@ -108,8 +97,6 @@ const base = {
   lifetimeMs: LIFETIME_MS,
   rtt: "mixed" as RttModel,
   coalesce: true,
-  schedule: "today" as const,
-  rowPerPeer: true,
   dropExpired: false,
 };
 
@@ -223,28 +210,6 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   // Strict at 10× a limit: what the denial cache saves.
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
-  }
-  // PROTOTYPE (simulator only, see prototype.ts): the same global keys with a per-key call budget, and one row per peer.
-  for (const algorithm of algorithms) {
-    for (const isolates of counts.filter((n) => sizes.prototypeCounts.includes(n) || !counts.every((c) => (ISOLATE_COUNTS as readonly number[]).includes(c)))) {
-      for (const load of isolates >= 2_048 ? [10] : [1, 10]) {
-        out.push({
-          ...base,
-          name: `proto-budget-${short(algorithm)}-global-i${isolates}-${load}x`,
-          family: "prototype",
-          mode: "fast",
-          algorithm,
-          isolates,
-          load,
-          limit: L,
-          periodMs: P,
-          shape: steady(L, P, load),
-          durationMs: isolates >= 2_048 ? sizes.prototypeLargeMs : sizes.fastMs,
-          schedule: "budget",
-          rowPerPeer: false,
-        });
-      }
-    }
   }
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {

@@ -8,13 +8,14 @@ import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT } from "../lib/paths";
+import { PEER_TTL_MS } from "../../src/fast/lease";
+import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
 import { renderChart } from "../lib/svg";
 import { charts } from "./charts";
 import { MIXED_RTT } from "./latency";
 import { OVERLOAD, SERVICE } from "./object";
 import { OptionError, parseOptions, USAGE } from "./options";
 import { isPoolWorker, runAll, serveJobs } from "./pool";
-import { BUDGET_PER_SECOND } from "./prototype";
 import { renderReport } from "./report";
 import { LIFETIME_MS, selectScenarios, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import { verdicts } from "./targets";
@@ -68,7 +69,8 @@ export async function main(argv: string[]): Promise<number> {
       service: SERVICE,
       overload: OVERLOAD,
       isolateLifetimeMs: { mean: LIFETIME_MS, churnStress: STRESS_LIFETIME_MS },
-      prototypeBudgetPerSecond: BUDGET_PER_SECOND,
+      fastSchedule: { maxCallsPerSecond: MAX_CALLS_PER_SECOND, saturation: SATURATION, saturatedUnitsPerCall: SATURATED_UNITS_PER_CALL },
+      peerTtlMs: PEER_TTL_MS,
     },
     targets,
     scenarios: jobs.map((j) => {

@@ -48,7 +48,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 52–87), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict` (lines 52–88), and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;

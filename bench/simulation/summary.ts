@@ -27,7 +27,6 @@ export interface ScenarioResult {
     traffic: string;
     limit: number;
     periodMs: number;
-    schedule: string;
     simulatedSeconds: number;
     offeredPerSecond: number;
     requests: number;
@@ -43,11 +42,16 @@ export interface ScenarioResult {
     errorsByKind: { timeout: number; overloaded: number; unavailable: number };
     lostWithIsolates: number;
     isolatesBorn: number;
-    /** the hottest object's: busy share of its thread, most calls queued, most peers, largest row sampled */
+    /** fast syncs by why they were made: an isolate's first for the key, a request its lease could not pay for, a background sync, a release */
+    callsByKind: { first: number; waiting: number; background: number; release: number };
+    /** the hottest object's: busy share of its thread, most calls queued, most peers, largest peer row and key row sampled (bytes of JSON) */
     objectBusy: number;
     objectMaxQueued: number;
     objectMaxPeers: number;
-    objectMaxRowBytes: number;
+    objectMaxPeerRowBytes: number;
+    objectMaxKeyRowBytes: number;
+    /** the hottest object's busiest second after the warm-up: its fast syncs by why they were made */
+    objectPeakByKind: { first: number; waiting: number; background: number; release: number };
     /** strict: decisions per object call (the coalescer's batch size); fast: requests per call */
     requestsPerCall: number;
     /** requests decided without error after the warm-up, per second */
@@ -79,9 +83,11 @@ export function summarise(world: World): ScenarioResult {
   let calls = 0;
   let peak = 0;
   let steadyPeak = 0;
+  let steadyPeakObject = hottest;
   for (const object of objects.values()) {
     calls += object.stats.arrived;
     peak = Math.max(peak, object.stats.peakPerSecond);
+    if (object.stats.steadyPeakPerSecond > steadyPeak) steadyPeakObject = object;
     steadyPeak = Math.max(steadyPeak, object.stats.steadyPeakPerSecond);
     if (!hottest || object.stats.arrived > hottest.stats.arrived) hottest = object;
   }
@@ -108,7 +114,6 @@ export function summarise(world: World): ScenarioResult {
       traffic: `${s.shape.kind}, ${s.spread}${s.keys > 1 ? `, ${s.keys.toLocaleString("en-US")} keys (Zipf s = ${s.zipf}, ${s.homes} isolates each)` : ""}`,
       limit: s.limit,
       periodMs: s.periodMs,
-      schedule: s.schedule,
       simulatedSeconds,
       offeredPerSecond: round(totals.requests / simulatedSeconds, 1),
       requests: totals.requests,
@@ -119,12 +124,15 @@ export function summarise(world: World): ScenarioResult {
       objectCallsPerSecondPeakWithWarmup: peak,
       admittedOnError: totals.admittedOnError,
       errorsByKind: { ...totals.errors },
+      callsByKind: { ...totals.callKinds },
       lostWithIsolates: totals.lost,
       isolatesBorn: world.born,
       objectBusy: stats ? round(stats.busyMs / (s.durationMs + 5_000), 4) : 0,
       objectMaxQueued: stats?.maxQueued ?? 0,
       objectMaxPeers: stats?.maxPeers ?? 0,
-      objectMaxRowBytes: stats?.maxRowBytes ?? 0,
+      objectMaxPeerRowBytes: stats?.maxPeerRowBytes ?? 0,
+      objectMaxKeyRowBytes: stats?.maxKeyRowBytes ?? 0,
+      objectPeakByKind: { ...(steadyPeakObject?.stats.steadyPeakKinds ?? { first: 0, waiting: 0, background: 0, release: 0 }) },
       requestsPerCall: calls > 0 ? round(totals.requests / calls, 3) : 0,
       servedPerSecond: round((totals.steadyRequests - totals.steadyErrors) / steadySeconds, 1),
       callsPerSecond: totals.callsPerSecond,

@@ -1,5 +1,7 @@
-/** The issue's targets, read from a run's results: a verdict each, why a miss is a miss from the run's own numbers, and the prototype's figure beside it. */
+/** The issue's targets, read from a run's results: a verdict each, and why a miss is a miss from the run's own numbers. */
 import { percent } from "../lib/stats";
+import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/lease";
+import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
 import type { ScenarioResult } from "./summary";
 
@@ -9,8 +11,6 @@ export interface Verdict {
   /** undefined: no scenario of this run reads it */
   met: boolean | undefined;
   why?: string;
-  /** the same figure under the simulator-only budget prototype, when the run has it */
-  prototype?: string;
 }
 
 const THRESHOLD = { window: 1.01, excess: 0.01, callsPerSecond: 250, per100: 2, under: 0.05, waited: 0.01 } as const;
@@ -31,17 +31,33 @@ function byIsolates(rows: ScenarioResult[], value: (r: ScenarioResult) => number
   return { text, worst, values };
 }
 
-/** Why too much was admitted: onError's answers, from the worst run's numbers. */
+/** "a isolates' first calls, b for a waiting request, …": fast syncs by why they were made, leaving out kinds with none. */
+export function callKinds(k: ScenarioResult["detail"]["callsByKind"]): string {
+  const parts: [number, string][] = [
+    [k.first, "an isolate's first for the key"],
+    [k.waiting, "for a request its isolate's lease could not pay for"],
+    [k.background, "background syncs (`syncDue`: the booked time, or a lease that would run out before it)"],
+    [k.release, "releases of idle or evicted leases"],
+  ];
+  return parts.filter(([v]) => v > 0).map(([v, what]) => `${n(v)} ${what}`).join(", ") || "none";
+}
+
+/** What a sync cost the object's thread at the most peers it held (1 ms and grantLease's walk of the peers). */
+const syncMs = (peers: number) => SERVICE.baseMs + SERVICE.perPeerMs * peers;
+
+/** Why too much was admitted, from the worst run's numbers: onError's admissions if there were any, otherwise the leases'. */
 function whyOverAdmitted(r: ScenarioResult, what: string): string {
   const d = r.detail;
   const e = d.errorsByKind;
-  if (d.admittedOnError === 0) return `${r.name}: ${what}, with no admission from onError; see its row in the tables below.`;
+  const object = `The object was busy ${percent(d.objectBusy)} of the run with up to ${n(d.objectMaxQueued)} calls queued and ${n(d.objectMaxPeers)} peers (a sync costs its thread ${syncMs(d.objectMaxPeers).toFixed(2)} ms); its busiest second after the warm-up brought ${n(r.objectCallsPerSecondPeak)} calls, ${n(d.objectCallsPerSecondPeakWithWarmup)} counting the cold start (every isolate's first call).`;
+  if (d.admittedOnError === 0) {
+    return `${r.name}: ${what}, with no admission from onError: the leases admitted ${n(d.admitted)} where an exact limiter admits ${n(d.exactAdmitted)}. ${object}`;
+  }
   return (
-    `${r.name}: ${n(d.admittedOnError)} of the ${n(d.admitted)} admissions were onError's, not the lease's: ${n(r.errors)} requests got no answer in time ` +
-    `(${n(e.timeout)} timed out, ${n(e.overloaded)} refused as overloaded, ${n(e.unavailable)} met an open breaker). onError "local" admits from each isolate's own counter ` +
-    `up to ⌊limit ÷ peers⌋ a period (peers as the object last told that isolate; 1, the whole limit, for an isolate that never heard from it), on top of what the object leased to the isolates whose syncs got through. ` +
-    `The object was busy ${percent(d.objectBusy)} of the run with up to ${n(d.objectMaxQueued)} calls queued: ${n(d.objectMaxPeers)} peers in its one row ` +
-    `(${n(d.objectMaxRowBytes)} bytes of JSON each write) make a sync cost ${(SERVICE.baseMs + SERVICE.perPeerMs * d.objectMaxPeers).toFixed(1)} ms of its thread.`
+    `${r.name}: ${n(d.admittedOnError)} of the ${n(d.admitted)} admissions were onError's, not a lease's: ${n(r.errors)} requests got no answer in time ` +
+    `(${n(e.timeout)} timed out, ${n(e.overloaded)} refused as overloaded, ${n(e.unavailable)} met an open breaker or backoff). onError "local" admits from each isolate's own counter ` +
+    `up to ⌊limit ÷ peers⌋ a period (peers as the object last told that isolate; 1, the whole limit, for an isolate that never heard from it). ` +
+    `The isolate reports those admissions with its next sync and the object counts them then (\`SyncRequest.unleased\`), so they shrink later leases, but they were admitted beside what the leases admitted. ${object}`
   );
 }
 
@@ -53,8 +69,7 @@ function busiest(rows: ScenarioResult[]): string {
 }
 
 export function verdicts(results: ScenarioResult[]): Verdict[] {
-  const today = results.filter((r) => r.detail.schedule === "today");
-  const proto = results.filter((r) => r.family === "prototype" && r.mode === "fast");
+  const today = results.filter((r) => r.family !== "prototype");
   const out: Verdict[] = [];
   const ok = (values: Map<number, number>, max: number) => (values.size === 0 ? undefined : [...values.values()].every((v) => v <= max));
 
@@ -66,13 +81,11 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const rows = today.filter((r) => r.family === "global-fast" && r.algorithm === algorithm && r.load === 10);
     const m = byIsolates(rows, value, (x) => x.toFixed(3));
     const met = ok(m.values, max);
-    const p = byIsolates(proto.filter((r) => r.algorithm === algorithm && r.load === 10), value, (x) => x.toFixed(3));
     out.push({
       target: label,
       measured: m.text ? `${m.text} (worst of 10×, 10× skewed, flash crowd)` : "not run",
       met,
       ...(met === false && m.worst ? { why: whyOverAdmitted(m.worst, `${field} ${f3(m.worst[field])}`) } : {}),
-      ...(p.text ? { prototype: p.text } : {}),
     });
   }
 
@@ -81,7 +94,6 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const m = byIsolates(rows, (r) => r.objectCallsPerSecondPeak, n);
     const met = ok(m.values, THRESHOLD.callsPerSecond);
     const w = m.worst;
-    const p = byIsolates(proto, (r) => r.objectCallsPerSecondPeak, n);
     out.push({
       target: "object calls per key per second ≤ 250 at every isolate count, 4,096 included",
       measured: m.text ? `${m.text} (busiest second after the 10 s warm-up; every fast scenario)` : "not run",
@@ -89,14 +101,13 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
       ...(met === false && w
         ? {
             why:
-              `${w.name}: ${n(w.objectCallsPerSecondPeak)} calls in one second (${n(w.detail.objectCallsPerSecondPeakWithWarmup)} counting the cold start, when every isolate makes its first call). ` +
-              `Each of the ${n(w.isolates)} isolates with traffic for the key calls its object once a sync interval (1 s) or sooner when its lease runs low, and an isolate whose lease ran out calls on the request's path: ` +
-              `${n(w.detail.calls)} calls for ${n(w.detail.requests)} requests (${w.detail.requestsPerCall} requests a call). ` +
-              `One object can serve about ${n(1000 / (SERVICE.baseMs + SERVICE.perPeerMs * w.detail.objectMaxPeers))} syncs a second with ${n(w.detail.objectMaxPeers)} peers in its row; it was busy ${percent(w.detail.objectBusy)} of the run. ` +
-              `The busiest scenario at each count: ${busiest(rows)}.`,
+              `${w.name}: ${n(w.objectCallsPerSecondPeak)} calls in its busiest second (${n(w.detail.objectCallsPerSecondPeakWithWarmup)} counting the cold start, when every isolate makes its first call): ` +
+              `${callKinds(w.detail.objectPeakByKind)}. The object books background syncs from a budget of ${MAX_CALLS_PER_SECOND} a second (src/fast/schedule.ts); ` +
+              `an isolate's first call and a request whose lease cannot pay for it are not booked. Over the whole run, ${n(w.detail.calls)} calls for ${n(w.detail.requests)} requests ` +
+              `(${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run. ` +
+              `The object was busy ${percent(w.detail.objectBusy)} of the run with up to ${n(w.detail.objectMaxPeers)} peers. The busiest scenario at each count: ${busiest(rows)}.`,
           }
         : {}),
-      ...(p.text ? { prototype: p.text } : {}),
     });
   }
 
@@ -113,9 +124,8 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
         ? {
             why:
               `${worst.name}: ${n(worst.detail.calls)} calls in ${worst.detail.simulatedSeconds} s (${(worst.detail.calls / worst.detail.simulatedSeconds).toFixed(1)} a second, ` +
-              `${(worst.detail.calls / worst.detail.simulatedSeconds / 8).toFixed(2)} per isolate) for ${n(worst.detail.offeredPerSecond)} requests a second. ` +
-              `While the key is denied, each isolate's denial lasts max(retryAfter, one sync interval), and the request that finds it over waits on a sync: every isolate calls about once a second whatever its traffic, ` +
-              `and when the window frees units the isolates that get them top up as their leases run low (up to four times an interval). At ${n(worst.detail.offeredPerSecond / 8)} requests a second per isolate that is ${worst.objectCallsPer100Requests.toFixed(1)} calls per 100.`,
+              `${(worst.detail.calls / worst.detail.simulatedSeconds / worst.isolates).toFixed(2)} per isolate) for ${n(worst.detail.offeredPerSecond)} requests a second: ${callKinds(worst.detail.callsByKind)}; ` +
+              `${n(worst.errors)} requests got onError's answer. A saturated key's booked calls are spaced to hand out about ${SATURATED_UNITS_PER_CALL} units each, but each isolate calls at least 4 times a period and at least once a minute.`,
           }
         : {}),
     });
@@ -126,15 +136,19 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const text = rows.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · ");
     const met = rows.length ? rows.every((r) => r.underAdmission <= THRESHOLD.under) : undefined;
     const worst = [...rows].sort((a, b) => b.underAdmission - a.underAdmission)[0];
-    const p = proto.filter((r) => r.load === 1 && r.isolates === 512).map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · ");
     out.push({
       target: "1× load, 512 isolates: underAdmission ≤ 5 %",
       measured: text || "not run (needs 512 isolates)",
       met,
       ...(met === false && worst
-        ? { why: `${worst.name}: admitted ${n(worst.detail.admitted)} where an exact limiter admits ${n(worst.detail.exactAdmitted)}; ${n(worst.errors)} requests got onError's answer, and leases pinned in isolates that do not spend them hold units back from the rest.` }
+        ? {
+            why:
+              `${worst.name}: admitted ${n(worst.detail.admitted)} where an exact limiter admits ${n(worst.detail.exactAdmitted)}; ${n(worst.errors)} requests got onError's answer. ` +
+              `${n(worst.detail.calls)} calls: ${callKinds(worst.detail.callsByKind)}; the object held up to ${n(worst.detail.objectMaxPeers)} peers. ` +
+              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call plus half an interval (mean + √mean) and its units count as taken until the isolate reports them, ` +
+              `so units leased but not yet spent are not there for the others.`,
+          }
         : {}),
-      ...(p ? { prototype: p } : {}),
     });
   }
 
@@ -143,7 +157,6 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const m = byIsolates(rows, (r) => r.waitedForObject, (x) => percent(x));
     const met = ok(m.values, THRESHOLD.waited);
     const w = m.worst;
-    const p = byIsolates(proto.filter((r) => r.load === 1), (r) => r.waitedForObject, (x) => percent(x));
     out.push({
       target: "1× load, steady state: waitedForObject ≤ 1 % (every isolate count)",
       measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the 10 s warm-up)` : "not run",
@@ -152,11 +165,10 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
         ? {
             why:
               `${w.name}: ${percent(w.waitedForObject)} of requests waited on a call. With ${n(w.detail.offeredPerSecond)} requests a second over ${n(w.isolates)} isolates each sees ` +
-              `${(w.detail.offeredPerSecond / w.isolates).toFixed(2)} a second; a lease is sized to an isolate's recent demand over one sync interval (1 s; longer only for a sliding-window key far from its limit), ` +
-              `so at the limit a lease holds a unit or two, runs out, or ends before the next request, and that request waits for a sync (${w.detail.requestsPerCall} requests a call).`,
+              `${(w.detail.offeredPerSecond / w.isolates).toFixed(2)} a second. A request waits when its isolate has no lease for the key yet (its first request) or its lease cannot pay for it. ` +
+              `${n(w.detail.calls)} calls (${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run.`,
           }
         : {}),
-      ...(p.text ? { prototype: p.text } : {}),
     });
   }
 
@@ -182,8 +194,9 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
             why:
               `Missed: ${missed.join("; ")}. The same 512 isolates living 5 minutes: ` +
               rows.map((r) => calm(r)).filter((r): r is ScenarioResult => r !== undefined).map((r) => `${r.name} ${n(r.objectCallsPerSecondPeak)} calls/s, under-admission ${percent(r.underAdmission)}, waited ${percent(r.waitedForObject)}`).join("; ") +
-              `. A vanished isolate's lease stays pinned until it ends plus REPORT_GRACE_MS (10 s) and is then counted as spent, and its peer entry stays in the object's row for PEER_TTL_MS (10 min): ` +
-              `with isolates living 30 s the row held up to ${n(Math.max(...rows.map((r) => r.detail.objectMaxPeers)))} peers, each a little more of every sync's cost.`,
+              `. ${n(Math.max(...rows.map((r) => r.detail.isolatesBorn)))} isolates lived in a run (each new one's first request waits on its first call: ${rows.map((r) => `${r.name} ${n(r.detail.callsByKind.first)}`).join(", ")}). ` +
+              `A vanished isolate's lease stays pinned until it ends plus REPORT_GRACE_MS (${REPORT_GRACE_MS / 1000} s) and is then counted as spent, and its peer is forgotten PEER_TTL_MS (${PEER_TTL_MS / 1000} s) after its last or booked sync: ` +
+              `the object held up to ${n(Math.max(...rows.map((r) => r.detail.objectMaxPeers)))} peers, each ${SERVICE.perPeerMs * 1000} µs more of every sync's cost.`,
           }
         : {}),
     });
