@@ -1,0 +1,89 @@
+// fixed-window and sliding-log from outside: one `wrangler dev` with rules from vars, driven over real HTTP, a real origin counting what arrives.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOrigin } from "../setup/origin-server";
+import { startWranglerDev, type WranglerDev } from "./wrangler-dev";
+
+const PERIOD_MS = 2_000;
+const LIMIT = 5;
+const rules = [
+  { name: "fixed-dev", match: { path: "/fixed-dev/*" }, key: "global", algorithm: "fixed-window", limit: LIMIT, period: "2s" },
+  { name: "log-dev", match: { path: "/log-dev/*" }, key: "global", algorithm: "sliding-log", limit: LIMIT, period: "2s" },
+];
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("fixed-window and sliding-log through wrangler dev", () => {
+  let dev: WranglerDev;
+  let dir: string;
+  let origin: Awaited<ReturnType<typeof startOrigin>>;
+  let originUrl: string;
+
+  /** When each request under `/<tag>/` reached the origin, oldest first. */
+  const arrivals = async (tag: string) =>
+    ((await (await fetch(`${originUrl}/__origin/log?tag=${tag}`)).json()) as { at: number }[]).map((r) => r.at).sort((a, b) => a - b);
+
+  /** `count` requests at once; their statuses, once every body is read. */
+  async function burst(tag: string, count: number): Promise<number[]> {
+    const responses = await Promise.all(Array.from({ length: count }, (_, i) => dev.fetch(`/${tag}/${Date.now()}-${i}`)));
+    await Promise.all(responses.map((r) => r.arrayBuffer()));
+    return responses.map((r) => r.status);
+  }
+
+  beforeAll(async () => {
+    origin = await startOrigin();
+    originUrl = `http://127.0.0.1:${origin.port}`;
+    dir = await mkdtemp(join(tmpdir(), "floodgate-algorithms-"));
+    dev = await startWranglerDev({ persistTo: dir, vars: { ORIGIN_URL: originUrl, RATE_LIMIT_RULES: JSON.stringify(rules) } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await dev?.kill();
+    await origin?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("a fixed window admits the limit per epoch-aligned window, and twice the limit across a boundary", async () => {
+    // The middle of a window, with a second to spare before its end.
+    const boundary = Math.ceil((Date.now() + PERIOD_MS / 2) / PERIOD_MS) * PERIOD_MS;
+    await sleep(boundary - PERIOD_MS / 2 - Date.now());
+    const before = await burst("fixed-dev", LIMIT + 3);
+    const beforeEnded = Date.now();
+    await sleep(boundary + 100 - Date.now());
+    const after = await burst("fixed-dev", LIMIT + 3);
+
+    expect(beforeEnded).toBeLessThan(boundary);
+    const admitted = (statuses: number[]) => statuses.filter((s) => s === 200).length;
+    expect([admitted(before), admitted(after)]).toEqual([LIMIT, LIMIT]);
+    expect([...before, ...after].filter((s) => s !== 200).every((s) => s === 429)).toBe(true);
+    // The origin's count is the truth: 2 × limit arrived, all within about 600 ms, well inside one period.
+    const at = await arrivals("fixed-dev");
+    expect(at).toHaveLength(2 * LIMIT);
+    expect(at[at.length - 1]! - at[0]!).toBeLessThan(PERIOD_MS);
+  }, 20_000);
+
+  it("a sliding log never lets more than the limit through in any period", async () => {
+    // Bursts of 4 every 250 ms for 5 s: always more than the limit asks, so it is reached again and
+    // again. Starting half a second before an epoch-aligned boundary, as a fixed window would let
+    // twice the limit through across it.
+    const boundary = Math.ceil((Date.now() + PERIOD_MS / 4) / PERIOD_MS) * PERIOD_MS;
+    await sleep(boundary - PERIOD_MS / 4 - Date.now());
+    const started = Date.now();
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      statuses.push(...(await burst("log-dev", 4)));
+      await sleep(started + (i + 1) * 250 - Date.now());
+    }
+    const at = await arrivals("log-dev");
+    expect(at).toHaveLength(statuses.filter((s) => s === 200).length);
+    // Every interval one period long that starts at an arrival, less what the hop from the decision
+    // to the origin can add between two arrivals on a loaded machine.
+    const slack = 100;
+    const most = Math.max(...at.map((from) => at.filter((t) => t >= from && t < from + PERIOD_MS - slack).length));
+    expect(most).toBe(LIMIT);
+    // A period is full again as soon as the oldest unit leaves it: 5 s of asking admits 3 periods' worth.
+    expect(at.length).toBeGreaterThanOrEqual(2 * LIMIT + 1);
+  }, 20_000);
+});
