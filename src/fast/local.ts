@@ -189,7 +189,8 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.peers = lease.peers;
   // An object of an earlier version books nothing: then the periodic sync is one interval on.
   key.nextSyncAt = lease.nextSyncAt ?? now + rule.syncMs;
-  key.saturated = lease.saturated ?? false;
+  // A rule with a block must let the object see a denied request, which is what starts the block.
+  key.saturated = (lease.saturated ?? false) && rule.blockMs === null;
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
