@@ -32,21 +32,27 @@ export function warmingBucket(
 ): Outcome<WarmingBucketState> {
   const { limit, periodMs, burst } = policy;
   const w = maxCold(policy);
-  const at = settle(policy, stored, now);
-  const missing = missingOf(w, at);
+  const { debt, cold, updatedAt: t } = settle(policy, stored, now);
+  const from = climb(w, cold);
+  const missing = debt === 0 ? 0 : unclimb(w, from + debt) - cold;
   const allowed = cost <= burst && missing <= (burst - cost) * periodMs;
-  const next = allowed ? take(w, at, cost * periodMs) : at;
-  const left = allowed ? missing + cost * periodMs : missing;
-  const remaining = Math.max(0, burst - Math.ceil(left / periodMs));
-  const t = next.updatedAt;
+  // Taking units makes the refill longer by theirs, at the warm end: the coldness it ends at falls by them.
+  const units = allowed ? cost * periodMs : 0;
+  const end = cold - units;
+  const toEnd = units === 0 ? from : climb(w, end);
+  const due = debt + from - toEnd;
+  const state = stateOf(policy, { debt: due, cold: end, updatedAt: t });
+  const remaining = Math.max(0, burst - Math.ceil((missing + units) / periodMs));
+  /** ms until the bucket lacks no more than `short` (1/periodMs units), given that it lacks more now */
+  const until = (short: number) => Math.ceil((due - (climb(w, end + short) - toEnd)) / limit);
   // Back at rest (full, then cooled to fully cold): a state forgotten then comes back as it was.
-  const resetAt = t + Math.ceil((next.debt + w - Math.max(0, next.cold)) / limit);
-  const moreAt = remaining >= burst ? t : t + Math.ceil(timeUntilMissing(w, next, (burst - remaining - 1) * periodMs) / limit);
-  if (allowed) return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
+  const resetAt = t + Math.ceil((due + w - Math.max(0, end)) / limit);
+  const moreAt = remaining >= burst ? t : t + until((burst - remaining - 1) * periodMs);
+  if (allowed) return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter: 0 }, state };
   const fits = cost <= burst;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
-  const retryAfter = fits ? Math.ceil(timeUntilMissing(w, next, (burst - cost) * periodMs) / limit) : periodMs;
-  return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
+  const retryAfter = fits ? until((burst - cost) * periodMs) : periodMs;
+  return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter, reason }, state };
 }
 
 /**
@@ -56,12 +62,14 @@ export function warmingBucket(
  */
 export function adjustWarmingBucket(policy: Policy, stored: WarmingBucketState | undefined, units: number, now: number): WarmingBucketState {
   const w = maxCold(policy);
-  const at = settle(policy, stored, now);
-  if (units >= 0) return take(w, at, units * policy.periodMs);
-  const back = -units * policy.periodMs;
-  const missing = missingOf(w, at);
-  if (back >= missing) return { ...at, cold: at.cold + missing, debt: 0 };
-  return { ...at, cold: at.cold + back, debt: at.debt - (climb(w, at.cold + back) - climb(w, at.cold)) };
+  const { debt, cold, updatedAt } = settle(policy, stored, now);
+  if (units >= 0) {
+    const end = cold - units * policy.periodMs;
+    return stateOf(policy, { debt: debt + climb(w, cold) - climb(w, end), cold: end, updatedAt });
+  }
+  const back = Math.min(-units * policy.periodMs, missingOf(w, { debt, cold, updatedAt }));
+  // Giving back all that is missing leaves the bucket full, whatever part of a unit was refilling.
+  return stateOf(policy, { debt: Math.max(0, debt - (climb(w, cold + back) - climb(w, cold))), cold: cold + back, updatedAt });
 }
 
 /** Whole units taken from a full bucket at `now`, rounded up (more than `burst` while in debt). */
@@ -104,17 +112,17 @@ interface Settled {
  * period, burst or warmup is read under its own and carried over: its level as the plain bucket
  * carries one, its coldness as the same fraction of the new maximum (as Guava's setRate does).
  */
-function settle(policy: Policy, stored: WarmingBucketState | undefined, now: number): WarmingBucketState {
+function settle(policy: Policy, stored: WarmingBucketState | undefined, now: number): Settled {
   const w = maxCold(policy);
-  if (!stored) return stateOf(policy, { debt: 0, cold: w, updatedAt: now });
-  if (sameShape(policy, stored)) return stateOf(policy, advance(w, policy.limit, stored, now));
+  if (!stored) return { debt: 0, cold: w, updatedAt: now };
+  if (sameShape(policy, stored)) return advance(w, policy.limit, stored, now);
   const own = policyOf(stored);
   const at = advance(maxCold(own), own.limit, stored, now);
   const missing = missingOf(maxCold(own), at);
   const level = Math.floor(((own.burst * own.periodMs - missing) / own.periodMs) * policy.periodMs);
   const coldNow = Math.min(w, Math.floor((Math.max(0, at.cold + missing) / maxCold(own)) * w));
   const refill = Math.max(0, policy.burst * policy.periodMs - level);
-  return stateOf(policy, { cold: coldNow - refill, debt: climb(w, coldNow) - climb(w, coldNow - refill), updatedAt: at.updatedAt });
+  return { cold: coldNow - refill, debt: climb(w, coldNow) - climb(w, coldNow - refill), updatedAt: at.updatedAt };
 }
 
 function advance(w: number, limit: number, stored: Settled, now: number): Settled {
@@ -127,19 +135,10 @@ function advance(w: number, limit: number, stored: Settled, now: number): Settle
   return { debt: 0, cold: Math.min(w, Math.max(0, stored.cold) + passed - stored.debt), updatedAt: t };
 }
 
-/** Takes `units` (1/periodMs): refilling them comes last, at the coldness the bucket will have by then. */
-function take(w: number, at: WarmingBucketState, units: number): WarmingBucketState {
-  return { ...at, cold: at.cold - units, debt: at.debt + climb(w, at.cold) - climb(w, at.cold - units) };
-}
-
 /** What the bucket lacks (1/periodMs units): the refill still to come, from the coldness it has now down to `cold`. */
 function missingOf(w: number, at: Settled): number {
+  if (at.debt === 0) return 0;
   return unclimb(w, climb(w, at.cold) + at.debt) - at.cold;
-}
-
-/** Time (1/limit ms) until the bucket lacks no more than `missing`, given that it lacks more now. */
-function timeUntilMissing(w: number, at: Settled, missing: number): number {
-  return at.debt - (climb(w, at.cold + missing) - climb(w, at.cold));
 }
 
 /**
@@ -147,13 +146,15 @@ function timeUntilMissing(w: number, at: Settled, missing: number): number {
  * integral of the interval over the stored permits. With coldness x in 1/periodMs units and the
  * maximum w, the interval is 1 up to w / 2 and climbs linearly to 3 at w, so the integral is
  * x + (2x − w)² / 2w past w / 2. Differences of it are what refilling between two colds takes.
+ *
+ * The square is exact up to limit × warmup of 2^26.5 (90 million, e.g. 1,500 a minute over a
+ * minute); past it a double rounds it, to within a 1/limit ms. Either way the function only ever
+ * grows with x, and that is what exactness rests on here: a denial's retryAfter, `moreAt` and a
+ * refund undoing a take are all worked out from the same function.
  */
-export function climb(w: number, x: number): number {
+function climb(w: number, x: number): number {
   const over = 2 * x - w;
-  if (over <= 0) return x;
-  // Below 2^26.5 the square is an exact double; past it the quotient is worked out exactly in BigInt.
-  if (over <= 94_906_265) return x + Math.floor((over * over) / (2 * w));
-  return x + Number((BigInt(over) * BigInt(over)) / BigInt(2 * w));
+  return over <= 0 ? x : x + Math.floor((over * over) / (2 * w));
 }
 
 /** The least coldness x with climb(w, x) ≥ target. */

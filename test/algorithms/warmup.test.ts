@@ -201,7 +201,7 @@ describe("token bucket with a warmup", () => {
     expect(peek(plain, converted, T0 + 166).remaining).toBe(1);
   });
 
-  it("counts a cold refill exactly when its coldness squared is past 2^53", () => {
+  it("counts a cold refill to the millisecond when its coldness squared is past 2^53", () => {
     // 100,000 a second over an hour's warmup: a cold burst of 100,000 refills in 3d − 2d²/w of
     // 1/limit ms (d = 10^8 and w = 3.6 × 10^11 in 1/periodMs units), 299,944,445: 2,999.44 ms.
     const p = policy(100_000, 1_000, 100_000, 3_600_000);
