@@ -51,7 +51,7 @@ interface Contender {
  * A floodgate core. `maxLimit`: the largest limit the algorithm may be configured with (the sliding
  * log's 1,000); a workload's limit above it is lowered to it, and the contender's name says so.
  */
-function floodgate(name: string, algorithm: Policy["algorithm"], buckets: number, maxLimit = Number.POSITIVE_INFINITY): Contender {
+function floodgate(name: string, algorithm: Policy["algorithm"], buckets: number, maxLimit = Number.POSITIVE_INFINITY, warmupMs?: number): Contender {
   return {
     name,
     floodgate: true,
@@ -59,7 +59,7 @@ function floodgate(name: string, algorithm: Policy["algorithm"], buckets: number
       const limit = Math.min(workloadLimit, maxLimit);
       // GCRA admits 1 + burst at once: a tolerance of limit − 1 gives it the same capacity as the others.
       const burst = algorithm === "gcra" ? limit - 1 : limit;
-      const policy: Policy = { algorithm, limit, periodMs: PERIOD_MS, burst, buckets };
+      const policy: Policy = { algorithm, limit, periodMs: PERIOD_MS, burst, buckets, ...(warmupMs ? { warmupMs } : {}) };
       const states = new Map<string, LimiterState>();
       const { keys, order, nows } = trace;
       let allowed = 0;
@@ -196,6 +196,8 @@ function contenders(): Contender[] {
   return [
     ...bucketCounts.map((b) => floodgate(`floodgate sliding-window, buckets ${b} (${label(b)})`, "sliding-window", b)),
     floodgate("floodgate token-bucket", "token-bucket", 1),
+    // Every key starts cold, and the pass is one period: half of it warming up.
+    floodgate("floodgate token-bucket, warmup 30 s", "token-bucket", 1, Number.POSITIVE_INFINITY, 30_000),
     floodgate("floodgate fixed-window", "fixed-window", 1),
     floodgate(`floodgate sliding-log (limit at most ${MAX_LOG_LIMIT.toLocaleString("en-US")}, its largest)`, "sliding-log", 1, MAX_LOG_LIMIT),
     floodgate("floodgate gcra (burst limit − 1)", "gcra", 1),

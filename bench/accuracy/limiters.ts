@@ -201,3 +201,67 @@ export class Gcra implements Estimator {
     this.debt += this.periodMs;
   }
 }
+
+/**
+ * floodgate's token bucket with burst = limit and a warmup (src/algorithms/warmup.ts): kept as the
+ * time until full (1/limit ms) and the coldness then (1/period units), a new key full and cold.
+ * "Used" is what the bucket lacks, as for the plain bucket.
+ */
+export class WarmingBucket implements Estimator {
+  readonly name: string;
+  readonly scale: number;
+  readonly estimatesWindow = false;
+  private readonly w: number;
+  private debt = 0;
+  private cold = 0;
+  private updatedAt = -1;
+
+  constructor(
+    private readonly limit: number,
+    private readonly periodMs: number,
+    readonly warmupMs: number,
+  ) {
+    this.scale = periodMs;
+    this.w = warmupMs * limit;
+    this.name = `token bucket (burst = limit), warmup ${warmupMs / 1000} s`;
+  }
+
+  reset(): void {
+    this.updatedAt = -1;
+  }
+
+  used(now: number): number {
+    const { w, limit } = this;
+    const elapsed = this.updatedAt < 0 ? Number.POSITIVE_INFINITY : Math.max(0, now - this.updatedAt);
+    if (elapsed >= Math.ceil((this.debt + w) / limit)) {
+      this.debt = 0;
+      this.cold = w;
+    } else if (elapsed * limit < this.debt) {
+      this.debt -= elapsed * limit;
+    } else {
+      this.cold = Math.min(w, Math.max(0, this.cold) + elapsed * limit - this.debt);
+      this.debt = 0;
+    }
+    this.updatedAt = Math.max(now, this.updatedAt);
+    if (this.debt === 0) return 0;
+    // The least coldness whose climb reaches the current one's plus the time left, less where the refill ends.
+    const target = climb(w, this.cold) + this.debt;
+    if (2 * target <= w) return target - this.cold;
+    let x = Math.ceil((w + (Math.sqrt(8 * w * target - 3 * w * w) - w) / 2) / 2);
+    while (climb(w, x) < target) x += 1;
+    while (climb(w, x - 1) >= target) x -= 1;
+    return x - this.cold;
+  }
+
+  add(): void {
+    const end = this.cold - this.periodMs;
+    this.debt += climb(this.w, this.cold) - climb(this.w, end);
+    this.cold = end;
+  }
+}
+
+/** Guava's integral of the interval, as src/algorithms/warmup.ts counts it. */
+function climb(w: number, x: number): number {
+  const over = 2 * x - w;
+  return over <= 0 ? x : x + Math.floor((over * over) / (2 * w));
+}

@@ -1,7 +1,7 @@
 /** Checks the fast replicas against floodgate's own code: same decisions, same estimates, request by request. */
 import { adjust, decide, type LimiterState, type Policy } from "../../src/algorithms/index";
 import type { Estimator } from "./limiters";
-import { FixedWindow, Gcra, SlidingLog, SlidingWindow, TokenBucket } from "./limiters";
+import { FixedWindow, Gcra, SlidingLog, SlidingWindow, TokenBucket, WarmingBucket } from "./limiters";
 import type { Kept, Mode } from "./replay";
 
 export interface Verification {
@@ -17,6 +17,7 @@ export function policyOf(e: Estimator, limit: number, periodMs: number): Policy 
   if (e instanceof TokenBucket) return { algorithm: "token-bucket", limit, periodMs, burst: limit, buckets: 1 };
   if (e instanceof FixedWindow) return { algorithm: "fixed-window", limit, periodMs, burst: limit, buckets: 1 };
   if (e instanceof SlidingLog) return { algorithm: "sliding-log", limit, periodMs, burst: limit, buckets: 1 };
+  if (e instanceof WarmingBucket) return { algorithm: "token-bucket", limit, periodMs, burst: limit, buckets: 1, warmupMs: e.warmupMs };
   if (e instanceof Gcra) return { algorithm: "gcra", limit, periodMs, burst: e.burst, buckets: 1 };
   return undefined;
 }
