@@ -25,6 +25,7 @@ export function policyOf(rule: Rule): Policy {
   const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
   if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
   if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
+  if (rule.warmupMs !== undefined) policy.warmupMs = rule.warmupMs;
   return policy;
 }
 

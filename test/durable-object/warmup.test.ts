@@ -37,6 +37,8 @@ describe("RateLimiter with a token-bucket warmup", () => {
     }
     expect(decisions).toEqual(pure(offsets));
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false, true, false, true, true, true, true, true, false, false]);
+    // Its alarm, set on the faked clock, would be long past on the real one: forget the key, alarm included.
+    await stub.reset();
   });
 
   it("keeps the key's coldness across a restart, and a refund gives its unit back", async () => {
@@ -50,5 +52,6 @@ describe("RateLimiter with a token-bucket warmup", () => {
     expect(await again.peek(warming)).toMatchObject({ remaining: 1, moreAt: T0 + 298 });
     const [cold] = await again.decide(warming, [2]);
     expect(cold!.decision).toMatchObject({ allowed: false, retryAfter: 298 });
+    await again.reset();
   });
 });
