@@ -1,10 +1,6 @@
 // fixed-window and sliding-log from outside: one `wrangler dev` with rules from vars, driven over real HTTP, a real origin counting what arrives.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOrigin } from "../setup/origin-server";
-import { startWranglerDev, type WranglerDev } from "./wrangler-dev";
+import { describe, expect, it } from "vitest";
+import { arrivals, useWranglerDevWithOrigin } from "./wrangler-dev";
 
 const PERIOD_MS = 2_000;
 const LIMIT = 5;
@@ -16,34 +12,15 @@ const rules = [
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("fixed-window and sliding-log through wrangler dev", () => {
-  let dev: WranglerDev;
-  let dir: string;
-  let origin: Awaited<ReturnType<typeof startOrigin>>;
-  let originUrl: string;
-
-  /** When each request under `/<tag>/` reached the origin, oldest first. */
-  const arrivals = async (tag: string) =>
-    ((await (await fetch(`${originUrl}/__origin/log?tag=${tag}`)).json()) as { at: number }[]).map((r) => r.at).sort((a, b) => a - b);
+  const served = useWranglerDevWithOrigin("algorithms", rules);
+  const arrived = (tag: string) => arrivals(served.originUrl, tag);
 
   /** `count` requests at once; their statuses, once every body is read. */
   async function burst(tag: string, count: number): Promise<number[]> {
-    const responses = await Promise.all(Array.from({ length: count }, (_, i) => dev.fetch(`/${tag}/${Date.now()}-${i}`)));
+    const responses = await Promise.all(Array.from({ length: count }, (_, i) => served.dev.fetch(`/${tag}/${Date.now()}-${i}`)));
     await Promise.all(responses.map((r) => r.arrayBuffer()));
     return responses.map((r) => r.status);
   }
-
-  beforeAll(async () => {
-    origin = await startOrigin();
-    originUrl = `http://127.0.0.1:${origin.port}`;
-    dir = await mkdtemp(join(tmpdir(), "floodgate-algorithms-"));
-    dev = await startWranglerDev({ persistTo: dir, vars: { ORIGIN_URL: originUrl, RATE_LIMIT_RULES: JSON.stringify(rules) } });
-  }, 60_000);
-
-  afterAll(async () => {
-    await dev?.kill();
-    await origin?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
 
   it("a fixed window admits the limit per epoch-aligned window, and twice the limit across a boundary", async () => {
     // The middle of a window, with a second to spare before its end.
@@ -59,7 +36,7 @@ describe("fixed-window and sliding-log through wrangler dev", () => {
     expect([admitted(before), admitted(after)]).toEqual([LIMIT, LIMIT]);
     expect([...before, ...after].filter((s) => s !== 200).every((s) => s === 429)).toBe(true);
     // The origin's count is the truth: 2 × limit arrived, all within about 600 ms, well inside one period.
-    const at = await arrivals("fixed-dev");
+    const at = await arrived("fixed-dev");
     expect(at).toHaveLength(2 * LIMIT);
     expect(at[at.length - 1]! - at[0]!).toBeLessThan(PERIOD_MS);
   }, 20_000);
@@ -76,7 +53,7 @@ describe("fixed-window and sliding-log through wrangler dev", () => {
       statuses.push(...(await burst("log-dev", 4)));
       await sleep(started + (i + 1) * 250 - Date.now());
     }
-    const at = await arrivals("log-dev");
+    const at = await arrived("log-dev");
     expect(at).toHaveLength(statuses.filter((s) => s === 200).length);
     // Every interval one period long that starts at an arrival, less what the hop from the decision
     // to the origin can add between two arrivals on a loaded machine.

@@ -1,12 +1,8 @@
 // concurrency from outside: a limit of 3 through wrangler dev never has a fourth request at a real slow origin, and slots come back on completion and abort.
-import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOrigin } from "../setup/origin-server";
+import { describe, expect, it } from "vitest";
 import { useClusterFixture } from "./fixture";
-import { startWranglerDev, type WranglerDev } from "./wrangler-dev";
+import { useWranglerDevWithOrigin } from "./wrangler-dev";
 
 const harness = useClusterFixture();
 
@@ -28,27 +24,11 @@ async function admittedWithin(send: () => Promise<Response>, timeoutMs: number):
 }
 
 describe("a concurrency limit through wrangler dev", () => {
-  let dev: WranglerDev;
-  let dir: string;
-  let origin: Awaited<ReturnType<typeof startOrigin>>;
-  let originUrl: string;
-  const inFlight = async (tag: string) => (await (await fetch(`${originUrl}/__origin/inflight?tag=${tag}`)).json()) as { current: number; max: number };
-
-  beforeAll(async () => {
-    origin = await startOrigin();
-    originUrl = `http://127.0.0.1:${origin.port}`;
-    dir = await mkdtemp(join(tmpdir(), "floodgate-concurrency-"));
-    dev = await startWranglerDev({ persistTo: dir, vars: { ORIGIN_URL: originUrl, RATE_LIMIT_RULES: JSON.stringify(rules) } });
-  }, 60_000);
-
-  afterAll(async () => {
-    await dev?.kill();
-    await origin?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const served = useWranglerDevWithOrigin("concurrency", rules);
+  const inFlight = async (tag: string) => (await (await fetch(`${served.originUrl}/__origin/inflight?tag=${tag}`)).json()) as { current: number; max: number };
 
   it("never has a fourth request in flight at a slow origin, and admits again once responses are sent", async () => {
-    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => dev.fetch(`/conc-dev/${i}?wait=600`)));
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => served.dev.fetch(`/conc-dev/${i}?wait=600`)));
     await Promise.all(responses.map((r) => r.arrayBuffer()));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(3);
     expect(responses.filter((r) => r.status === 429)).toHaveLength(7);
@@ -58,7 +38,7 @@ describe("a concurrency limit through wrangler dev", () => {
 
     // The slots come back as the responses end: a second wave gets exactly three in again.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const again = await Promise.all(Array.from({ length: 6 }, (_, i) => dev.fetch(`/conc-dev/again-${i}?wait=300`)));
+    const again = await Promise.all(Array.from({ length: 6 }, (_, i) => served.dev.fetch(`/conc-dev/again-${i}?wait=300`)));
     await Promise.all(again.map((r) => r.arrayBuffer()));
     expect(again.filter((r) => r.status === 200)).toHaveLength(3);
     expect(await inFlight("conc-dev")).toEqual({ current: 0, max: 3 });
@@ -67,12 +47,12 @@ describe("a concurrency limit through wrangler dev", () => {
   it("gives an aborted client's slot back when the origin has finished, since wrangler dev's proxy never passes the abort on", async () => {
     const client = new AbortController();
     const started = Date.now();
-    await dev.fetch("/conc-gone/a?drip=2000", { signal: client.signal });
+    await served.dev.fetch("/conc-gone/a?drip=2000", { signal: client.signal });
     await new Promise((resolve) => setTimeout(resolve, 300));
     client.abort();
     // The proxy buffers the body and goes on reading it for a client it no longer has: the Worker is still sending.
-    expect((await dev.fetch("/conc-gone/held")).status).toBe(429);
-    await admittedWithin(() => dev.fetch("/conc-gone/next"), 10_000);
+    expect((await served.dev.fetch("/conc-gone/held")).status).toBe(429);
+    await admittedWithin(() => served.dev.fetch("/conc-gone/next"), 10_000);
     const back = Date.now() - started;
     // Back once the origin ended the body, 2 s after it began: nothing leaks until slotTtl, a minute on.
     expect(back).toBeGreaterThanOrEqual(2_000);

@@ -6,15 +6,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startOrigin } from "../setup/origin-server";
 import { useClusterFixture } from "./fixture";
-import { startWranglerDev, type WranglerDev } from "./wrangler-dev";
+import { arrivals, originUrlOf, startWranglerDev, type WranglerDev } from "./wrangler-dev";
 
 const harness = useClusterFixture();
-
-/** When each request under `/<tag>/` reached the origin, oldest first. */
-async function arrivals(originUrl: string, tag: string): Promise<number[]> {
-  const log = (await (await fetch(`${originUrl}/__origin/log?tag=${tag}`)).json()) as { at: number }[];
-  return log.map((r) => r.at).sort((a, b) => a - b);
-}
 
 describe("a gcra burst through wrangler dev", () => {
   let dev: WranglerDev | undefined;
@@ -30,7 +24,7 @@ describe("a gcra burst through wrangler dev", () => {
 
   it("passes 1 + delay at once, holds the rest of the burst one interval apart at the origin, and denies the others", async () => {
     origin = await startOrigin();
-    const originUrl = `http://127.0.0.1:${origin.port}`;
+    const originUrl = originUrlOf(origin);
     // One unit every 200 ms; of a burst, 2 pass at once, 2 are held (200 and 400 ms), the rest get 429.
     const rules = [{ name: "hold-dev", key: "global", algorithm: "gcra", limit: 5, period: "1s", burst: 3, delay: 1 }];
     dir = await mkdtemp(join(tmpdir(), "floodgate-hold-"));

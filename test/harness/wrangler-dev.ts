@@ -1,8 +1,12 @@
 // Runs floodgate under `wrangler dev` for a test: on loopback, with chosen vars and persistence directory, stopped with SIGTERM.
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
+import { startOrigin } from "../setup/origin-server";
 import { ROOT } from "./root";
 
 /** What {@link startWranglerDev} runs. */
@@ -151,4 +155,50 @@ function groupAlive(child: ChildProcess): boolean {
   } catch {
     return false;
   }
+}
+
+/** A real origin and one `wrangler dev` in front of it with `rules`, as a file's tests share them. */
+export interface DevWithOrigin {
+  readonly dev: WranglerDev;
+  readonly originUrl: string;
+}
+
+/**
+ * Starts a real origin and `wrangler dev` with `rules` before the file's tests, and stops both
+ * (and removes the persistence directory) after them.
+ */
+export function useWranglerDevWithOrigin(name: string, rules: unknown[]): DevWithOrigin {
+  let dev: WranglerDev | undefined;
+  let dir: string | undefined;
+  let origin: Awaited<ReturnType<typeof startOrigin>> | undefined;
+  beforeAll(async () => {
+    origin = await startOrigin();
+    dir = await mkdtemp(join(tmpdir(), `floodgate-${name}-`));
+    dev = await startWranglerDev({ persistTo: dir, vars: { ORIGIN_URL: originUrlOf(origin), RATE_LIMIT_RULES: JSON.stringify(rules) } });
+  }, 60_000);
+  afterAll(async () => {
+    await dev?.kill();
+    await origin?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    get dev() {
+      if (!dev) throw new Error("wrangler dev is not running: use it inside a test");
+      return dev;
+    },
+    get originUrl() {
+      if (!origin) throw new Error("the origin is not running: use it inside a test");
+      return originUrlOf(origin);
+    },
+  };
+}
+
+export function originUrlOf(origin: { port: number }): string {
+  return `http://127.0.0.1:${origin.port}`;
+}
+
+/** When each request under `/<tag>/` reached the origin at `originUrl`, oldest first. */
+export async function arrivals(originUrl: string, tag: string): Promise<number[]> {
+  const log = (await (await fetch(`${originUrl}/__origin/log?tag=${tag}`)).json()) as { at: number }[];
+  return log.map((r) => r.at).sort((a, b) => a - b);
 }
