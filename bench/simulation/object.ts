@@ -5,9 +5,8 @@
  * the bodies of its `sync`, `decide` and `alarm` are mirrored here in a few lines each, calling the
  * same functions in the same order; the line numbers named are those of rate-limiter.ts.
  */
-import { carryOver, countedAt, decide, peek, type LimiterState, type Policy } from "../../src/algorithms";
-import { blockedDecision, blockStart } from "../../src/algorithms/block";
-import type { Decided } from "./policy";
+import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
+import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, lastPinEnds, livePeers, settlePins, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
 import type { Clock } from "./clock";
 
@@ -29,7 +28,7 @@ export const SERVICE = { baseMs: 1, perPeerMs: 0.0002, perDecisionMs: 0.01 } as 
  */
 export const OVERLOAD = { maxQueued: 1_000, maxWaitMs: 5_000 } as const;
 
-/** RETRY_WINDOW_MS of rate-limiter.ts (line 16), which does not export it. */
+/** RETRY_WINDOW_MS of rate-limiter.ts (line 10), which does not export it. */
 const RETRY_WINDOW_MS = 60_000;
 
 /** An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline PROTOTYPE. */
@@ -173,7 +172,7 @@ export class KeyObject {
     });
   }
 
-  /** rate-limiter.ts `sync` (lines 96–111), with the clock passed in; the rows it writes are not modelled (see SERVICE). */
+  /** rate-limiter.ts `sync` (lines 84–99), with the clock passed in; the rows it writes are not modelled (see SERVICE). */
   private sync(policy: Policy, request: SyncRequest, now: number): Lease {
     const stored = this.stateFor(policy, now);
     const { state, peers, lease, blockedUntil, cursor } = grantLease(policy, stored, this.peers, request, now, this.blockedUntil, this.cursor);
@@ -186,27 +185,19 @@ export class KeyObject {
     return lease;
   }
 
-  /** rate-limiter.ts `decide` (lines 73–89). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
+  /** rate-limiter.ts `decide` (lines 69–77; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
-    let state = this.stateFor(policy, now);
     const blockedBefore = this.blockedUntil;
-    const results = costs.map((cost) => {
-      if (now < this.blockedUntil) return { decision: blockedDecision(policy, state, this.blockedUntil, now), countedAt: now };
-      const outcome = decide(policy, state, cost, now);
-      state = outcome.state;
-      const block = blockStart(policy, outcome.decision, now);
-      if (block !== undefined) this.blockedUntil = block;
-      const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
-      return { decision, countedAt: countedAt(policy, outcome.state, now) };
-    });
-    if (state && (results.some((r) => r.decision.allowed) || this.blockedUntil !== blockedBefore)) {
+    const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
+    this.blockedUntil = blockedUntil;
+    if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) {
       this.stored = { policy, state };
       if (this.alarmAt === null) this.setAlarm(peek(policy, state, now).resetAt);
     }
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 140–158) and `forgetSilentPeers` (lines 190–193); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` (lines 128–146) and `forgetSilentPeers` (lines 178–181); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     if (this.stored) {
@@ -232,7 +223,7 @@ export class KeyObject {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 180–182): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor` (lines 168–170): the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
@@ -251,7 +242,7 @@ export class KeyObject {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 196–206) and one per peer (`setPeers`, lines 213–222).
+    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 184–194) and one per peer (`setPeers`, lines 201–210).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
     for (const peer of this.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);

@@ -1,5 +1,5 @@
 /** The two shapes the simulation needs from modules Node cannot type-check without the Workers types. */
-import type { Decision, Policy } from "../../src/algorithms";
+import type { Policy } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
 
 /**
@@ -11,11 +11,8 @@ export function policyOf(rule: Rule): Policy {
   const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
   if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
   if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
+  if (rule.warmupMs !== undefined) policy.warmupMs = rule.warmupMs;
   return policy;
 }
 
-/** src/durable-object/rate-limiter.ts `Decided`: one decision as the object made it. */
-export interface Decided {
-  decision: Decision;
-  countedAt: number;
-}
+export type { Decided } from "../../src/algorithms/block";

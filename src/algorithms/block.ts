@@ -1,5 +1,5 @@
 /** A rule's `block` (a penalty box): once the rule denies a key at its limit, every request for the key is denied until the block has passed. */
-import { peek } from "./index";
+import { countedAt, decide, peek } from "./index";
 import type { Decision, LimiterState, Policy } from "./types";
 
 /**
@@ -14,4 +14,35 @@ export function blockStart(policy: Policy, decision: Decision, now: number): num
 export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number): Decision {
   const { resetAt } = peek(policy, state, now);
   return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(resetAt, until), moreAt: until, retryAfter: until - now, reason: "blocked" };
+}
+
+/** One decision of a batch, and when its units were counted, so a refund finds their window. */
+export interface Decided {
+  decision: Decision;
+  countedAt: number;
+}
+
+/**
+ * Decides a batch of costs for one key in order, each as if it had arrived alone, under the key's
+ * block: a denial at the limit starts it, and while it lasts every request is denied.
+ */
+export function decideBatch(
+  policy: Policy,
+  stored: LimiterState | undefined,
+  blockedUntil: number,
+  costs: readonly number[],
+  now: number,
+): { state: LimiterState | undefined; blockedUntil: number; results: Decided[] } {
+  let state = stored;
+  let until = blockedUntil;
+  const results = costs.map((cost) => {
+    if (now < until) return { decision: blockedDecision(policy, state, until, now), countedAt: now };
+    const outcome = decide(policy, state, cost, now);
+    state = outcome.state;
+    const block = blockStart(policy, outcome.decision, now);
+    if (block !== undefined) until = block;
+    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
+    return { decision, countedAt: countedAt(policy, outcome.state, now) };
+  });
+  return { state, blockedUntil: until, results };
 }

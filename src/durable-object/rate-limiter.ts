@@ -1,19 +1,15 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, carryOver, countedAt, decide, peek } from "../algorithms";
+import { adjust, carryOver, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
-import { blockedDecision, blockStart } from "../algorithms/block";
+import { blockedDecision, decideBatch, type Decided } from "../algorithms/block";
 import type { Env } from "../env";
 import { grantLease, lastPinEnds, livePeers, settlePins, standingWithPins, type Lease, type Peer, type SyncRequest } from "../fast/lease";
 
-/** One decision as the object made it; `countedAt` lets the caller refund it to the right window. */
-export interface Decided {
-  decision: Decision;
-  countedAt: number;
-}
-
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
+
+export type { Decided };
 
 interface Stored {
   policy: Policy;
@@ -73,18 +69,10 @@ export class RateLimiter extends DurableObject<Env> {
   decide(policy: Policy, costs: number[]): Decided[] {
     const now = Date.now();
     this.countAllPins(policy, now);
-    let state = this.stateFor(policy);
     const blockedBefore = this.blockedUntil;
-    const results = costs.map((cost) => {
-      if (now < this.blockedUntil) return { decision: blockedDecision(policy, state, this.blockedUntil, now), countedAt: now };
-      const outcome = decide(policy, state, cost, now);
-      state = outcome.state;
-      const block = blockStart(policy, outcome.decision, now);
-      if (block !== undefined) this.blockedUntil = block;
-      const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
-      return { decision, countedAt: countedAt(policy, outcome.state, now) };
-    });
-    if (state && (results.some((r) => r.decision.allowed) || this.blockedUntil !== blockedBefore)) this.save(policy, state);
+    const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy), blockedBefore, costs, now);
+    this.blockedUntil = blockedUntil;
+    if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
     return results;
   }
 
