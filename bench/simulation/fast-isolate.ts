@@ -7,7 +7,7 @@
  */
 import type { Decision } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
-import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link } from "./isolate";
@@ -37,6 +37,8 @@ export class FastIsolate extends IsolateBase {
   private lastSweep = 0;
   /** index.ts's `ruleBreaker(rule.name)`: module state, so one per isolate (one rule per scenario) */
   private readonly breaker = new RuleBreaker("sim");
+  /** index.ts's `rulePeers` for the one rule: the most isolates an object reported to this one */
+  private rulePeers = 0;
 
   constructor(
     id: string,
@@ -97,9 +99,9 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 70–76): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 136–139). */
+  /** src/limiter/index.ts `decide`'s catch (lines 70–76) with index.ts `shareOf` (lines 158–162): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 136–139). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
-    const decision = this.onError(entry.rule, entry.objectName, cost, entry.key.peers, now);
+    const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers), now);
     if (decision.allowed) admittedUnleased(entry.key, entry.rule, cost, now);
     return decision;
   }
@@ -144,6 +146,7 @@ export class FastIsolate extends IsolateBase {
         const at = clock.now;
         if (reply.ok) {
           applyLease(entry.key, entry.rule, reply.lease!, at);
+          this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
           this.breaker.succeeded();
         } else {
           syncFailed(entry.key, entry.rule, at);

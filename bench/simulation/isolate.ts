@@ -1,8 +1,9 @@
 /** What every simulated isolate shares, strict or fast: who it is, how far from the object, how it reaches it, and how a request ends. */
-import { decide, type Decision, type LimiterState } from "../../src/algorithms";
+import type { Decision } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
 import type { SyncRequest } from "../../src/fast/lease";
 import { LruTable } from "../../src/fast/table";
+import { decideShare, type Counters, type Share } from "../../src/limiter/local-share";
 import { policyOf } from "./policy";
 import type { Clock } from "./clock";
 import type { CallKind, Reply } from "./object";
@@ -28,7 +29,7 @@ export abstract class IsolateBase {
   /** object calls this isolate made */
   calls = 0;
   /** the local fallback of src/limiter/on-error.ts: one per isolate, as its module-level table is */
-  private readonly fallback = new LruTable<LimiterState>(10_000, () => undefined);
+  private readonly fallback = new LruTable<Counters>(10_000, () => undefined);
 
   constructor(
     readonly id: string,
@@ -44,15 +45,14 @@ export abstract class IsolateBase {
   }
 
   /**
-   * src/limiter/on-error.ts `onErrorDecision` (lines 23–29) for the default `onError: "local"`: the
-   * rule's limit split among the isolates the object last counted, from this isolate's own counter.
-   * Its table is module state there (one per isolate), so it is kept per isolate here.
+   * src/limiter/on-error.ts `onErrorDecision` (lines 25–30) for the default `onError: "local"`: its
+   * share's arithmetic is floodgate's own `decideShare`; the counters it keeps are module state
+   * there (one table per isolate), so they are kept per isolate here.
    */
-  protected onError(rule: Rule, objectName: string, cost: number, peers: number, now: number): Decision {
-    const policy = policyOf(rule);
-    const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
-    const outcome = decide(share, this.fallback.get(objectName), cost, now);
-    this.fallback.set(objectName, outcome.state);
+  protected onError(rule: Rule, objectName: string, cost: number, known: Share, now: number): Decision {
+    const outcome = decideShare(policyOf(rule), this.fallback.get(objectName), cost, known, now);
+    if (!outcome) return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, moreAt: now + 1_000, retryAfter: 1_000, reason: "error" };
+    this.fallback.set(objectName, outcome.counters);
     return { ...outcome.decision, limit: rule.limit, reason: "error" };
   }
 }

@@ -12,6 +12,7 @@ import type { Decided } from "./policy";
 import type { Rule } from "../../src/config/types";
 import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
+import { ALONE } from "../../src/limiter/local-share";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
 /** coalescer.ts's `maxBatch` default (line 49). */
@@ -55,7 +56,7 @@ export class StrictIsolate extends IsolateBase {
     const cached = this.denials.lookup(objectName, cost, now);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, 1, now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "unavailable" });
     const waiter: Waiter = {
       cost,
       settled: false,
@@ -72,7 +73,7 @@ export class StrictIsolate extends IsolateBase {
         if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
         else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
-        done({ decision: this.onError(rule, objectName, cost, 1, at), waited: true, error });
+        done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
       },
     };
     if (this.coalesce) this.enqueue(rule, objectName, waiter);

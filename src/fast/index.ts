@@ -4,6 +4,7 @@ import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
+import { ALONE, type Share } from "../limiter/local-share";
 import { metrics } from "../metrics/metrics";
 import { policyOf } from "../strict";
 import { ruleBreaker } from "../strict/breaker";
@@ -17,6 +18,7 @@ import {
   freshKey,
   fromLease,
   hasPending,
+  knownShare,
   leaseLeft,
   nextSync,
   refundLocally,
@@ -151,9 +153,13 @@ export function forgetLocal(objectName: string): void {
   table.delete(objectName);
 }
 
-/** This isolate's view of a fast key: how many isolates share it, by the object's last count. */
-export function peersOf(objectName: string): number {
-  return table.peek(objectName)?.key.peers ?? 1;
+/** The most isolates any object of each rule (by name) has reported sharing a key with this one. */
+const rulePeers = new Map<string, number>();
+
+/** This isolate's view of how a fast key is shared, for onError's local share (see {@link knownShare}). */
+export function shareOf(objectName: string): Share {
+  const entry = table.peek(objectName);
+  return entry ? knownShare(entry.key, rulePeers.get(entry.rule.name) ?? 0) : ALONE;
 }
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
@@ -197,6 +203,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
         return call();
       });
       applyLease(entry.key, entry.rule, lease, Date.now());
+      rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
       ruleBreaker(entry.rule.name).succeeded();
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {

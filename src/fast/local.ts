@@ -1,6 +1,7 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
 import { slotOf, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
+import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
 import { isRoomy, type Lease, type Report, type Spent, type SyncRequest } from "./lease";
 
@@ -204,6 +205,17 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
   key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;
+}
+
+/**
+ * What this isolate knows of how the key is shared, for its rule's `onError` "local" share: the
+ * object's last count of isolates and of free units, and when it said so; for a key whose object has
+ * never answered, `ruleMost` isolates (the most any object of the rule has reported to this isolate;
+ * 0 when none has answered yet) and nothing known taken.
+ */
+export function knownShare(key: LocalKey, ruleMost: number): Share {
+  if (key.lastSyncAt === Number.NEGATIVE_INFINITY) return { peers: ruleMost, free: Number.POSITIVE_INFINITY, heardAt: key.lastSyncAt };
+  return { peers: key.peers, free: key.standing?.remaining ?? Number.POSITIVE_INFINITY, heardAt: key.lastSyncAt };
 }
 
 /** Notes units the rule's `onError` admitted while the object could not be reached: the next sync has them counted. */

@@ -3,9 +3,10 @@ import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peersOf, refundFast } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, refundFast, shareOf } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
+import { ALONE } from "./local-share";
 import { onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
@@ -69,8 +70,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
     countError("durable_object")(error);
-    const peers = rule.mode === "fast" ? peersOf(objectName) : 1;
-    const decision = onErrorDecision(rule, objectName, cost, peers, Date.now());
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName) : ALONE, Date.now());
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }

@@ -1,33 +1,38 @@
 /** What a rule decides when its Durable Object fails or is too slow: its `onError` policy. */
-import { adjust, decide, type Decision, type LimiterState } from "../algorithms";
+import { adjust, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
 import { policyOf } from "../strict";
+import { decideShare, type Counters, type Share } from "./local-share";
 
 /** Keys the local fallback tracks at once; the oldest is forgotten first. */
 const FALLBACK_KEYS = 10_000;
-const fallback = new LruTable<LimiterState>(FALLBACK_KEYS, () => undefined);
+const fallback = new LruTable<Counters>(FALLBACK_KEYS, () => undefined);
 
 /**
  * The decision when the object cannot answer. `allow` lets the request through and `deny` refuses
  * it for a second. `local` (the default) limits from this isolate's own counters: the rule's limit
  * divided among the isolates the object last reported for the key (fast mode; 1 for strict, which
- * never learns it), so an outage neither opens the gate to abusers nor takes the API down.
+ * never learns it), so an outage neither opens the gate to abusers nor takes the API down; see
+ * ./local-share for where a share starts, and when there is none to divide (then it refuses as `deny`).
  */
-export function onErrorDecision(rule: Rule, objectName: string, cost: number, peers: number, now: number): Decision {
+export function onErrorDecision(rule: Rule, objectName: string, cost: number, known: Share, now: number): Decision {
   switch (rule.onError) {
     case "allow":
       return { allowed: true, limit: rule.limit, remaining: rule.limit, resetAt: now, moreAt: now, retryAfter: 0, reason: "error" };
     case "deny":
-      return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, moreAt: now + 1_000, retryAfter: 1_000, reason: "error" };
+      return refusal(rule, now);
     case "local": {
-      const policy = policyOf(rule);
-      const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
-      const outcome = decide(share, fallback.get(objectName), cost, now);
-      fallback.set(objectName, outcome.state);
+      const outcome = decideShare(policyOf(rule), fallback.get(objectName), cost, known, now);
+      if (!outcome) return refusal(rule, now);
+      fallback.set(objectName, outcome.counters);
       return { ...outcome.decision, limit: rule.limit, reason: "error" };
     }
   }
+}
+
+function refusal(rule: Rule, now: number): Decision {
+  return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + 1_000, moreAt: now + 1_000, retryAfter: 1_000, reason: "error" };
 }
 
 /**
@@ -35,6 +40,6 @@ export function onErrorDecision(rule: Rule, objectName: string, cost: number, pe
  * A window's local units leave with their window, but a slot would be held a whole `slotTtl`.
  */
 export function releaseLocal(rule: Rule, objectName: string, cost: number, now: number): void {
-  const state = fallback.get(objectName);
-  if (state) fallback.set(objectName, adjust(policyOf(rule), state, -cost, now, now));
+  const counters = fallback.get(objectName);
+  if (counters) fallback.set(objectName, { ...counters, state: adjust(policyOf(rule), counters.state, -cost, now, now) });
 }

@@ -133,6 +133,19 @@ describe("when the origin fails", () => {
 });
 
 describe("fast mode when syncs fail", () => {
+  it("refuses with onError local while none of a fast rule's objects has answered this isolate", async () => {
+    await flaky("f-cold-fast/192.0.2.112").fail(100, "before");
+    const rules = [{ name: "f-cold-fast", mode: "fast", limit: 4, period: "1m" }];
+    expect(await statuses(2, () => get("/fcf/x", "192.0.2.112"), { rules, ...withFlaky })).toEqual([429, 429]);
+  });
+
+  it("gives a new key of a fast rule whose objects have answered its share of the limit with onError local", async () => {
+    const rules = [{ name: "f-share-fast", mode: "fast", limit: 4, period: "1m" }];
+    expect((await send(get("/fsf/x", "192.0.2.113"), { rules, ...withFlaky })).status).toBe(200);
+    await flaky("f-share-fast/192.0.2.114").fail(100, "before");
+    expect(await statuses(6, () => get("/fsf/x", "192.0.2.114"), { rules, ...withFlaky })).toEqual([200, 200, 200, 200, 429, 429]);
+  });
+
   it("leaves a failing object alone while it backs off, deciding by onError at once", async () => {
     await flaky("f-backoff/192.0.2.91").fail(100, "before");
     const rules = [{ name: "f-backoff", mode: "fast", limit: 5, period: "1m", sync: "10s", onError: "allow" }];

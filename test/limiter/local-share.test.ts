@@ -1,0 +1,57 @@
+// onError "local" as arithmetic: an isolate's share of a key, from what its object last said.
+import { describe, expect, it } from "vitest";
+import type { Policy } from "../../src/algorithms";
+import { ALONE, decideShare, type Counters, type Share } from "../../src/limiter/local-share";
+
+const T0 = 1_700_000_040_000;
+const window: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 60 };
+const bucket: Policy = { algorithm: "token-bucket", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
+
+/** Admissions of `n` one-unit requests at `now`, carrying the counters along. */
+function admitted(policy: Policy, known: Share, n: number, now: number, start?: Counters): { count: number; counters: Counters | undefined } {
+  let counters = start;
+  let count = 0;
+  for (let i = 0; i < n; i++) {
+    const outcome = decideShare(policy, counters, 1, known, now);
+    if (!outcome) continue;
+    counters = outcome.counters;
+    if (outcome.decision.allowed) count++;
+  }
+  return { count, counters };
+}
+
+describe("decideShare", () => {
+  it("gives a strict key, which knows no other isolate, the whole limit", () => {
+    expect(admitted(window, ALONE, 150, T0).count).toBe(100);
+  });
+
+  it("divides the limit among the isolates the object reported", () => {
+    expect(admitted(window, { peers: 4, free: Infinity, heardAt: T0 - 1 }, 50, T0).count).toBe(25);
+  });
+
+  it("has no share to give when no isolate is known: a rule none of whose objects has answered", () => {
+    expect(decideShare(window, undefined, 1, { peers: 0, free: Infinity, heardAt: -Infinity }, T0)).toBeUndefined();
+  });
+
+  it("starts from its share of what the object last said was free, not a whole share", () => {
+    expect(admitted(window, { peers: 4, free: 20, heardAt: T0 - 1 }, 50, T0).count).toBe(5);
+    expect(admitted(bucket, { peers: 4, free: 0, heardAt: T0 - 1 }, 50, T0).count).toBe(0);
+  });
+
+  it("refills a token bucket's share at the share of its rate", () => {
+    const drained = admitted(bucket, { peers: 4, free: 0, heardAt: T0 - 1 }, 1, T0);
+    // 100 a minute over 4 isolates: one unit every 2.4 s each.
+    expect(admitted(bucket, { peers: 4, free: 0, heardAt: T0 - 1 }, 5, T0 + 12_000, drained.counters).count).toBe(5);
+  });
+
+  it("keeps counting from its own counters while the object stays silent", () => {
+    const known = { peers: 4, free: 100, heardAt: T0 - 1 };
+    const first = admitted(window, known, 20, T0);
+    expect(admitted(window, known, 20, T0 + 1_000, first.counters).count).toBe(5);
+  });
+
+  it("starts afresh from the object's newer answer, which counts what the counters admitted", () => {
+    const first = admitted(window, { peers: 4, free: 100, heardAt: T0 - 1 }, 25, T0);
+    expect(admitted(window, { peers: 4, free: 40, heardAt: T0 + 500 }, 20, T0 + 1_000, first.counters).count).toBe(10);
+  });
+});
