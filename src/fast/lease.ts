@@ -82,6 +82,13 @@ export interface Peer {
  */
 const ROOMY = 8;
 
+/** The most a key far from its limit spares an isolate beyond its demand, as a multiple of that demand or its need. */
+const SLACK_PER_DEMAND = 8;
+
+/** How long past its booked call a quiet isolate's lease lasts: this many of its mean gaps between requests, at most this many intervals. */
+const QUIET_GAPS = 3;
+const QUIET_INTERVALS = 4;
+
 /** Whether `free` units left after granting `granted` to each of `peers` isolates make the key roomy. */
 export function isRoomy(free: number, granted: number, peers: number): boolean {
   return free >= ROOMY * granted * peers;
@@ -140,8 +147,12 @@ export function grantLease(
   }
   for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
   let pinned = pinnedUnits(pins);
-  // A new isolate's first sync follows its first request at once: its demand is spread over an interval, not over no time.
-  let totalRate = sync.demand / (known ? Math.max(1, sync.elapsedMs) : Math.max(sync.elapsedMs, sync.horizonMs));
+  // The isolate's demand over the last interval at least: a sync soon after the last (a request its
+  // lease could not pay for) carries the previous rate for the rest of it, so one request after a
+  // short while is not read as a high rate; a new isolate's first sync, which follows its first
+  // request at once, spreads it over an interval.
+  const span = known && known.rate > 0 ? Math.max(0, sync.horizonMs - sync.elapsedMs) : 0;
+  let totalRate = (sync.demand + (known?.rate ?? 0) * span) / (known ? Math.max(1, sync.elapsedMs + span) : Math.max(sync.elapsedMs, sync.horizonMs));
   const rate = totalRate;
   let active = 1;
   for (const [id, p] of settled.peers) {
@@ -157,16 +168,19 @@ export function grantLease(
   const saturated = isSaturated(policy, totalRate, available, sync.horizonMs);
   const booking = bookSync(policy, cursor, active, totalRate, saturated, sync.horizonMs, now);
   const share = totalRate > 0 ? rate / totalRate : 1 / active;
-  // A saturated key's isolates call in turn, each once a booked interval: each call takes its share
-  // of what the key frees until that isolate's next call, not its share of what is free now.
-  const flow = saturated ? sustainedRate(policy) * (booking.nextSyncAt - now) : 0;
+  // The isolates call in turn, each once a booked interval: each call takes its share of what the
+  // key frees until that isolate's next call, when that is more than its share of what is free now
+  // (a key at its limit, whose units come free a few at a time).
+  const flow = sustainedRate(policy) * (booking.nextSyncAt - now);
   const fairShare = share * Math.max(available, flow);
   // The lease must last until the booked call is answered; the spread covers demand that comes in bursts.
   const expected = rate * (booking.nextSyncAt - now + sync.horizonMs / 2);
   const forDemand = Math.ceil(expected + Math.sqrt(expected));
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
-  // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit.
-  const slack = Math.floor(available / (16 * active));
+  // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit. It
+  // is at most a few times that demand (or need): at a cold start the first isolates see few others,
+  // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
+  const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(forDemand, slack)));
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
@@ -177,8 +191,12 @@ export function grantLease(
   const units = block === undefined ? granted : 0;
   const standing = block === undefined ? asked : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
-  // The lease lasts until the booked call has had half an interval to be answered.
-  const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + sync.horizonMs / 2);
+  // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
+  // that call with its first request after the booked time: a quiet one's lease lasts until that
+  // request has most likely come (a few of its mean gaps, up to a few intervals), or it would end
+  // unused and the request would wait on a call.
+  const quiet = saturated || rate <= 0 ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
+  const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated };
   const next = new Map(settled.peers);

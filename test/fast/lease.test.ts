@@ -26,6 +26,35 @@ describe("leases", () => {
     expect(grantLease(window, undefined, new Map(), sync({ need: 9 }), T0).lease.units).toBe(9);
   });
 
+  it("spares a cold isolate at most eight times what it needs, however much headroom a key has", () => {
+    const wide: Policy = { ...window, limit: 100_000 };
+    expect(grantLease(wide, undefined, new Map(), sync({ need: 1 }), T0).lease.units).toBe(8);
+  });
+
+  it("reads one request soon after the last sync at the isolate's rate over an interval, not as a burst", () => {
+    // 2 units over the first 2 s interval: 0.001/ms. One more 200 ms later is 0.005/ms alone; with the
+    // earlier rate for the other 1.8 s of the interval it is (1 + 1.8) / 2,000 ms.
+    const first = grantLease(window, undefined, new Map(), sync({ demand: 2, need: 0 }), T0);
+    const second = grantLease(window, first.state, first.peers, sync({ seq: 2, demand: 1, elapsedMs: 200, need: 0 }), T0 + 200);
+    expect(second.peers.get("a")?.rate).toBeCloseTo(0.0014, 6);
+  });
+
+  it("lets a quiet isolate's lease last until its next request has most likely come after its booked call", () => {
+    // One unit in the first 2 s interval: a request every 2 s on average, so three gaps, 6 s, past the call booked at 2 s.
+    const quiet = grantLease(window, undefined, new Map(), sync({ demand: 1, need: 0 }), T0);
+    expect(quiet.lease.nextSyncAt).toBe(T0 + 2_000);
+    expect(quiet.lease.expiresAt).toBe(T0 + 8_000);
+  });
+
+  it("gives an isolate of a key near its limit its share of what the key frees until its next call, when that is more than its share of what is free", () => {
+    // 100 units a second; b, as busy as a, holds all but 10. Half of what is free is 5; half of what
+    // the key frees until a's call 2 s on is 100: a gets all 10.
+    const busy: Policy = { ...window, limit: 6_000 };
+    const b = grantLease(busy, undefined, new Map(), sync({ isolate: "b", demand: 20, need: 5_990 }), T0);
+    const a = grantLease(busy, b.state, b.peers, sync({ demand: 20, need: 0 }), T0 + 1);
+    expect(a.lease.units).toBe(10);
+  });
+
   it("pins granted units rather than counting them: the state holds only what was reported spent", () => {
     const { state, peers } = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
     expect(remaining({ state, peers: new Map() })).toBe(100);
