@@ -4,7 +4,7 @@ import type { RttModel } from "./latency";
 import { OptionError, type Options } from "./options";
 import type { Shape } from "./traffic";
 
-export type Family = "global-fast" | "calls-at-8" | "churn" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
+export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
 
 export interface Scenario {
   name: string;
@@ -100,6 +100,13 @@ const base = {
   dropExpired: false,
 };
 
+/**
+ * The scenario test/harness/scale-agreement.test.ts also runs in workerd, sized for 2 cores: one
+ * global fast sliding window (default sync and buckets), 32 isolates each 50 ms from the object,
+ * 10× its limit spread evenly, no isolate churn.
+ */
+export const AGREEMENT = { name: "agreement-sw-global-i32-rtt50-10x", isolates: 32, rttMs: 50, limit: 200, periodMs: 10_000, load: 10, durationMs: 30_000, warmupMs: 10_000 } as const;
+
 const short = (a: AlgorithmName) => (a === "sliding-window" ? "sw" : "tb");
 const steady = (limit: number, periodMs: number, load: number): Shape => ({ kind: "steady", perSecond: (load * limit * 1000) / periodMs });
 
@@ -142,6 +149,23 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
       });
     }
   }
+  const a = AGREEMENT;
+  out.push({
+    ...base,
+    name: a.name,
+    family: "agreement",
+    mode: "fast",
+    algorithm: "sliding-window",
+    isolates: a.isolates,
+    load: a.load,
+    limit: a.limit,
+    periodMs: a.periodMs,
+    shape: steady(a.limit, a.periodMs, a.load),
+    durationMs: a.durationMs,
+    warmupMs: a.warmupMs,
+    lifetimeMs: Infinity,
+    rtt: { fixedMs: a.rttMs },
+  });
   for (const algorithm of algorithms) {
     for (const load of [1, 10]) {
       out.push({
@@ -222,7 +246,7 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
 }
 
 /** The families, in report order. */
-export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "churn", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
+export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
 
 /**
  * The scenarios a run's options ask for. `only` items are scenario names, family names, or globs
