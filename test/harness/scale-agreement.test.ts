@@ -1,5 +1,5 @@
 // The simulator against workerd: 32 isolates 50 ms from the real RateLimiter, one global fast key at 10× its limit, give the same bound and call rate as the simulation of the same parameters.
-import { expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runScenario, T0 } from "../../bench/simulation/engine";
 import { AGREEMENT, selectScenarios } from "../../bench/simulation/scenarios";
 import type { Cluster } from "./cluster";
@@ -61,10 +61,60 @@ async function perWindow(tag: string): Promise<number[]> {
   return [...counts.values()];
 }
 
+/**
+ * How far the real run may stray from the simulation. Over nine runs on 2 shared cores (load
+ * average 5 to 6 from other tests) the real bound was 1.000 each time the run was clean (the
+ * simulation's is 1.000, and 0.995 to 1.000 over seeds 1 to 3); 0.05 is 10 requests of 200, room
+ * for requests the origin counts in the next window. The call rates came within 2.3 % of the
+ * simulation's (calls a second 0.977 to 1.015 of it, per 100 requests 0.998 to 1.019), and seeds
+ * 1 to 3 of the simulation spread 2 %; a factor of 1.15 is six times that, and still fails on any
+ * change to how calls are booked: at this load they follow the schedule's floor of 4 calls per
+ * isolate per period (12.8 a second), and one per isolate per sync would be 32.
+ */
 const BOUND_TOLERANCE = 0.05;
 const CALL_RATE_FACTOR = 1.15;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Both runs' figures, and what the real one says about its own conditions. */
+interface Measured {
+  sim: Simulated;
+  real: Figures;
+  /** front errors and failed syncs counted by every front's metrics */
+  failures: { errors: number; syncsFailed: number };
+  /** the slowest answer a client had, in ms */
+  maxLatencyMs: number;
+  /** everything, for a failure's message */
+  seen: string;
+}
+
+/** Runs the scenario in the simulator and on the cluster, the cluster's traffic starting on a window's edge as the simulation's does. */
+async function measure(): Promise<Measured> {
+  const sim = simulated();
+  const began = Date.now();
+  const cluster = await harness.start({ isolates: A.isolates, rules: [rule], objectDelayMs: A.rttMs });
+  const startedMs = Date.now() - began;
+  await sleep(A.periodMs - (Date.now() % A.periodMs));
+  const t0 = Date.now();
+  const tag = "scale-agreement";
+  const driving = drive(cluster, { durationMs: A.durationMs, ratePerSecond: (A.load * A.limit * 1000) / A.periodMs, latencies: true, path: (n) => `/${tag}/${n}` });
+  await sleep(t0 + A.warmupMs - Date.now());
+  const atWarmup = await objectCalls(cluster);
+  const result = await driving;
+  const calls = await objectCalls(cluster);
+  const steadyMs = Date.now() - t0 - A.warmupMs;
+  const windows = await perWindow(tag);
+  const real: Figures = {
+    bound: Math.max(...windows) / A.limit,
+    steadyCallsPerSecond: (calls - atWarmup) / (steadyMs / 1000),
+    callsPer100: (100 * calls) / result.sent,
+  };
+  expect(result.errors, result.errorSamples.join("\n")).toBe(0);
+  const failures = { errors: await summed(cluster, "floodgate_errors_total"), syncsFailed: await summed(cluster, 'floodgate_syncs_total{result="failed"}') };
+  const maxLatencyMs = result.latencies!.max;
+  const seen = JSON.stringify({ sim, real, windows, failures, startedMs, wallMs: Date.now() - began, maxLatencyMs, maxLagMs: result.maxLagMs });
+  return { sim, real, failures, maxLatencyMs, seen };
+}
 
 it("puts the real object a round trip away: every strict decision waits it, and the limit still holds", async () => {
   const cluster = await harness.start({ isolates: 1, rules: [{ name: "distant", key: "global", limit: 2, period: "1m" }], objectDelayMs: 200 });
@@ -79,45 +129,32 @@ it("puts the real object a round trip away: every strict decision waits it, and 
   for (const { ms } of answers) expect(ms).toBeGreaterThanOrEqual(200);
 });
 
-it(
-  `agrees with the simulation at ${A.isolates} isolates and ${A.rttMs} ms to the object: the bound and the object's call rate`,
-  async () => {
-    const sim = simulated();
-    const began = Date.now();
-    const cluster = await harness.start({ isolates: A.isolates, rules: [rule], objectDelayMs: A.rttMs });
-    const startedMs = Date.now() - began;
-    // Start on a window's edge, as the simulation does, so the run covers whole windows.
-    await sleep(A.periodMs - (Date.now() % A.periodMs));
-    const t0 = Date.now();
-    const tag = "scale-agreement";
-    const driving = drive(cluster, { durationMs: A.durationMs, ratePerSecond: (A.load * A.limit * 1000) / A.periodMs, latencies: true, path: (n) => `/${tag}/${n}` });
-    await sleep(t0 + A.warmupMs - Date.now());
-    const atWarmup = await objectCalls(cluster);
-    const result = await driving;
-    const calls = await objectCalls(cluster);
-    const steadyMs = Date.now() - t0 - A.warmupMs;
-    const windows = await perWindow(tag);
-    const real: Figures = {
-      bound: Math.max(...windows) / A.limit,
-      steadyCallsPerSecond: (calls - atWarmup) / (steadyMs / 1000),
-      callsPer100: (100 * calls) / result.sent,
-    };
-    const failures = { errors: await summed(cluster, "floodgate_errors_total"), syncsFailed: await summed(cluster, 'floodgate_syncs_total{result="failed"}') };
-    const seen = JSON.stringify({ sim, real, windows, failures, startedMs, wallMs: Date.now() - began, maxLatencyMs: result.latencies!.max, maxLagMs: result.maxLagMs });
-    console.log(seen);
-    expect(result.errors, result.errorSamples.join("\n")).toBe(0);
-    // Nothing timed out or failed, as in the simulation: onError decided nothing, so the figures are the leases'.
-    expect(failures, seen).toEqual({ errors: sim.errors, syncsFailed: 0 });
-    expect(sim.bound, seen).toBeLessThanOrEqual(1);
+describe(`${A.isolates} isolates ${A.rttMs} ms from the object, one global fast key at ${A.load}× its limit: workerd agrees with the simulation`, () => {
+  let run: Measured;
+  beforeAll(async () => {
+    run = await measure();
+  }, 120_000);
+
+  it("times out and fails no sync, as the simulation does not: onError decided nothing, so the figures are the leases'", () => {
+    expect(run.failures, run.seen).toEqual({ errors: run.sim.errors, syncsFailed: 0 });
+  });
+
+  it(`admits at most the limit in a window, and within ${BOUND_TOLERANCE} of the limit of what the simulation admits`, () => {
+    expect(run.sim.bound, run.seen).toBeLessThanOrEqual(1);
     // The origin sees a request a little after floodgate decided it, so one decided just before a
     // window closed can land just after: allow what the admitted rate brings in that long.
-    const inFlight = Math.ceil((A.limit / A.periodMs) * result.latencies!.max + 1);
-    expect(real.bound, seen).toBeLessThanOrEqual(1 + inFlight / A.limit);
-    expect(Math.abs(real.bound - sim.bound), seen).toBeLessThanOrEqual(BOUND_TOLERANCE);
-    expect(real.steadyCallsPerSecond / sim.steadyCallsPerSecond, seen).toBeGreaterThanOrEqual(1 / CALL_RATE_FACTOR);
-    expect(real.steadyCallsPerSecond / sim.steadyCallsPerSecond, seen).toBeLessThanOrEqual(CALL_RATE_FACTOR);
-    expect(real.callsPer100 / sim.callsPer100, seen).toBeGreaterThanOrEqual(1 / CALL_RATE_FACTOR);
-    expect(real.callsPer100 / sim.callsPer100, seen).toBeLessThanOrEqual(CALL_RATE_FACTOR);
-  },
-  120_000,
-);
+    const inFlight = Math.ceil((A.limit / A.periodMs) * run.maxLatencyMs + 1);
+    expect(run.real.bound, run.seen).toBeLessThanOrEqual(1 + inFlight / A.limit);
+    expect(Math.abs(run.real.bound - run.sim.bound), run.seen).toBeLessThanOrEqual(BOUND_TOLERANCE);
+  });
+
+  it(`calls the object as many times a second as the simulation, within a factor of ${CALL_RATE_FACTOR}`, () => {
+    expect(run.real.steadyCallsPerSecond / run.sim.steadyCallsPerSecond, run.seen).toBeGreaterThanOrEqual(1 / CALL_RATE_FACTOR);
+    expect(run.real.steadyCallsPerSecond / run.sim.steadyCallsPerSecond, run.seen).toBeLessThanOrEqual(CALL_RATE_FACTOR);
+  });
+
+  it(`calls the object as many times per 100 requests as the simulation, within a factor of ${CALL_RATE_FACTOR}`, () => {
+    expect(run.real.callsPer100 / run.sim.callsPer100, run.seen).toBeGreaterThanOrEqual(1 / CALL_RATE_FACTOR);
+    expect(run.real.callsPer100 / run.sim.callsPer100, run.seen).toBeLessThanOrEqual(CALL_RATE_FACTOR);
+  });
+});
