@@ -124,6 +124,8 @@ export class RateLimiter extends DurableObject<Env> {
     this.blockedUntil = 0;
     this.alarmAt = null;
     this.hasTable = false;
+    // deleteAll leaves the alarm: a forgotten key must not wake its object again.
+    await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
   }
 
