@@ -13,6 +13,7 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict, type StrictDecision } from "../strict";
+import { QueueFullError } from "../strict/coalescer";
 
 /**
  * Where decisions are made: the RateLimiter namespace, and the request's `waitUntil`, which keeps
@@ -68,7 +69,8 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     if (fast) return { decision: await decideFast(fast, rule, objectName, cost) };
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
-    countError("durable_object")(error);
+    // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
+    countError(error instanceof QueueFullError ? "queue_full" : "durable_object")(error);
     const peers = rule.mode === "fast" ? peersOf(objectName) : 1;
     const decision = onErrorDecision(rule, objectName, cost, peers, Date.now());
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);

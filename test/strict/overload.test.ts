@@ -6,6 +6,7 @@ import type { Decided } from "../../src/durable-object/rate-limiter";
 import type { Env } from "../../src/env";
 import { decideStrict } from "../../src/strict";
 import { Coalescer, QueueFullError, type BatchCall } from "../../src/strict/coalescer";
+import { metrics } from "../../src/metrics/metrics";
 import { dispatch, originLog } from "../helpers/worker";
 import { rule } from "../helpers/rules";
 
@@ -85,4 +86,14 @@ describe("the requests waiting on one strict key", () => {
     await Promise.all(flood);
     await Promise.allSettled(background);
   });
+
+  it("counts a request turned away from a full queue as queue_full, not as a Durable Object error", async () => {
+    const errors = (kind: string) => metrics.value("floodgate_errors_total", { kind }) ?? 0;
+    const [fullBefore, objectBefore] = [errors("queue_full"), errors("durable_object")];
+    const answers = await flood("ceiling-count", 600, "deny", 300);
+    const [full, object] = [errors("queue_full") - fullBefore, errors("durable_object") - objectBefore];
+    expect(answers.every((a) => a.status === 429)).toBe(true);
+    expect(full).toBeGreaterThan(0);
+    expect(full + object).toBe(600);
+  }, 15_000);
 });
