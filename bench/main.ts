@@ -34,6 +34,7 @@ export const PARTS: PartEntry[] = [
   { id: "decision-cost", title: "Decision cost", file: "bench/decision-cost.ts" },
   { id: "accuracy", title: "Accuracy", file: "bench/accuracy.ts" },
   { id: "end-to-end", title: "End to end through workerd", file: "bench/end-to-end.ts" },
+  { id: "strict-ceiling", title: "Strict ceiling in workerd", file: "bench/strict-ceiling.ts" },
   {
     id: "fast-path",
     title: "Fast path",

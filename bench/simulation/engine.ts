@@ -20,9 +20,10 @@ export const T0 = 1_700_000_040_000;
 /** After the traffic stops, the clock runs on this long so that every waiting request ends. */
 const DRAIN_MS = 5_000;
 
-/** The rule as floodgate's parser builds it from the scenario: every default (sync, timeout, buckets) is the product's. */
+/** The rule as floodgate's parser builds it from the scenario: every default (sync, timeout unless the scenario sets one, buckets) is the product's. */
 export function ruleOf(s: Scenario): Rule {
-  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode }]).rules[0]!;
+  const timeout = s.timeoutMs === undefined ? {} : { timeout: `${s.timeoutMs}ms` };
+  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout }]).rules[0]!;
 }
 
 /** Everything one run keeps while it runs. */

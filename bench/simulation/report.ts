@@ -6,7 +6,7 @@ import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
 import { PEER_TTL_MS } from "../../src/fast/lease";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { FULL, LIFETIME_MS, QUICK, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, FULL, LIFETIME_MS, QUICK, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type Verdict } from "./targets";
 
@@ -132,6 +132,19 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   }
   const at8 = family("calls-at-8");
   if (at8.length) out.push("## 8 isolates at 10×: calls per 100 requests", "", "The issue's cost target, on its two limits, spread evenly over 8 isolates.", "", scenarioTable(at8), "");
+  const agreement = family("agreement");
+  if (agreement.length) {
+    const a = AGREEMENT;
+    out.push(
+      "## Checked against workerd",
+      "",
+      `\`test/harness/scale-agreement.test.ts\` runs this scenario in workerd too: ${a.isolates} front Workers of the built bundle in Miniflare, each ${a.rttMs} ms from the real RateLimiter and its SQLite storage (a fixture waits half the round trip before each call and half after), the same rule (${a.limit} per ${a.periodMs / 1000} s, sliding window, fast, a ${a.timeoutMs / 1000} s timeout so a stalled test machine does not hand requests to onError) and traffic, the origin counting what arrives. ` +
+        `It requires both bounds at most the limit (workerd's allowing for requests still on their way to the origin at a window's edge) and within ±${a.boundTolerance} of the limit of each other, and workerd's object calls, a second after the ${a.warmupMs / 1000} s warm-up and per 100 requests, within a factor of ${a.callRateFactor} of the simulation's (on 2 shared cores they came within 2.3 %, and the simulation's seeds spread 2 %).`,
+      "",
+      scenarioTable(agreement),
+      "",
+    );
+  }
   const churn = family("churn");
   if (churn.length) {
     out.push(

@@ -4,7 +4,7 @@ import { adjust, carryOver, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, decideBatch, type Decided } from "../algorithms/block";
 import type { Env } from "../env";
-import { grantLease, lastPinEnds, livePeers, settlePins, standingWithPins, type Lease, type Peer, type SyncRequest } from "../fast/lease";
+import { grantLease, lastPinEnds, leasePolicy, livePeers, PEER_TTL_MS, settlePins, standingWithPins, stricter, type Lease, type Peer, type SyncRequest } from "../fast/lease";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
@@ -40,6 +40,8 @@ export class RateLimiter extends DurableObject<Env> {
   private blockedUntil = 0;
   /** the last call booked for a fast-mode isolate (see src/fast/schedule.ts); kept in memory, as a restart only loosens the pacing for a moment */
   private cursor = Number.NEGATIVE_INFINITY;
+  /** the strictest policy strict decisions asked under lately, which fast leases are granted under too; in memory, as the next strict request says it again */
+  private strictAsked: { policy: Policy; at: number } | undefined;
   /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
 
@@ -68,6 +70,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** Decides a batch of requests for this key, in order, as if each had arrived alone. */
   decide(policy: Policy, costs: number[]): Decided[] {
     const now = Date.now();
+    this.heardStrict(policy, now);
     this.countAllPins(policy, now);
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy), blockedBefore, costs, now);
@@ -78,20 +81,23 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Reconciles one fast-mode isolate: counts what it reports spent, frees what it gives back, and
-   * leases it more, sized by its demand. A retried sync (same isolate and seq) gets the same answer
-   * and changes nothing.
+   * leases it more, sized by its demand, under the strictest policy a live isolate or a recent
+   * strict decision asked under. A retried sync (same isolate and seq) gets the same answer and
+   * changes nothing.
    */
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
-    const stored = this.stateFor(policy);
-    const granted = grantLease(policy, stored, this.peers, request, now, this.blockedUntil, this.cursor);
+    const recent = this.strictAsked && this.strictAsked.at >= now - PEER_TTL_MS ? [this.strictAsked.policy] : [];
+    const under = leasePolicy(policy, request.isolate, this.peers, now, recent);
+    const stored = this.stateFor(under);
+    const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
     const { state, lease } = granted;
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
     this.cursor = granted.cursor;
     this.setPeers(granted.peers);
     if (granted.blockedUntil !== this.blockedUntil || (state && state !== stored)) {
       this.blockedUntil = granted.blockedUntil;
-      if (state) this.stored = { policy, state };
+      if (state) this.stored = { policy: under, state };
       this.write();
     }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -118,6 +124,8 @@ export class RateLimiter extends DurableObject<Env> {
     this.blockedUntil = 0;
     this.alarmAt = null;
     this.hasTable = false;
+    // deleteAll leaves the alarm: a forgotten key must not wake its object again.
+    await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
   }
 
@@ -143,6 +151,12 @@ export class RateLimiter extends DurableObject<Env> {
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
+  }
+
+  /** Keeps the strictest policy strict decisions asked under within PEER_TTL_MS, for {@link sync}'s leases. */
+  private heardStrict(policy: Policy, now: number): void {
+    const last = this.strictAsked;
+    if (!last || last.at < now - PEER_TTL_MS || !stricter(last.policy, policy)) this.strictAsked = { policy, at: now };
   }
 
   /**

@@ -58,6 +58,11 @@ export interface Lease {
   nextSyncAt: number;
   /** the key is asked for well past its limit: once this lease is spent, the isolate waits for `nextSyncAt` rather than calling sooner */
   saturated: boolean;
+  /**
+   * the isolate's earlier leases were granted under a less restrictive policy than this one (a limit
+   * lowered by another Worker version): it gives them up at once, reporting what they spent
+   */
+  revoke?: true;
 }
 
 /** Units a lease holds back from everyone else until its isolate reports them or it runs out. */
@@ -74,6 +79,10 @@ export interface Peer {
   seenAt: number;
   lease: Lease;
   pins: Pin[];
+  /** the policy the isolate asks under (its Worker version's rule); absent in rows an earlier version wrote */
+  asked?: Policy;
+  /** the policy its last lease was granted under: the most restrictive one heard (see {@link leasePolicy}) */
+  under?: Policy;
 }
 
 /**
@@ -108,6 +117,32 @@ export const PEER_TTL_MS = 60_000;
 export const REPORT_GRACE_MS = 10_000;
 
 /**
+ * Whether `a` admits less than `b` in the long run: a lower sustained rate (limit over period), or
+ * the same rate with a smaller burst. Policies that tie are equally restrictive.
+ */
+export function stricter(a: Policy, b: Policy): boolean {
+  const rateA = a.limit * b.periodMs;
+  const rateB = b.limit * a.periodMs;
+  return rateA < rateB || (rateA === rateB && a.burst < b.burst);
+}
+
+/**
+ * The policy a lease is granted under: the caller's, unless a live peer (see {@link isLive}) or a
+ * strict decision the object heard recently (`heard`) asked under a stricter one. During a gradual
+ * deployment two Worker versions share the key's object: a limit lowered in the new version then
+ * binds the old version's isolates from their next sync, and a raise takes effect once no isolate
+ * of the old version has been live for {@link PEER_TTL_MS}.
+ */
+export function leasePolicy(asked: Policy, isolate: string, peers: ReadonlyMap<string, Peer>, now: number, heard: readonly Policy[] = []): Policy {
+  let strictest = asked;
+  for (const [id, peer] of peers) {
+    if (id !== isolate && peer.asked && stricter(peer.asked, strictest) && isLive(peer, now)) strictest = peer.asked;
+  }
+  for (const policy of heard) if (stricter(policy, strictest)) strictest = policy;
+  return strictest;
+}
+
+/**
  * Applies one sync. The isolate's reports come first: what it spent is counted in the buckets it
  * was spent in, what a finished lease did not spend is freed, and what its `onError` admitted
  * without a lease is counted too. Then the object books the isolate's next call (see ./schedule)
@@ -116,7 +151,9 @@ export const REPORT_GRACE_MS = 10_000;
  * more than its demand-weighted share of what is left. Granted units are not counted yet but
  * pinned: every decision treats them as taken, now, until they are reported, so whatever the
  * isolates do with their leases the object never admits more than the limit, and a lease can
- * outlast the bucket it was granted in.
+ * outlast the bucket it was granted in. `policy` is what the lease is granted under (see
+ * {@link leasePolicy}), `askedPolicy` what the isolate asked under; an isolate whose unreported leases were
+ * granted under a less restrictive policy than `policy` is told to give them up.
  */
 export function grantLease(
   policy: Policy,
@@ -126,6 +163,7 @@ export function grantLease(
   now: number,
   blockedUntil = 0,
   cursor = Number.NEGATIVE_INFINITY,
+  askedPolicy = policy,
 ): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease; blockedUntil: number; cursor: number } {
   const known = peers.get(sync.isolate);
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
@@ -146,6 +184,9 @@ export function grantLease(
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
   for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
+  const under = known?.under;
+  // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
+  const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
   let pinned = pinnedUnits(pins);
   // The isolate's demand over the last interval at least: a sync soon after the last (a request its
   // lease could not pay for) carries the previous rate for the rest of it, so one request after a
@@ -198,9 +239,9 @@ export function grantLease(
   const quiet = saturated || rate <= 0 ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };
   const next = new Map(settled.peers);
-  next.set(sync.isolate, { rate, seenAt: now, lease, pins });
+  next.set(sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
 }
 

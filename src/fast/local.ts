@@ -104,24 +104,27 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
 }
 
 /**
- * A roomy sliding-window key asks for leases this many sync intervals long, and any other offers
- * to take one if the object finds it roomy. A token bucket's stay one interval: how long a lease
- * lasts bounds its burst.
+ * A sliding-window key offers to take a lease this many sync intervals long, which the object
+ * grants when it finds the key roomy; its next call is still booked one interval on. A token
+ * bucket's stay one interval: how long a lease lasts bounds its burst.
  */
 const ROOMY_HORIZON = 10;
 
 /**
  * Whether a background sync is due: the call the object booked has come, the lease will not last
- * until then, or a retry waits. A roomy key with a healthy lease skips the periodic sync until its
- * lease is in its last interval: nothing another isolate does can make the lease unfair before it
- * ends or runs low, and renewing it before it ends keeps a steadily used key from ever waiting.
+ * until then, or a retry waits. An isolate of a roomy key that admitted nothing since its last call
+ * skips the periodic sync while its lease is healthy, until the lease's last interval: an idle
+ * isolate costs nothing, and renewing before the end keeps a key used now and then from waiting.
+ * One that admits calls when booked: a limit lowered at the object (see leasePolicy) reaches every
+ * isolate still spending by then, and the object cuts its leases back.
  */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
   if (key.outbox) return true;
   const left = leaseLeft(key);
   const low = runsOutBeforeNextSync(key, left, now);
-  if (now >= key.nextSyncAt && !(roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs)) {
+  const idle = key.demand === 0 && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
+  if (now >= key.nextSyncAt && !idle) {
     return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || left > 0;
   }
   // Running low: top up early, no more than four times an interval; a saturated key waits its turn.
@@ -163,7 +166,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
-    horizonMs: window && roomy(key) ? ROOMY_HORIZON * rule.syncMs : rule.syncMs,
+    horizonMs: rule.syncMs,
     ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),
     ...(release ? { release } : {}),
     ...(key.unleased.length > 0 ? { unleased: key.unleased } : {}),
@@ -192,6 +195,10 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.nextSyncAt = lease.nextSyncAt ?? now + rule.syncMs;
   // A rule with a block must let the object see a denied request, which is what starts the block.
   key.saturated = (lease.saturated ?? false) && rule.blockMs === null;
+  // Lots granted under a looser policy than the object now leases under (a limit another Worker
+  // version lowered) are given up at once. A lease outlasting its booked call (a roomy key) replaces
+  // the ones before it, or an isolate calling every interval while it spends would hold ten at once.
+  if (lease.revoke || (lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
@@ -244,9 +251,14 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, now: num
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */
 export function surrender(key: LocalKey): void {
+  endLots(key);
+  key.demand = 0;
+}
+
+/** Ends every lot: the next sync reports what each spent and gives back the rest. */
+function endLots(key: LocalKey): void {
   for (const lot of key.lots) finish(key, lot);
   key.lots = [];
-  key.demand = 0;
 }
 
 /** Whether the key still holds something the object should hear about. */

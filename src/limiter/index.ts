@@ -14,6 +14,7 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict, type StrictDecision } from "../strict";
+import { QueueFullError } from "../strict/coalescer";
 
 /**
  * Where decisions are made: the RateLimiter namespace, and the request's `waitUntil`, which keeps
@@ -69,7 +70,8 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     if (fast) return { decision: await decideFast(fast, rule, objectName, cost) };
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
-    countError("durable_object")(error);
+    // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
+    countError(error instanceof QueueFullError ? "queue_full" : "durable_object")(error);
     const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName) : ALONE, Date.now());
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };

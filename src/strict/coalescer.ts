@@ -22,6 +22,14 @@ interface Lane {
   progressAt: number;
 }
 
+/**
+ * A request turned away because its key already has a full queue in this isolate: its rule's
+ * onError answers it at once, rather than after its timeout.
+ */
+export class QueueFullError extends Error {
+  override readonly name = "QueueFullError";
+}
+
 /** A request's invocation: its time budget, and the `waitUntil` that keeps its work alive past its response. */
 export interface BatchContext {
   timeoutMs: number;
@@ -41,12 +49,18 @@ export interface BatchContext {
  * first request's `waitUntil` would outlive the 30 s Cloudflare grants it, and count a hot key's
  * every call against that one request's subrequest limit.) A waiter that runs out of time leaves
  * the queue (and is decided by the rule's onError policy); a batch that stops making progress, as
- * when its sender was cancelled, is replaced by the next request that arrives.
+ * when its sender was cancelled, is replaced by the next request that arrives. At most `maxWaiting`
+ * requests wait per key: past that, requests arrive faster than full batches can carry them, and
+ * one more would wait behind several round trips (at a slow object, its whole timeout) only to add
+ * to a queue that keeps growing, so it is rejected at once with a {@link QueueFullError}.
  */
 export class Coalescer {
   private readonly lanes = new Map<string, Lane>();
 
-  constructor(private readonly maxBatch = 128) {}
+  constructor(
+    private readonly maxBatch = 128,
+    private readonly maxWaiting = 4 * maxBatch,
+  ) {}
 
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
   decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
@@ -54,6 +68,7 @@ export class Coalescer {
     let lane = this.lanes.get(laneKey);
     if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], inFlight: null, progressAt: 0 }));
     const queue = lane;
+    if (queue.waiting.length >= this.maxWaiting) return Promise.reject(new QueueFullError(`${queue.waiting.length} requests already wait on this key`));
     let lead!: (batch: Waiter[]) => void;
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
     // Registered now, from this request's own invocation, so that a batch handed to it is sent there.

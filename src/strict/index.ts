@@ -6,7 +6,7 @@ import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { metrics } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
-import { Coalescer } from "./coalescer";
+import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
 import { withTimeout } from "./timeout";
 
@@ -46,9 +46,11 @@ export function forgetStrict(objectName: string): void {
  * Asks the named object to decide one request, batched with concurrent requests for the same key
  * when there is a `waitUntil` to keep the batch alive;
  * a request the object just denied is denied again from {@link cachedStrictDenial}, with no call.
- * Rejects with a TimeoutError when no decision comes within the rule's timeout, with the object's
- * error when it fails (never retried), and at once while the object's breaker, or the rule's, is
- * open after failures in a row or an overloaded object (see {@link Breakers} and {@link ruleBreaker}).
+ * Rejects with a TimeoutError when no decision comes within the rule's timeout, with a
+ * QueueFullError at once when too many requests already wait on the key in this isolate (see
+ * {@link Coalescer}), with the object's error when it fails (never retried), and at once while the
+ * object's breaker, or the rule's, is open after failures in a row or an overloaded object (see
+ * {@link Breakers} and {@link ruleBreaker}).
  */
 export async function decideStrict(
   namespace: Env["LIMITER"],
@@ -79,6 +81,8 @@ export async function decideStrict(
     if (rule.algorithm !== "concurrency") denials.remember(objectName, cost, decided.decision, Date.now());
     return decided;
   } catch (error) {
+    // A full queue says this isolate asks faster than the object answers, not that the object fails.
+    if (error instanceof QueueFullError) throw error;
     // A retryable error is not retried: a decide consumes units, and the runtime has already retried
     // every call it knew had not reached the object, so this one may have been applied.
     if (objectErrorKind(error) === "overloaded") breakers.overloaded(objectName, rule.timeoutMs, Date.now());

@@ -2,11 +2,12 @@
 import { abortAllDurableObjects, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
+import { frozenStart } from "../helpers/clock";
 
 const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
 const log: Policy = { algorithm: "sliding-log", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
 const gcra: Policy = { algorithm: "gcra", limit: 10, periodMs: 1_000, burst: 2, buckets: 1 };
-const T0 = 1_700_000_040_000; // the start of a 60 s window
+const T0 = frozenStart();
 
 const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
 const allowed = (results: { decision: { allowed: boolean } }[]) => results.map((r) => r.decision.allowed);

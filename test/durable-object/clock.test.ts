@@ -2,10 +2,11 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
+import { frozenStart } from "../helpers/clock";
 
 const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
 const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6, buckets: 1 };
-const T0 = 1_700_000_040_000; // the start of a 60 s window
+const T0 = frozenStart();
 
 const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
 const allowed = (results: { decision: { allowed: boolean } }[]) => results.map((r) => r.decision.allowed);

@@ -2,9 +2,10 @@
 import { abortAllDurableObjects, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
+import { frozenStart } from "../helpers/clock";
 
 const slots: Policy = { algorithm: "concurrency", limit: 2, periodMs: 60_000, burst: 2, buckets: 1 };
-const T0 = 1_700_000_040_000;
+const T0 = frozenStart();
 
 const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
 const allowed = (results: { decision: { allowed: boolean } }[]) => results.map((r) => r.decision.allowed);

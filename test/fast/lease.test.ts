@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type LimiterState, type Policy } from "../../src/algorithms";
-import { grantLease, REPORT_GRACE_MS, standingWithPins, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { grantLease, leasePolicy, PEER_TTL_MS, REPORT_GRACE_MS, standingWithPins, type Peer, type SyncRequest } from "../../src/fast/lease";
 
 const T0 = 1_700_000_040_000;
 const window: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
@@ -201,5 +201,66 @@ describe("leases under a block", () => {
     expect(during.lease.units).toBe(0);
     expect(during.lease.standing).toMatchObject({ reason: "blocked", retryAfter: 5_000 });
     expect(during.blockedUntil).toBe(T0 + 5_000);
+  });
+});
+
+describe("leases when Worker versions disagree on the limit", () => {
+  const lowered: Policy = { ...window, limit: 10, burst: 10 };
+  /** An isolate of each version syncs once: "old" under the window's 100 takes 8, then "new" under 10 takes the 2 left. */
+  function bothVersions() {
+    const old = grantLease(window, undefined, new Map(), sync({ isolate: "old", need: 8, roomyHorizonMs: 20_000 }), T0);
+    const under = leasePolicy(lowered, "new", old.peers, T0 + 100);
+    return grantLease(under, old.state, old.peers, sync({ isolate: "new", need: 2 }), T0 + 100, 0, old.cursor, lowered);
+  }
+
+  it("leases an isolate under the lower limit another live isolate asks under", () => {
+    const both = bothVersions();
+    expect(leasePolicy(window, "old", both.peers, T0 + 200)).toEqual(lowered);
+  });
+
+  it("leases under the caller's own limit when it is the strictest", () => {
+    expect(leasePolicy(lowered, "new", bothVersions().peers, T0 + 200)).toEqual(lowered);
+  });
+
+  it("goes back to the caller's higher limit once the isolate that asked for less has not been live for the peer TTL", () => {
+    const both = bothVersions();
+    expect(both.lease.units).toBe(2);
+    // Long after, a sync counts the silent isolate's pins as spent; then nothing keeps it live.
+    const gone = T0 + 100 + PEER_TTL_MS + 20_000 + REPORT_GRACE_MS;
+    const settled = grantLease(window, both.state, both.peers, sync({ isolate: "old", seq: 2, need: 0, release: true }), gone, 0, both.cursor);
+    expect(leasePolicy(window, "old", settled.peers, gone + 1)).toEqual(window);
+  });
+
+  it("leases under a lower limit a strict decision asked under", () => {
+    expect(leasePolicy(window, "old", new Map(), T0, [lowered])).toEqual(lowered);
+  });
+
+  it("tells an isolate whose unreported lease was granted under a higher limit to give it up, and grants it nothing past the lower one", () => {
+    const both = bothVersions();
+    const at = T0 + 1_000;
+    const under = leasePolicy(window, "old", both.peers, at);
+    const report = { lease: 1, spent: [{ at: T0, units: 6 }], unspent: 0 };
+    const old = grantLease(under, both.state, both.peers, sync({ isolate: "old", seq: 2, need: 1, reports: [report] }), at, 0, both.cursor, window);
+    expect(old.lease.revoke).toBe(true);
+    // Its 2 unspent units stay pinned until it reports them, and "new" holds the other 2 of the 10.
+    expect(old.lease.units).toBe(0);
+    expect(old.lease.standing).toMatchObject({ allowed: false, limit: 10 });
+  });
+
+  it("does not tell an isolate to give up a lease granted under the limit it is leased under now", () => {
+    const both = bothVersions();
+    const at = T0 + 1_000;
+    const again = grantLease(lowered, both.state, both.peers, sync({ isolate: "new", seq: 2, need: 0 }), at, 0, both.cursor, lowered);
+    expect(again.lease.revoke).toBeUndefined();
+  });
+
+  it("stops telling an isolate to give up its leases once it has reported them", () => {
+    const both = bothVersions();
+    const told = grantLease(lowered, both.state, both.peers, sync({ isolate: "old", seq: 2, need: 0 }), T0 + 1_000, 0, both.cursor, window);
+    const oldLot = told.peers.get("old")!.pins[0]!;
+    const gaveUp = sync({ isolate: "old", seq: 3, need: 0, reports: [{ lease: 1, spent: [], unspent: oldLot.units }] });
+    const after = grantLease(lowered, told.state, told.peers, gaveUp, T0 + 2_000, 0, told.cursor, window);
+    expect(after.lease.revoke).toBeUndefined();
+    expect(after.peers.get("old")!.pins.every((p) => p.lease !== 1)).toBe(true);
   });
 });

@@ -108,25 +108,55 @@ describe("a fast key in one isolate", () => {
     expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
   });
 
-  it("skips the periodic sync while the key is far from its limit and the lease is healthy", () => {
+  it("skips the periodic sync while the key is far from its limit, the lease is healthy and it admitted nothing since its last call", () => {
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
+    expect(syncDue(key, fast, T0 + 1_500)).toBe(false);
+  });
+
+  it("syncs at its booked call once it has admitted since its last one, however far the key is from its limit", () => {
     const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
     decideLocally(key, fast, 1, T0 + 10);
-    expect(syncDue(key, fast, T0 + 1_500)).toBe(false);
-    for (let i = 0; i < 60; i++) decideLocally(key, fast, 1, T0 + 1_600);
-    expect(syncDue(key, fast, T0 + 1_600)).toBe(true);
+    expect(syncDue(key, fast, T0 + 999)).toBe(false);
+    expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
   });
 
   it("renews a far-from-limit key's healthy lease in its last interval, before it ends", () => {
     const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
-    decideLocally(key, fast, 1, T0 + 10);
     expect(syncDue(key, fast, T0 + 8_999)).toBe(false);
     expect(syncDue(key, fast, T0 + 9_000)).toBe(true);
   });
 
-  it("asks for a longer lease while the key is far from its limit", () => {
+  it("asks for its next call one interval on, even while the key is far from its limit", () => {
     const roomy = leased(100, { standing: ROOMY });
-    expect(nextSync(roomy, fast, from, 0, T0 + 10).horizonMs).toBeGreaterThan(fast.syncMs);
-    expect(nextSync(leased(100), fast, from, 0, T0 + 10).horizonMs).toBe(fast.syncMs);
+    expect(nextSync(roomy, fast, from, 0, T0 + 10).horizonMs).toBe(fast.syncMs);
+  });
+
+  it("gives up the leases before a long one, so that calling every interval does not pile them up", () => {
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
+    decideLocally(key, fast, 1, T0 + 10);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);
+    applyLease(key, fast, lease(seq, 50, { standing: ROOMY, nextSyncAt: T0 + 2_000, expiresAt: T0 + 11_000 }), T0 + 1_000);
+    expect(leaseLeft(key)).toBe(50);
+    expect(key.reports).toEqual([{ lease: 1, spent: [], unspent: 99 }]);
+  });
+
+  it("keeps a lease that ends soon beside the next one", () => {
+    const key = leased(10);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);
+    applyLease(key, fast, lease(seq, 5, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 2_500 }), T0 + 1_000);
+    expect(leaseLeft(key)).toBe(15);
+  });
+
+  it("gives up every lease at once when the object says they were granted under a higher limit than it leases under now", () => {
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
+    decideLocally(key, fast, 3, T0 + 10);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);
+    decideLocally(key, fast, 2, T0 + 1_010);
+    const denied = { allowed: false, limit: 10, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 30_000, retryAfter: 29_000 };
+    applyLease(key, fast, lease(seq, 0, { standing: denied, revoke: true }), T0 + 1_020);
+    expect(leaseLeft(key)).toBe(0);
+    expect(key.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 95 }]);
+    expect(decideLocally(key, fast, 1, T0 + 1_030)).toMatchObject({ allowed: false, reason: "cache" });
   });
 
   it("offers to take a longer lease for a sliding window, so the object can grant one to a new key far from its limit", () => {

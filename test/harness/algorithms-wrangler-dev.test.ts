@@ -1,4 +1,4 @@
-// fixed-window and sliding-log from outside: one `wrangler dev` with rules from vars, driven over real HTTP, a real origin counting what arrives.
+// fixed-window, sliding-log and a token bucket's warmup from outside: one `wrangler dev` with rules from vars, driven over real HTTP, a real origin counting what arrives.
 import { describe, expect, it } from "vitest";
 import { arrivals, useWranglerDevWithOrigin } from "./wrangler-dev";
 
@@ -7,11 +7,14 @@ const LIMIT = 5;
 const rules = [
   { name: "fixed-dev", match: { path: "/fixed-dev/*" }, key: "global", algorithm: "fixed-window", limit: LIMIT, period: "2s" },
   { name: "log-dev", match: { path: "/log-dev/*" }, key: "global", algorithm: "sliding-log", limit: LIMIT, period: "2s" },
+  // 2 a second: a warm unit refills in 500 ms, a fully cold one in 1.5 s. The plain bucket is the control.
+  { name: "warm-dev", match: { path: "/warm-dev/*" }, key: "global", algorithm: "token-bucket", limit: 2, period: "1s", burst: 2, warmup: "20s" },
+  { name: "plain-dev", match: { path: "/plain-dev/*" }, key: "global", algorithm: "token-bucket", limit: 2, period: "1s", burst: 2 },
 ];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("fixed-window and sliding-log through wrangler dev", () => {
+describe("fixed-window, sliding-log and warmup through wrangler dev", () => {
   const served = useWranglerDevWithOrigin("algorithms", rules);
   const arrived = (tag: string) => arrivals(served.originUrl, tag);
 
@@ -62,5 +65,28 @@ describe("fixed-window and sliding-log through wrangler dev", () => {
     expect(most).toBe(LIMIT);
     // A period is full again as soon as the oldest unit leaves it: 5 s of asking admits 3 periods' worth.
     expect(at.length).toBeGreaterThanOrEqual(2 * LIMIT + 1);
+  }, 20_000);
+
+  it("a cold token bucket with a warmup passes its burst, then refills at a third of the rate where a plain one refills at the rate", async () => {
+    const started = Date.now();
+    const warm = await burst("warm-dev", 3);
+    const plain = await burst("plain-dev", 3);
+    // The third of each burst is denied: the cold bucket's unit is 1.5 s away, the plain one's 0.5 s.
+    const retryAfter = async (tag: string) => (await served.dev.fetch(`/${tag}/retry`)).headers.get("Retry-After");
+    const [warmRetry, plainRetry] = [await retryAfter("warm-dev"), await retryAfter("plain-dev")];
+    await sleep(started + 800 - Date.now());
+    const at800 = [...(await burst("warm-dev", 1)), ...(await burst("plain-dev", 1))];
+    await sleep(started + 1_700 - Date.now());
+    const at1700 = await burst("warm-dev", 1);
+
+    expect(warm).toEqual([200, 200, 429]);
+    expect(plain).toEqual([200, 200, 429]);
+    expect([warmRetry, plainRetry]).toEqual(["2", "1"]);
+    expect(at800).toEqual([429, 200]);
+    expect(at1700).toEqual([200]);
+    // The origin saw the cold bucket's third request at least its cold interval after the first.
+    const at = await arrived("warm-dev");
+    expect(at).toHaveLength(3);
+    expect(at[2]! - at[0]!).toBeGreaterThanOrEqual(1_400);
   }, 20_000);
 });

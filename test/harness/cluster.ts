@@ -4,9 +4,11 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
+import { build } from "esbuild";
 import { Miniflare, type WorkerOptions } from "miniflare";
 import { bundleWorker, type Bundle } from "./bundle";
 import { ROOT } from "./root";
+import { WORKER_BUILD } from "./worker-build";
 
 /** What {@link startCluster} runs. */
 export interface ClusterOptions {
@@ -25,6 +27,12 @@ export interface ClusterOptions {
   bindings?: Record<string, string>;
   /** the Worker to run, fronts and objects alike; absent: this checkout's (see {@link bundleWorker}) */
   bundle?: Bundle;
+  /**
+   * A round trip between every front and the objects, in ms: the objects are then this checkout's
+   * RateLimiter wrapped in test/fixtures/distant-limiter.ts, which waits half of it before each
+   * call and half after. Absent or 0: no wait, and the objects are the bundle's own.
+   */
+  objectDelayMs?: number;
 }
 
 /** One front Worker, reached over its own loopback socket. */
@@ -80,11 +88,13 @@ export const LIMITER_WORKER = "limiter";
  * }
  */
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const { isolates, rules, versions, originUrl = "demo", bindings = {} } = options;
+  const { isolates, rules, versions, originUrl = "demo", bindings = {}, objectDelayMs = 0 } = options;
   if (!Number.isInteger(isolates) || isolates < 1 || isolates > 64) {
     throw new RangeError(`startCluster: isolates must be an integer from 1 to 64, got ${isolates}`);
   }
-  const [bundle, compatibility] = await Promise.all([options.bundle ?? bundleWorker(), readCompatibility()]);
+  if (!(objectDelayMs >= 0 && objectDelayMs <= 10_000)) throw new RangeError(`startCluster: objectDelayMs must be from 0 to 10000, got ${objectDelayMs}`);
+  const [bundle, compatibility, distant] = await Promise.all([options.bundle ?? bundleWorker(), readCompatibility(), objectDelayMs > 0 ? buildDistantLimiter() : undefined]);
+  const limiterClass = distant ? "DistantLimiter" : "RateLimiter";
   const rulesText = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
   const vars: Record<string, string> = {
     RATE_LIMIT_RULES: rulesText(rules),
@@ -102,11 +112,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       drained.push(collect(stdout, logs, process.stdout), collect(stderr, logs, process.stderr));
     },
     workers: [
-      { ...worker(LIMITER_WORKER), durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } } },
+      {
+        ...(distant ? { name: LIMITER_WORKER, modules: true, script: distant, ...compatibility, bindings: { OBJECT_DELAY_MS: String(objectDelayMs) } } : worker(LIMITER_WORKER)),
+        durableObjects: { LIMITER: { className: limiterClass, useSQLite: true } },
+      },
       ...Array.from({ length: isolates }, (_, i) => ({
         ...worker(frontName(i)),
         bindings: versions ? { ...vars, RATE_LIMIT_RULES: rulesText(versions[i % versions.length]) } : vars,
-        durableObjects: { LIMITER: { className: "RateLimiter", scriptName: LIMITER_WORKER, useSQLite: true } },
+        durableObjects: { LIMITER: { className: limiterClass, scriptName: LIMITER_WORKER, useSQLite: true } },
         unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
       })),
     ],
@@ -183,6 +196,12 @@ async function send(base: URL, input: string | URL, init: RequestInit = {}, viaP
   const response = await viaProxy(target, init);
   const body = [101, 204, 205, 304].includes(response.status) ? null : response.body;
   return new Response(body, { status: response.status, statusText: response.statusText, headers: new Headers([...response.headers]) });
+}
+
+/** test/fixtures/distant-limiter.ts as one ES module, the real RateLimiter from this checkout's src/ inside. */
+async function buildDistantLimiter(): Promise<string> {
+  const result = await build({ ...WORKER_BUILD, entryPoints: [join(ROOT, "test/fixtures/distant-limiter.ts")], write: false });
+  return result.outputFiles[0]!.text;
 }
 
 /** The deploy's compatibility date and flags, read from wrangler.toml's top level. */

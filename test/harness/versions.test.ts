@@ -55,6 +55,42 @@ describe("two Worker versions live at once", () => {
     expect(raisedStill).toBe(200);
   });
 
+  it("fast mode: a limit lowered in the new version holds across both versions from one sync interval after its first request", async () => {
+    const name = "h-versions-lowered";
+    const tag = "versions-lowered";
+    const limit = 20;
+    const syncMs = 1_000;
+    const cluster = await harness.start({
+      isolates: 2,
+      rules: [],
+      versions: [
+        [{ name, key: "global", limit: 1_000, period: "1h", mode: "fast", sync: "1s" }],
+        [{ name, key: "global", limit, period: "1h", mode: "fast", sync: "1s" }],
+      ],
+    });
+    let n = 0;
+    /** About 20 requests a second to each of `fronts`, one after another, until `until`. */
+    const traffic = async (fronts: number[], until: number) => {
+      while (Date.now() < until) {
+        for (const front of fronts) await cluster.fetch(front, `/${tag}/${n++}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+
+    // The old version (front 0) admits past the new limit under its own, holding a lease far from it.
+    await traffic([0], Date.now() + 2 * syncMs);
+    const firstNew = Date.now();
+    const lowered = (await cluster.fetch(1, `/${tag}/new-first`)).status;
+    // One interval, plus a request's spacing and the hop for the old version's booked call.
+    await traffic([0, 1], firstNew + syncMs + 250);
+    const counted = await originCount(tag);
+    await traffic([0, 1], Date.now() + 3 * syncMs);
+
+    expect(counted).toBeGreaterThan(limit);
+    expect(lowered).toBe(429);
+    expect(await originCount(tag)).toBe(counted);
+  });
+
   it("fast mode: versions alternating algorithms on 4 isolates at 10× the limit stay within it", async () => {
     const name = "h-versions-fast";
     const limit = 20;

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
 import { originLog, send } from "../helpers/worker";
+import { frozenStart } from "../helpers/clock";
 
 const calls = () =>
   ["decide", "refund", "sync"].reduce((sum, method) => sum + metrics.value("floodgate_durable_object_calls_total", { method }), 0);
@@ -67,7 +68,7 @@ describe("a client over its per-IP limit, rotating API keys", () => {
 describe("newKeysPerSecond", () => {
   it("counts keys new past the cap under the rule's one #overflow key", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(1_700_000_000_000);
+    vi.setSystemTime(frozenStart());
     const rules = [{ name: "atk-cap", key: "header:x-api-key", limit: 5, period: "1m", newKeysPerSecond: 3 }];
 
     const statuses = await rotate("attack-cap", "192.0.2.153", 12, rules);
@@ -87,7 +88,7 @@ describe("newKeysPerSecond", () => {
 
   it("keeps a key it already tracks under its own name past the cap", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    vi.setSystemTime(1_700_000_100_000);
+    vi.setSystemTime(frozenStart() + 100_000);
     const rules = [{ name: "atk-known", key: "header:x-api-key", limit: 2, period: "1m", newKeysPerSecond: 1 }];
     const request = (key: string) => new Request("http://floodgate.test/attack-known/x", { headers: { "x-api-key": key } });
 

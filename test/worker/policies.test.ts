@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
 import { originLog, send } from "../helpers/worker";
+import { frozenStart } from "../helpers/clock";
 
 const get = (path: string, ip: string | null, headers: Record<string, string> = {}) =>
   new Request(`http://floodgate.test${path}`, { headers: { ...(ip === null ? {} : { "CF-Connecting-IP": ip }), ...headers } });
@@ -71,7 +72,7 @@ describe("dryRun", () => {
 describe("block", () => {
   it("denies a key for the whole block once the rule has denied it, saying when the block ends", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
-    const t0 = 1_700_000_400_000;
+    const t0 = frozenStart();
     vi.setSystemTime(t0);
     const rules = [{ name: "block-strict", limit: 2, period: "1m", block: "10m" }];
     const hit = () => send(get("/block-strict/x", "192.0.2.170"), { rules });
