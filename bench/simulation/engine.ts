@@ -5,6 +5,7 @@ import type { Rule } from "../../src/config/types";
 import { policyOf } from "./policy";
 import { mix32, Random } from "../lib/random";
 import { Clock, hash32 } from "./clock";
+import { ColoIsolate } from "./colo-isolate";
 import { FastIsolate } from "./fast-isolate";
 import type { IsolateBase, Link } from "./isolate";
 import { drawRtt, legMs } from "./latency";
@@ -79,10 +80,12 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
     },
   };
 
+  // PROTOTYPE: each location's aggregator is a fast isolate that never vanishes, at the location's distance; its isolates are near it.
+  const aggregators = Array.from({ length: s.locations }, (_, k) => new FastIsolate(`colo-${k}`, drawRtt(s.rtt, rtts), link, totals));
   // Isolates: one per slot; a slot's isolate vanishes after an exponential lifetime and a fresh one takes its place, at the same distance.
   const spawn = (slot: number, rttMs: number): void => {
     const id = `iso-${slot}-${world.born++}`;
-    const isolate = s.mode === "fast" ? new FastIsolate(id, rttMs, link, totals) : new StrictIsolate(id, rttMs, link, s.coalesce);
+    const isolate = aggregators.length > 0 ? new ColoIsolate(id, link, aggregators[slot % aggregators.length]!) : s.mode === "fast" ? new FastIsolate(id, rttMs, link, totals) : new StrictIsolate(id, rttMs, link, s.coalesce);
     world.slots[slot] = isolate;
     if (Number.isFinite(s.lifetimeMs)) {
       clock.after(lifetimes.exponential(s.lifetimeMs), () => {
@@ -91,7 +94,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       });
     }
   };
-  for (let slot = 0; slot < s.isolates; slot++) spawn(slot, drawRtt(s.rtt, rtts));
+  for (let slot = 0; slot < s.isolates; slot++) spawn(slot, aggregators.length > 0 ? 0 : drawRtt(s.rtt, rtts));
 
   const spread = new Zipf(s.isolates, s.spread === "skewed" ? 1 : 0);
   const keys = s.keys > 1 ? new Zipf(s.keys, s.zipf) : null;

@@ -7,7 +7,7 @@
  */
 import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
-import { grantLease, lastPinEnds, livePeers, settlePins, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { grantLease, lastPinEnds, leasePolicy, livePeers, settlePins, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
 import type { Clock } from "./clock";
 
 /**
@@ -172,15 +172,20 @@ export class KeyObject {
     });
   }
 
-  /** rate-limiter.ts `sync` (lines 84–99), with the clock passed in; the rows it writes are not modelled (see SERVICE). */
+  /**
+   * rate-limiter.ts `sync` (lines 88–106), with the clock passed in; the rows it writes are not
+   * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
+   * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
+   */
   private sync(policy: Policy, request: SyncRequest, now: number): Lease {
-    const stored = this.stateFor(policy, now);
-    const { state, peers, lease, blockedUntil, cursor } = grantLease(policy, stored, this.peers, request, now, this.blockedUntil, this.cursor);
+    const under = leasePolicy(policy, request.isolate, this.peers, now, []);
+    const stored = this.stateFor(under, now);
+    const { state, peers, lease, blockedUntil, cursor } = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
     if (lease === this.peers.get(request.isolate)?.lease) return lease;
     this.cursor = cursor;
     this.peers = peers;
     this.blockedUntil = blockedUntil;
-    if (state && state !== stored) this.stored = { policy, state };
+    if (state && state !== stored) this.stored = { policy: under, state };
     if (this.alarmAt === null) this.setAlarm(now + RETRY_WINDOW_MS);
     return lease;
   }

@@ -1,12 +1,13 @@
 /** bench/SIMULATION.md: the targets with verdicts, the model and where its figures come from, one section per family, and how to reproduce. */
 import { percent, table } from "../lib/stats";
 import type { ChartSpec } from "../lib/section";
+import { COLO_RTT_MS } from "./colo-isolate";
 import { JITTER, MIXED_RTT } from "./latency";
 import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
 import { PEER_TTL_MS } from "../../src/fast/lease";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { AGREEMENT, FULL, LIFETIME_MS, QUICK, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, FULL, LIFETIME_MS, LOCATIONS, QUICK, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type Verdict } from "./targets";
 
@@ -86,14 +87,14 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
       `${scenarios.length} scenarios (${failed.length} failed) in ${info.seconds.toFixed(0)} s of wall time on ${info.machine} (${info.jobs} worker thread${info.jobs === 1 ? "" : "s"}); floodgate at ${info.source}.`,
     "",
     `A deterministic discrete-event simulation that drives floodgate's own code: the algorithms, the fast path's isolate side and the object's lease logic are imported from \`src/\`, not re-implemented, ` +
-      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13; one simulator-only **prototype** (strict calls that carry their deadline) is measured beside it ([below](#a-prototype-simulator-only)). ` +
+      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13; two simulator-only **prototypes** (strict calls that carry their deadline; an aggregator per location in front of a fast key's object) are measured beside it ([below](#prototypes-simulator-only)). ` +
       `The raw numbers are in [\`simulation.json\`](simulation.json).`,
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
       `A key asked for more than ${SATURATION} × what it sustains, whose free units would not last an interval, is saturated: its booked calls are spaced to hand out about ${SATURATED_UNITS_PER_CALL} units each, but each isolate still calls at least 4 times a period and at least once a minute. ` +
-      "A lease lasts until the isolate's booked call plus half an interval and is sized to its demand until then (mean + √mean); a saturated key's caller gets its share of the larger of what is free now and what the key frees until its next call (`grantLease`, src/fast/lease.ts). " +
+      "A lease lasts until the isolate's booked call plus half an interval (a quiet isolate's, three of its mean gaps between requests, up to 4 intervals, since it calls with its first request after that time) and is sized to its demand until then (mean + √mean, the demand read over one interval at least); every caller gets its share of the larger of what is free now and what the key frees until its next call, and a key far from its limit spares a cold isolate at most 8 times its demand (`grantLease`, src/fast/lease.ts). " +
       "The isolate syncs in the background when its booked time comes, or sooner only if its lease would run out before it; a saturated key's emptied lease denies from the isolate's cache until its booked call (`syncDue`, `decideLocally`, src/fast/local.ts). " +
-      "What onError admits while the object cannot be reached is reported with the next sync and counted by the object then (`SyncRequest.unleased`). " +
+      "What onError admits while the object cannot be reached is reported with the next sync and counted by the object then (`SyncRequest.unleased`); onError `local` starts from the isolate's share of what the object last said was free, and refuses while none of the rule's objects has answered the isolate (src/limiter/local-share.ts). " +
       `The object keeps one SQLite row per peer, so a sync writes its own isolate's row, not every peer; \`grantLease\` still walks every peer, and a peer is forgotten ${PEER_TTL_MS / 1000} s after its last or booked sync.`,
     "",
     "## Targets",
@@ -286,7 +287,7 @@ function strictSections(ceiling: ScenarioResult[], rtt: ScenarioResult[], limite
 
 function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): string[] {
   const cell = (r: ScenarioResult | undefined, f: (x: ScenarioResult) => string) => (r ? f(r) : "—");
-  const out: string[] = ["## A prototype (simulator only)", "", "**Not floodgate's behaviour: nothing in `src/` does this.** It wraps floodgate's code in bench/simulation/ and is measured on the same traffic.", ""];
+  const out: string[] = ["## Prototypes (simulator only)", "", "**Not floodgate's behaviour: nothing in `src/` does this.** Each wraps floodgate's code in bench/simulation/ and is measured on the same traffic.", ""];
   const deadline = proto.filter((p) => p.mode === "strict");
   if (deadline.length) {
     const rows = deadline.map((p) => {
@@ -304,6 +305,30 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
       "Each call carries the time its caller stops waiting (sent + the rule's timeout); the object answers a call it reaches after that at once, without deciding or writing (50 µs), instead of spending 1 ms on an answer nobody will read. The strict hot key past its ceiling:",
       "",
       table(["strict hot key (floodgate → prototype)", "served/s", "errors", "object busy"], rows),
+      "",
+    );
+  }
+  const colo = proto.filter((p) => p.mode === "fast");
+  if (colo.length) {
+    const bound = (r: ScenarioResult) => (r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : f3(r.tokenExcess));
+    const rows = colo.map((p) => {
+      const today = all.find((r) => r.name === p.name.replace("proto-colo-", "fast-"));
+      return [
+        `\`${p.name}\``,
+        `${cell(today, bound)} → ${bound(p)}`,
+        `${cell(today, (r) => n(r.objectCallsPerSecondPeak))} → ${n(p.objectCallsPerSecondPeak)}`,
+        `${cell(today, (r) => percent(r.waitedForObject))} → ${percent(p.waitedForObject)}`,
+        `${cell(today, (r) => percent(r.underAdmission))} → ${percent(p.underAdmission)}`,
+        `${cell(today, (r) => n(r.errors))} → ${n(p.errors)}`,
+      ];
+    });
+    out.push(
+      "### An aggregator per location (fast mode)",
+      "",
+      `The issue's two-level alternative: the isolates sit in ${n(LOCATIONS)} locations, each with one aggregator ${COLO_RTT_MS} ms away (a round trip in the same data center), which every request asks; the aggregator runs floodgate's fast path (its isolate side, unchanged) against the key's object at the location's distance, drawn from the same mixture. ` +
+        "The key's object then hears from one peer per location, however many isolates each holds. Its cost is not in the figures: every request waits the hop to its aggregator, and the aggregator's own thread (one more object per location and key) is not modelled, nor does it vanish. Waited counts only waits on the key's object. Global fast keys at the same isolate count (floodgate → prototype):",
+      "",
+      table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "waited", "under-admission", "errors"], rows),
       "",
     );
   }

@@ -33,6 +33,8 @@ export interface Scenario {
   coalesce: boolean;
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
+  /** PROTOTYPE: isolates reach the key's object through this many per-location aggregators (0: directly) */
+  locations: number;
   /** the rule's timeout; absent: the product's default */
   timeoutMs?: number;
 }
@@ -43,6 +45,9 @@ export const ISOLATE_COUNTS = [8, 64, 512, 4096] as const;
 export const LIFETIME_MS = 5 * 60_000;
 /** The churn stress: isolates vanish every 30 s on average, with whatever they hold. */
 export const STRESS_LIFETIME_MS = 30_000;
+
+/** PROTOTYPE: locations a global key's isolates sit in, each with one aggregator (an assumption: Cloudflare has about 300; a key's traffic reaches fewer). */
+export const LOCATIONS = 64;
 
 /** Durations and rates; quick runs shorten the runs and drop some variants, not the sizes the targets are read at. */
 export interface Sizes {
@@ -100,6 +105,7 @@ const base = {
   rtt: "mixed" as RttModel,
   coalesce: true,
   dropExpired: false,
+  locations: 0,
 };
 
 /**
@@ -260,6 +266,15 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
     for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {
       const shape: Shape = { kind: "steady", perSecond: offered };
       out.push({ ...strictBase, name: `proto-deadline-strict-hot-i${isolates}-${offered}rps`, family: "prototype", isolates, load: (offered * P) / 1000 / strictLimit, shape, dropExpired: true });
+    }
+  }
+  // PROTOTYPE (simulator only): the global fast keys at 4,096 isolates, reached through an aggregator per location.
+  for (const isolates of counts.filter((n) => n >= 2_048)) {
+    for (const algorithm of algorithms) {
+      const one = { ...base, family: "prototype" as const, mode: "fast" as const, algorithm, isolates, limit: L, periodMs: P, durationMs: fastMs(isolates), locations: LOCATIONS };
+      const id = `proto-colo-${short(algorithm)}-global-i${isolates}`;
+      out.push({ ...one, name: `${id}-1x`, load: 1, shape: steady(L, P, 1) });
+      out.push({ ...one, name: `${id}-10x`, load: 10, shape: steady(L, P, 10) });
     }
   }
   return out;

@@ -56,7 +56,8 @@ function whyOverAdmitted(r: ScenarioResult, what: string): string {
   return (
     `${r.name}: ${n(d.admittedOnError)} of the ${n(d.admitted)} admissions were onError's, not a lease's: ${n(r.errors)} requests got no answer in time ` +
     `(${n(e.timeout)} timed out, ${n(e.overloaded)} refused as overloaded, ${n(e.unavailable)} met an open breaker or backoff). onError "local" admits from each isolate's own counter ` +
-    `up to ⌊limit ÷ peers⌋ a period (peers as the object last told that isolate; 1, the whole limit, for an isolate that never heard from it). ` +
+    `up to ⌊limit ÷ peers⌋ a period (peers as the object last told that isolate), starting from its share of what the object last said was free, and refuses while no object of the rule has answered the isolate (src/limiter/local-share.ts); ` +
+    `at a cold start the isolates answered first were told of few peers and of units the object was still leasing to the calls queued behind them. ` +
     `The isolate reports those admissions with its next sync and the object counts them then (\`SyncRequest.unleased\`), so they shrink later leases, but they were admitted beside what the leases admitted. ${object}`
   );
 }
@@ -145,7 +146,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
             why:
               `${worst.name}: admitted ${n(worst.detail.admitted)} where an exact limiter admits ${n(worst.detail.exactAdmitted)}; ${n(worst.errors)} requests got onError's answer. ` +
               `${n(worst.detail.calls)} calls: ${callKinds(worst.detail.callsByKind)}; the object held up to ${n(worst.detail.objectMaxPeers)} peers. ` +
-              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call plus half an interval (mean + √mean) and its units count as taken until the isolate reports them, ` +
+              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call (mean + √mean) and lasts half an interval past it (a quiet isolate's, up to 4), and its units count as taken until the isolate reports them, ` +
               `so units leased but not yet spent are not there for the others.`,
           }
         : {}),
@@ -166,7 +167,8 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
             why:
               `${w.name}: ${percent(w.waitedForObject)} of requests waited on a call. With ${n(w.detail.offeredPerSecond)} requests a second over ${n(w.isolates)} isolates each sees ` +
               `${(w.detail.offeredPerSecond / w.isolates).toFixed(2)} a second. A request waits when its isolate has no lease for the key yet (its first request) or its lease cannot pay for it. ` +
-              `${n(w.detail.calls)} calls (${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run.`,
+              `${n(w.detail.calls)} calls (${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run, ` +
+              `and the first request of each born after the start waits whatever the lease design: ${percent((w.detail.isolatesBorn - w.isolates) / Math.max(1, w.detail.requests))} of requests.`,
           }
         : {}),
     });
