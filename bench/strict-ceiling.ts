@@ -1,6 +1,6 @@
 /**
  * Strict mode's ceiling in workerd: one strict global key at rising open-loop load from several
- * front isolates, in front of the real RateLimiter (SQLite) answering 0, 20 or 50 ms late, decided
+ * front isolates, in front of the real RateLimiter (SQLite) 0, 20 or 50 ms of round trip away, decided
  * through floodgate's proxy, through the library with coalescing, and through the library one call
  * per request; a front that decides nothing is the baseline of the same run.
  */
@@ -98,21 +98,22 @@ export async function run(options: RunOptions): Promise<Section> {
 
 async function measure(sizes: Sizes, log: (line: string) => void): Promise<StrictCeilingData> {
   const rules = proxyRules(sizes);
-  const cluster = await startCluster({ isolates: sizes.isolates, rules, originUrl: "demo", bundle: await bundle() });
+  const front = await bundle();
   const steps: Step[] = [];
-  try {
-    for (let repeat = 0; repeat < sizes.repeats; repeat++) {
-      if (sizes.variants.includes("baseline")) steps.push(...(await ladder(cluster, sizes, "baseline", 0, repeat, log)));
-      for (const roundTripMs of sizes.roundTrips) {
-        await setRoundTrip(cluster, roundTripMs);
+  for (let repeat = 0; repeat < sizes.repeats; repeat++) {
+    for (const [at, roundTripMs] of sizes.roundTrips.entries()) {
+      // The round trip is fixed when a cluster starts, and one starts in about half a second: a cluster per round trip.
+      const cluster = await startCluster({ isolates: sizes.isolates, rules, originUrl: "demo", bundle: front, objectDelayMs: roundTripMs });
+      try {
+        if (at === 0 && sizes.variants.includes("baseline")) steps.push(...(await ladder(cluster, sizes, "baseline", 0, repeat, log)));
         // Rotated each repeat, so that the machine's drift does not always favour the same variant.
         const variants = sizes.variants.filter((v) => v !== "baseline" && (v !== "proxy" || sizes.proxyAt.includes(roundTripMs)));
         const order = variants.map((_, i) => variants[(i + repeat) % variants.length]!);
         for (const variant of order) steps.push(...(await ladder(cluster, sizes, variant, roundTripMs, repeat, log)));
+      } finally {
+        await cluster.dispose();
       }
     }
-  } finally {
-    await cluster.dispose();
   }
   const ceilings = summarize(steps, sizes);
   const coalescingGain = sizes.roundTrips.map((roundTripMs) => {
@@ -122,7 +123,7 @@ async function measure(sizes: Sizes, log: (line: string) => void): Promise<Stric
   return { sizes, steps, ceilings, coalescingGain };
 }
 
-/** The Worker the cluster runs: floodgate with a RateLimiter that answers late (test/fixtures/strict-ceiling.ts). */
+/** The fronts' Worker (test/fixtures/strict-ceiling.ts): floodgate, with the library's variants and the baseline beside the proxy. */
 async function bundle(): Promise<{ path: string; hash: string }> {
   const dir = join(WORK, "strict-ceiling");
   await mkdir(dir, { recursive: true });
@@ -142,11 +143,6 @@ function ladderNames(sizes: Sizes): string[] {
 
 function ruleName(variant: Variant, roundTripMs: number, repeat: number): string {
   return `${variant}-${roundTripMs}ms-${repeat}`;
-}
-
-async function setRoundTrip(cluster: Cluster, ms: number): Promise<void> {
-  const response = await cluster.fetch(0, `/__bench/round-trip?ms=${ms}`);
-  if (response.status !== 200) throw new Error(`setting the round trip: HTTP ${response.status}`);
 }
 
 /** What a variant's requests ask, and which status says onError answered them (the proxy's onError deny is a 429; the fixture's, a 503). */
@@ -270,7 +266,7 @@ function report(data: StrictCeilingData): string {
     .map((s) => [`${s.roundTripMs} ms`, LABEL[s.variant], String(s.repeat + 1), s.offered.toLocaleString("en-US"), Math.round(s.served).toLocaleString("en-US"), `${ms(s.p50Ms)} / ${ms(s.p99Ms)}`, percent(s.onErrorShare), percent(s.lostShare), s.callsPerDecision === null ? "—" : s.callsPerDecision.toFixed(3)]);
   const gains = data.coalescingGain.map((g) => `${g.roundTripMs} ms: ${times(g.gain)}`).join("; ");
   return [
-    `One strict key (\`key: "global"\`, a limit nothing reaches, \`onError: "deny"\`, \`timeout: "${TIMEOUT_MS}ms"\`) at rising open-loop load: requests sent at a fixed rate whatever the answers, round-robin over ${sizes.isolates} front isolates (one workerd, test/harness/cluster.ts), each timed from when it was due. The object is the real RateLimiter with SQLite, answering every decide ${sizes.roundTrips.join(", ")} ms late (test/fixtures/strict-ceiling.ts): the round trip between a front and its object. Each load runs ${sizes.stepSeconds} s; a ladder climbs ${sizes.loads.join(", ")} requests/s and stops after the first step that does not hold: ${percent(MAX_FAILED)} or more answered by onError or not at all, or a p99 past the timeout (a queue in workerd before floodgate's code runs, on a saturated core, is out of any timeout's reach). The **ceiling** is the highest load that held; medians over ${sizes.repeats} repeat${sizes.repeats === 1 ? "" : "s"}, each with fresh rules (no breaker or object carried over), variants rotated each repeat.`,
+    `One strict key (\`key: "global"\`, a limit nothing reaches, \`onError: "deny"\`, \`timeout: "${TIMEOUT_MS}ms"\`) at rising open-loop load: requests sent at a fixed rate whatever the answers, round-robin over ${sizes.isolates} front isolates (one workerd, test/harness/cluster.ts), each timed from when it was due. The object is the real RateLimiter with SQLite, ${sizes.roundTrips.join(", ")} ms of round trip away: every call waits half of it on the way in and half on the way out (test/fixtures/distant-limiter.ts; a cluster per round trip). Each load runs ${sizes.stepSeconds} s; a ladder climbs ${sizes.loads.join(", ")} requests/s and stops after the first step that does not hold: ${percent(MAX_FAILED)} or more answered by onError or not at all, or a p99 past the timeout (a queue in workerd before floodgate's code runs, on a saturated core, is out of any timeout's reach). The **ceiling** is the highest load that held; medians over ${sizes.repeats} repeat${sizes.repeats === 1 ? "" : "s"}, each with fresh rules (no breaker or object carried over), variants rotated each repeat.`,
     "",
     `Variants: **${LABEL.proxy}**, floodgate's Worker as deployed (rule matching, headers, the built-in demo origin), at ${sizes.proxyAt.join(" and ")} ms; **${LABEL.batched}** and **${LABEL["one-by-one"]}**, the same decision (\`limiter(…).limit(key)\`, which decides as the proxy does) with the request's \`ctx\`, so concurrent requests share a batched call, and without it, so each request makes its own call: coalescing cannot be turned off otherwise. The **baseline** is the same fronts answering 200 with no decision: the most this machine (2 shared cores: generator, fronts and object alike) serves at all.`,
     "",
