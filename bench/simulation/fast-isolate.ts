@@ -19,7 +19,7 @@ interface Flight {
   waiters: ((ok: boolean, error?: "overloaded") => void)[];
 }
 
-/** index.ts `Entry` (lines 44–53); `synced` only tells the report an isolate's first call from the others. */
+/** index.ts `Entry` (lines 46–55); `synced` only tells the report an isolate's first call from the others. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -54,7 +54,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 80–102). */
+  /** index.ts `decideFast` (lines 82–104). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -68,7 +68,7 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 92–96): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 94–98): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
@@ -88,7 +88,7 @@ export class FastIsolate extends IsolateBase {
         settled = true;
         return this.attempt(entry, rule, cost, 1, done);
       }
-      // Lines 100–101: requests queued behind the same syncs spent their grants first.
+      // Lines 102–103: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
     });
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
@@ -99,14 +99,14 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 70–76) with index.ts `shareOf` (lines 158–162): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 136–139). */
+  /** src/limiter/index.ts `decide`'s catch (lines 72–78) with index.ts `shareOf` (lines 160–163): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers), now);
     if (decision.allowed) admittedUnleased(entry.key, entry.rule, cost, now);
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 118–124). */
+  /** index.ts `decideHere` (lines 120–126). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -114,7 +114,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 159–173); the rule never changes here. */
+  /** index.ts `entryFor` (lines 165–179); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -124,9 +124,9 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 181–215): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 187–222): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask. The simulated object never fails a call as retryable,
-   * so the one retry of lines 195–198 is not mirrored. `kind` is only for the report.
+   * so the one retry of lines 201–204 is not mirrored; `rulePeers` (line 205) is kept per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
     const clock = this.link.clock;
@@ -159,7 +159,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 218–226). */
+  /** index.ts `flushEvicted` (lines 225–233). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -170,7 +170,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 232–243). */
+  /** index.ts `sweep` (lines 239–250). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

@@ -8,11 +8,11 @@ import { policyOf } from "./policy";
 import type { Clock } from "./clock";
 import type { CallKind, Reply } from "./object";
 
-/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for. */
+/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for (`queueFull`: a strict key's queue in the isolate was full). */
 export interface Outcome {
   decision: Decision | null;
   waited: boolean;
-  error?: "timeout" | "overloaded" | "unavailable";
+  error?: "timeout" | "overloaded" | "unavailable" | "queueFull";
 }
 
 export type Done = (outcome: Outcome) => void;

@@ -173,7 +173,7 @@ export class KeyObject {
   }
 
   /**
-   * rate-limiter.ts `sync` (lines 88–106), with the clock passed in; the rows it writes are not
+   * rate-limiter.ts `sync` (lines 88–105), with the clock passed in; the rows it writes are not
    * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
    * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
    */
@@ -190,7 +190,7 @@ export class KeyObject {
     return lease;
   }
 
-  /** rate-limiter.ts `decide` (lines 69–77; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out. */
+  /** rate-limiter.ts `decide` (lines 71–80; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
@@ -202,7 +202,7 @@ export class KeyObject {
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 128–146) and `forgetSilentPeers` (lines 178–181); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` (lines 136–154) and `forgetSilentPeers` (lines 192–195); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     if (this.stored) {
@@ -228,7 +228,7 @@ export class KeyObject {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 168–170): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor` (lines 182–184): the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
@@ -247,7 +247,7 @@ export class KeyObject {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 184–194) and one per peer (`setPeers`, lines 201–210).
+    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 198–208) and one per peer (`setPeers`, lines 215–224).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
     for (const peer of this.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);

@@ -15,8 +15,9 @@ import { DenialCache } from "../../src/strict/denials";
 import { ALONE } from "../../src/limiter/local-share";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
-/** coalescer.ts's `maxBatch` default (line 49). */
+/** coalescer.ts's `maxBatch` and `maxWaiting` defaults (lines 61–62). */
 const MAX_BATCH = 128;
+const MAX_WAITING = 4 * MAX_BATCH;
 
 interface Waiter {
   cost: number;
@@ -49,7 +50,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 52–88), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict` (lines 55–93), and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;
@@ -76,11 +77,13 @@ export class StrictIsolate extends IsolateBase {
         done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
       },
     };
+    // coalescer.ts line 71 and index.ts lines 85–86: a full queue is answered by onError at once, and no breaker hears of it.
+    if (this.coalesce && (this.lanes.get(objectName)?.waiting.length ?? 0) >= MAX_WAITING) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
     if (this.coalesce) this.enqueue(rule, objectName, waiter);
     else this.alone(rule, objectName, waiter);
   }
 
-  /** coalescer.ts `decide` (lines 52–77): join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
+  /** coalescer.ts `decide` (lines 66–92): join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
   private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
     const clock = this.link.clock;
     let lane = this.lanes.get(objectName);
@@ -98,7 +101,7 @@ export class StrictIsolate extends IsolateBase {
     if (!queue.inFlight || clock.now - queue.progressAt > 2 * rule.timeoutMs) this.handOff(objectName, queue);
   }
 
-  /** coalescer.ts `handOff` (lines 80–90): the next batch goes out, or the lane retires when nobody waits. */
+  /** coalescer.ts `handOff` (lines 95–105): the next batch goes out, or the lane retires when nobody waits. */
   private handOff(objectName: string, lane: Lane): void {
     if (!this.alive) return;
     if (lane.waiting.length === 0) {
@@ -113,7 +116,7 @@ export class StrictIsolate extends IsolateBase {
   }
 
   /**
-   * coalescer.ts `send` (lines 92–108): one batch, then the next; a failed call fails its own batch,
+   * coalescer.ts `send` (lines 112–123): one batch, then the next; a failed call fails its own batch,
    * and an overloaded object's queue with it. Every refusal here is the object's "overloaded".
    */
   private send(objectName: string, lane: Lane, batch: Waiter[]): void {

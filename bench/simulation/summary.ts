@@ -39,7 +39,7 @@ export interface ScenarioResult {
     objectCallsPerSecondPeakWithWarmup: number;
     /** requests admitted by onError's answer, not by a lease or the object */
     admittedOnError: number;
-    errorsByKind: { timeout: number; overloaded: number; unavailable: number };
+    errorsByKind: { timeout: number; overloaded: number; unavailable: number; queueFull: number };
     lostWithIsolates: number;
     isolatesBorn: number;
     /** fast syncs by why they were made: an isolate's first for the key, a request its lease could not pay for, a background sync, a release */
