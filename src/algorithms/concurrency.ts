@@ -1,4 +1,5 @@
 /** Concurrency: at most `limit` units in flight per key; a slot is held from admission until it is given back, or for `slotTtl` at most. */
+import { firstAfter, giveBack, insertionIndex, leftBy, newest, unitsIn, withoutEmpty } from "./timed-log";
 import type { ConcurrencyState, Outcome, Policy } from "./types";
 
 /** Most slots a concurrency rule may allow: its state keeps one pair per admission in flight. */
@@ -25,7 +26,7 @@ export const RETRY_HINT_MS = 1_000;
  * const { decision, state } = concurrency({ algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 }, undefined, 1, Date.now());
  */
 export function concurrency(policy: Policy, stored: ConcurrencyState | undefined, cost: number, now: number): Outcome<ConcurrencyState> {
-  const at = Math.max(now, newest(stored));
+  const at = Math.max(now, newest(stored?.slots));
   const state = live(policy.periodMs, stored, at);
   const used = state.used;
   const allowed = used + cost <= policy.limit;
@@ -33,11 +34,11 @@ export function concurrency(policy: Policy, stored: ConcurrencyState | undefined
   const remaining = Math.max(0, policy.limit - next.used);
   const { slots } = next;
   const resetAt = slots.length > 0 ? slots[slots.length - 2]! + policy.periodMs : at;
-  const moreAt = remaining >= policy.limit ? at : expiredBy(policy.periodMs, next, next.used - (policy.limit - remaining - 1));
+  const moreAt = remaining >= policy.limit ? at : leftBy(policy.periodMs, slots, 0, slots.length, next.used - (policy.limit - remaining - 1));
   if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
   // A cost above the limit never fits; it is told to wait one TTL rather than forever.
   const fits = cost <= policy.limit;
-  const retryAfter = fits ? Math.min(RETRY_HINT_MS, expiredBy(policy.periodMs, next, used + cost - policy.limit) - now) : policy.periodMs;
+  const retryAfter = fits ? Math.min(RETRY_HINT_MS, leftBy(policy.periodMs, slots, 0, slots.length, used + cost - policy.limit) - now) : policy.periodMs;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
   return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }
@@ -56,7 +57,7 @@ export function adjustConcurrency(
   at: number,
   now: number,
 ): ConcurrencyState {
-  const latest = Math.max(now, newest(stored));
+  const latest = Math.max(now, newest(stored?.slots));
   const state = live(policy.periodMs, stored, latest);
   const when = Math.min(at, latest);
   if (units === 0 || when <= latest - policy.periodMs) return state;
@@ -70,68 +71,36 @@ export function adjustConcurrency(
     return concurrencyState(policy.periodMs, kept, state.used + units);
   }
   const left = [...slots];
-  let owed = -units;
-  for (let i = n - 2; i >= 0 && owed > 0; i -= 2) {
-    if (left[i]! > when) continue;
-    const take = Math.min(owed, left[i + 1]!);
-    left[i + 1]! -= take;
-    owed -= take;
-  }
-  const kept = left.filter((_, i) => (i % 2 === 0 ? left[i + 1]! > 0 : left[i]! > 0));
-  return concurrencyState(policy.periodMs, kept, state.used - (-units - owed));
+  const owed = giveBack(left, -units, when);
+  return concurrencyState(policy.periodMs, withoutEmpty(left), state.used - (-units - owed));
 }
 
 /** Slots live at `now`, by the state's own TTL: what a change of rule carries over. */
 export function usedConcurrency(stored: ConcurrencyState, now: number): number {
-  return live(stored.periodMs, stored, Math.max(now, newest(stored))).used;
+  return live(stored.periodMs, stored, Math.max(now, newest(stored.slots))).used;
 }
 
 /** When slots decided at `now` were taken: `now`, or the newest slot's time if the clock stepped back behind it. */
 export function countedAtConcurrency(state: ConcurrencyState, now: number): number {
-  return Math.max(now, newest(state));
-}
-
-function newest(state: ConcurrencyState | undefined): number {
-  return state !== undefined && state.slots.length > 0 ? state.slots[state.slots.length - 2]! : Number.NEGATIVE_INFINITY;
+  return Math.max(now, newest(state.slots));
 }
 
 /** The state without the slots expired at `at`: the stored state itself when none did. A state of another TTL is pruned by the new one. */
 function live(periodMs: number, stored: ConcurrencyState | undefined, at: number): ConcurrencyState {
   if (stored === undefined) return concurrencyState(periodMs, [], 0);
   const { slots } = stored;
-  let from = 0;
-  let used = stored.used;
-  while (from < slots.length && slots[from]! <= at - periodMs) {
-    used -= slots[from + 1]!;
-    from += 2;
-  }
+  const from = firstAfter(slots, 0, slots.length, at - periodMs);
   if (from === 0 && periodMs === stored.periodMs) return stored;
-  return concurrencyState(periodMs, slots.slice(from), used);
+  return concurrencyState(periodMs, slots.slice(from), stored.used - unitsIn(slots, 0, from));
 }
 
 /** The state with `units` more slots at `at`, kept in time order; slots of one ms share a pair. */
 function withSlots(state: ConcurrencyState, at: number, units: number): ConcurrencyState {
   const slots = [...state.slots];
-  let i = slots.length;
-  while (i > 0 && slots[i - 2]! > at) i -= 2;
+  const i = insertionIndex(slots, at);
   if (i > 0 && slots[i - 2] === at) slots[i - 1]! += units;
   else slots.splice(i, 0, at, units);
   return concurrencyState(state.periodMs, slots, state.used + units);
-}
-
-/**
- * The ms at which the oldest `excess` slots have all expired (a slot taken at t expires at
- * t + periodMs). `excess` must be positive and at most what the state holds.
- */
-function expiredBy(periodMs: number, state: ConcurrencyState, excess: number): number {
-  const { slots } = state;
-  let gone = 0;
-  for (let i = 0; i < slots.length; i += 2) {
-    gone += slots[i + 1]!;
-    if (gone >= excess) return slots[i]! + periodMs;
-  }
-  // Unreachable when the excess is at most what the state holds.
-  return (slots.length > 0 ? slots[slots.length - 2]! : 0) + periodMs;
 }
 
 /** Every state is built here, in one field order, so that all share one shape. */

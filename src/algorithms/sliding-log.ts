@@ -1,4 +1,5 @@
 /** Sliding log: the time of every admitted unit, so that no period ending now ever holds more than `limit`: exact, at one pair per request. */
+import { firstAfter, giveBack, insertionIndex, leftBy, newest, unitsIn, withoutEmpty } from "./timed-log";
 import type { Outcome, Policy, SlidingLogState } from "./types";
 
 /** Most units a sliding-log rule may allow per period: its state keeps up to one pair per unit. */
@@ -17,19 +18,20 @@ const STALE_PAIRS = 32;
  * const { decision, state } = slidingLog({ algorithm: "sliding-log", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 }, undefined, 1, Date.now());
  */
 export function slidingLog(policy: Policy, stored: SlidingLogState | undefined, cost: number, now: number): Outcome<SlidingLogState> {
-  const at = Math.max(now, newest(stored));
+  const at = Math.max(now, newest(stored?.log, stored?.from, stored?.end));
   const state = pruned(policy.periodMs, stored, at);
   const used = state.used;
   const allowed = used + cost <= policy.limit;
   const next = allowed && cost > 0 ? appended(state, at, cost) : state;
+  const { log, from, end } = next;
   const remaining = Math.max(0, policy.limit - next.used);
-  const resetAt = next.end > next.from ? next.log[next.end - 2]! + policy.periodMs : at;
+  const resetAt = end > from ? log[end - 2]! + policy.periodMs : at;
   // More comes when enough of the oldest units leave that one more fits.
-  const moreAt = remaining >= policy.limit ? at : leftBy(policy.periodMs, next, next.used - (policy.limit - remaining - 1));
+  const moreAt = remaining >= policy.limit ? at : leftBy(policy.periodMs, log, from, end, next.used - (policy.limit - remaining - 1));
   if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
   // A cost above the limit never fits; it is told to wait one period rather than forever.
   const fits = cost <= policy.limit;
-  const retryAfter = fits ? leftBy(policy.periodMs, next, used + cost - policy.limit) - now : policy.periodMs;
+  const retryAfter = fits ? leftBy(policy.periodMs, log, from, end, used + cost - policy.limit) - now : policy.periodMs;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
   return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }
@@ -48,42 +50,27 @@ export function adjustSlidingLog(
   at: number,
   now: number,
 ): SlidingLogState {
-  const latest = Math.max(now, newest(stored));
+  const latest = Math.max(now, newest(stored?.log, stored?.from, stored?.end));
   const state = pruned(policy.periodMs, stored, latest);
   const when = Math.min(at, latest);
   if (units === 0 || when <= latest - policy.periodMs) return state;
   if (units > 0 && when === latest) return appended(state, when, units);
   // Placed before the newest entry, or given back: the pairs are copied and changed.
   const pairs = state.log.slice(state.from, state.end);
-  if (units > 0) {
-    let i = pairs.length;
-    while (i > 0 && pairs[i - 2]! > when) i -= 2;
-    pairs.splice(i, 0, when, units);
-  } else {
-    let owed = -units;
-    for (let i = pairs.length - 2; i >= 0 && owed > 0; i -= 2) {
-      if (pairs[i]! > when) continue;
-      const take = Math.min(owed, pairs[i + 1]!);
-      pairs[i + 1]! -= take;
-      owed -= take;
-    }
-  }
-  const kept = pairs.filter((_, i) => (i % 2 === 0 ? pairs[i + 1]! > 0 : pairs[i]! > 0));
-  return logState(policy.periodMs, kept, 0, kept.length, sum(kept, 0, kept.length));
+  if (units > 0) pairs.splice(insertionIndex(pairs, when), 0, when, units);
+  else giveBack(pairs, -units, when);
+  const kept = withoutEmpty(pairs);
+  return logState(policy.periodMs, kept, 0, kept.length, unitsIn(kept, 0, kept.length));
 }
 
 /** Units the log holds in the period ending `now`, by the state's own period: what a change of rule carries over. */
 export function usedSlidingLog(stored: SlidingLogState, now: number): number {
-  return pruned(stored.periodMs, stored, Math.max(now, newest(stored))).used;
+  return pruned(stored.periodMs, stored, Math.max(now, newest(stored.log, stored.from, stored.end))).used;
 }
 
 /** When units decided at `now` were logged: `now`, or the newest entry's time if the clock stepped back behind it. */
 export function countedAtSlidingLog(state: SlidingLogState, now: number): number {
-  return Math.max(now, newest(state));
-}
-
-function newest(state: SlidingLogState | undefined): number {
-  return state !== undefined && state.end > state.from ? state.log[state.end - 2]! : Number.NEGATIVE_INFINITY;
+  return Math.max(now, newest(state.log, state.from, state.end));
 }
 
 /**
@@ -94,12 +81,9 @@ function newest(state: SlidingLogState | undefined): number {
 function pruned(periodMs: number, stored: SlidingLogState | undefined, at: number): SlidingLogState {
   if (stored === undefined) return logState(periodMs, [], 0, 0, 0);
   const { log, end } = stored;
-  let { from, used } = stored;
-  while (from < end && log[from]! <= at - periodMs) {
-    used -= log[from + 1]!;
-    from += 2;
-  }
+  const from = firstAfter(log, stored.from, end, at - periodMs);
   if (from === stored.from && periodMs === stored.periodMs) return stored;
+  const used = stored.used - unitsIn(log, stored.from, from);
   if (from < 2 * STALE_PAIRS) return logState(periodMs, log, from, end, used);
   const pairs = log.slice(from, end);
   return logState(periodMs, pairs, 0, pairs.length, used);
@@ -118,27 +102,6 @@ function appended(state: SlidingLogState, at: number, units: number): SlidingLog
   const pairs = log.slice(from, end);
   pairs.push(at, units);
   return logState(periodMs, pairs, 0, pairs.length, used + units);
-}
-
-function sum(log: readonly number[], from: number, end: number): number {
-  let total = 0;
-  for (let i = from + 1; i < end; i += 2) total += log[i]!;
-  return total;
-}
-
-/**
- * The ms at which the oldest `excess` units have all left the period (an entry at t leaves at
- * t + periodMs). `excess` must be positive and at most what the log holds.
- */
-function leftBy(periodMs: number, state: SlidingLogState, excess: number): number {
-  const { log, from, end } = state;
-  let gone = 0;
-  for (let i = from; i < end; i += 2) {
-    gone += log[i + 1]!;
-    if (gone >= excess) return log[i]! + periodMs;
-  }
-  // Unreachable when the excess is at most what the log holds.
-  return (end > from ? log[end - 2]! : 0) + periodMs;
 }
 
 /** Every state is built here, in one field order, so that all share one shape. */
