@@ -8,7 +8,7 @@ import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { ROOT } from "../lib/paths";
-import { PEER_TTL_MS } from "../../src/fast/lease";
+import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
 import { renderChart } from "../lib/svg";
 import { charts } from "./charts";

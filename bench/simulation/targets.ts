@@ -1,6 +1,6 @@
 /** The issue's targets, read from a run's results: a verdict each, and why a miss is a miss from the run's own numbers. */
 import { percent } from "../lib/stats";
-import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/lease";
+import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
 import type { ScenarioResult } from "./summary";
@@ -42,14 +42,11 @@ export function callKinds(k: ScenarioResult["detail"]["callsByKind"]): string {
   return parts.filter(([v]) => v > 0).map(([v, what]) => `${n(v)} ${what}`).join(", ") || "none";
 }
 
-/** What a sync cost the object's thread at the most peers it held (1 ms and grantLease's walk of the peers). */
-const syncMs = (peers: number) => SERVICE.baseMs + SERVICE.perPeerMs * peers;
-
 /** Why too much was admitted, from the worst run's numbers: onError's admissions if there were any, otherwise the leases'. */
 function whyOverAdmitted(r: ScenarioResult, what: string): string {
   const d = r.detail;
   const e = d.errorsByKind;
-  const object = `The object was busy ${percent(d.objectBusy)} of the run with up to ${n(d.objectMaxQueued)} calls queued and ${n(d.objectMaxPeers)} peers (a sync costs its thread ${syncMs(d.objectMaxPeers).toFixed(2)} ms); its busiest second after the warm-up brought ${n(r.objectCallsPerSecondPeak)} calls, ${n(d.objectCallsPerSecondPeakWithWarmup)} counting the cold start (every isolate's first call).`;
+  const object = `The object was busy ${percent(d.objectBusy)} of the run with up to ${n(d.objectMaxQueued)} calls queued and ${n(d.objectMaxPeers)} peers (a sync costs its thread ${SERVICE.baseMs} ms however many peers it holds); its busiest second after the warm-up brought ${n(r.objectCallsPerSecondPeak)} calls, ${n(d.objectCallsPerSecondPeakWithWarmup)} counting the cold start (every isolate's first call).`;
   if (d.admittedOnError === 0) {
     return `${r.name}: ${what}, with no admission from onError: the leases admitted ${n(d.admitted)} where an exact limiter admits ${n(d.exactAdmitted)}. ${object}`;
   }
@@ -198,7 +195,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
               rows.map((r) => calm(r)).filter((r): r is ScenarioResult => r !== undefined).map((r) => `${r.name} ${n(r.objectCallsPerSecondPeak)} calls/s, under-admission ${percent(r.underAdmission)}, waited ${percent(r.waitedForObject)}`).join("; ") +
               `. ${n(Math.max(...rows.map((r) => r.detail.isolatesBorn)))} isolates lived in a run (each new one's first request waits on its first call: ${rows.map((r) => `${r.name} ${n(r.detail.callsByKind.first)}`).join(", ")}). ` +
               `A vanished isolate's lease stays pinned until it ends plus REPORT_GRACE_MS (${REPORT_GRACE_MS / 1000} s) and is then counted as spent, and its peer is forgotten PEER_TTL_MS (${PEER_TTL_MS / 1000} s) after its last or booked sync: ` +
-              `the object held up to ${n(Math.max(...rows.map((r) => r.detail.objectMaxPeers)))} peers, each ${SERVICE.perPeerMs * 1000} µs more of every sync's cost.`,
+              `the object held up to ${n(Math.max(...rows.map((r) => r.detail.objectMaxPeers)))} peers, each ${SERVICE.alarmPerPeerMs * 1000} µs more of every alarm's cost (a sync's does not grow with them).`,
           }
         : {}),
     });

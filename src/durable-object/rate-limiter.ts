@@ -4,7 +4,9 @@ import { adjust, carryOver, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, decideBatch, type Decided } from "../algorithms/block";
 import type { Env } from "../env";
-import { grantLease, lastPinEnds, leasePolicy, livePeers, PEER_TTL_MS, settlePins, standingWithPins, stricter, type Lease, type Peer, type SyncRequest } from "../fast/lease";
+import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
+import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
+import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
@@ -33,8 +35,8 @@ interface Row {
  */
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
-  /** fast-mode isolates: their demand, and their last lease for retried syncs */
-  private peers = new Map<string, Peer>();
+  /** fast-mode isolates: their demand, and their last lease for retried syncs, with the figures a sync reads (built from their rows) */
+  private peers: PeerIndex = indexPeers();
   private alarmAt: number | null = null;
   /** a rule with `block` denied the key: every request is denied until then */
   private blockedUntil = 0;
@@ -57,10 +59,13 @@ export class RateLimiter extends DurableObject<Env> {
       this.stored = row?.stored;
       this.blockedUntil = row?.blockedUntil ?? 0;
       const rows = this.hasTable ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
-      this.peers = livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), Date.now());
+      const now = Date.now();
+      this.peers = indexPeers(livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), now), now);
       if (row?.peers) {
         // Written by an earlier version, which kept every peer in this row: each moves to its own.
-        this.setPeers(livePeers(new Map(Object.entries(row.peers)), Date.now()));
+        const before = this.peers.peers;
+        this.peers = indexPeers(livePeers(new Map(Object.entries(row.peers)), now), now);
+        this.writePeers([...new Set([...before.keys(), ...this.peers.peers.keys()])]);
         this.write();
       }
       this.alarmAt = await ctx.storage.getAlarm();
@@ -92,9 +97,9 @@ export class RateLimiter extends DurableObject<Env> {
     const stored = this.stateFor(under);
     const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
     const { state, lease } = granted;
-    if (lease === this.peers.get(request.isolate)?.lease) return lease;
+    if (granted.changed.length === 0) return lease;
     this.cursor = granted.cursor;
-    this.setPeers(granted.peers);
+    this.writePeers(granted.changed);
     if (granted.blockedUntil !== this.blockedUntil || (state && state !== stored)) {
       this.blockedUntil = granted.blockedUntil;
       if (state) this.stored = { policy: under, state };
@@ -120,7 +125,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** Forgets the key: its next request starts from a full quota. */
   async reset(): Promise<void> {
     this.stored = undefined;
-    this.peers = new Map();
+    this.peers = indexPeers();
     this.blockedUntil = 0;
     this.alarmAt = null;
     this.hasTable = false;
@@ -141,13 +146,17 @@ export class RateLimiter extends DurableObject<Env> {
       const settled = settlePins(policy, this.stored.state, this.peers, now);
       if (settled.state && settled.state !== this.stored.state) {
         this.stored = { policy, state: settled.state };
-        this.setPeers(settled.peers);
+        this.writePeers([...settled.before.keys()]);
         this.write();
+      } else {
+        // Counting them changed nothing (their buckets had passed): the pins stay until a sync settles them, as the rows say.
+        for (const [id, peer] of settled.before) putPeer(this.peers, id, peer, now);
       }
     }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
-    const lastSync = Math.max(0, ...[...this.peers.values()].map((p) => p.seenAt));
-    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers) ?? 0, this.blockedUntil);
+    // An alarm comes about once a minute, so it may walk the peers.
+    const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.blockedUntil);
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
@@ -164,13 +173,10 @@ export class RateLimiter extends DurableObject<Env> {
    * spent now, since strict decisions do not look at pins. Their late reports are then ignored.
    */
   private countAllPins(policy: Policy, now: number): void {
-    // Every strict decision asks, so the peers are walked without copying them.
-    let pinned = false;
-    for (const peer of this.peers.values()) if (peer.pins.length > 0) pinned = true;
-    if (!pinned) return;
+    if (this.peers.holders === 0) return;
     const settled = settlePins(policy, this.stateFor(policy), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
-    this.setPeers(settled.peers);
+    this.writePeers([...settled.before.keys()]);
     this.write();
   }
 
@@ -190,8 +196,9 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   private forgetSilentPeers(now: number): void {
-    const live = livePeers(this.peers, now);
-    if (live.size !== this.peers.size) this.setPeers(live);
+    const silent = [...this.peers.peers].filter(([, p]) => !isLive(p, now)).map(([id]) => id);
+    for (const id of silent) removePeer(this.peers, id);
+    this.writePeers(silent);
   }
 
   /** Writes the state as the object's own row: one statement per change, whatever the number of peers. */
@@ -208,19 +215,19 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Takes `next` as the peers and writes only those that changed, a row each: a sync writes its
-   * own isolate's row (and those whose pins it settled), so its cost does not grow with the peers
-   * and no row nears SQLite's 2 MB limit however many isolates share the key.
+   * Writes the rows of the peers named, as they now are, or deletes those forgotten: a sync writes
+   * its own isolate's row (and those whose pins it settled), so its cost does not grow with the
+   * peers and no row nears SQLite's 2 MB limit however many isolates share the key.
    */
-  private setPeers(next: Map<string, Peer>): void {
-    const before = this.peers;
-    this.peers = next;
+  private writePeers(ids: readonly string[]): void {
+    if (ids.length === 0) return;
     this.ensureTables();
     const sql = this.ctx.storage.sql;
-    for (const [id, peer] of next) {
-      if (before.get(id) !== peer) sql.exec("INSERT INTO peers (id, value) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value", id, JSON.stringify(peer));
+    for (const id of ids) {
+      const peer = this.peers.peers.get(id);
+      if (peer) sql.exec("INSERT INTO peers (id, value) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value", id, JSON.stringify(peer));
+      else sql.exec("DELETE FROM peers WHERE id = ?", id);
     }
-    for (const id of before.keys()) if (!next.has(id)) sql.exec("DELETE FROM peers WHERE id = ?", id);
   }
 
   private ensureTables(): void {

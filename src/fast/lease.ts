@@ -2,6 +2,8 @@
 import { adjust, decide, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
+import { pinnedUnits, stricter, type Pin } from "./peer";
+import { demand, putPeer, settlePins, type PeerIndex } from "./peer-index";
 import { bookSync, isSaturated, sustainedRate } from "./schedule";
 
 /** Units an isolate spent at `at` (a slot, see `slotOf`), or gave back when negative. */
@@ -65,26 +67,6 @@ export interface Lease {
   revoke?: true;
 }
 
-/** Units a lease holds back from everyone else until its isolate reports them or it runs out. */
-export interface Pin {
-  lease: number;
-  units: number;
-  until: number;
-}
-
-/** What the object remembers of an isolate: its demand rate, its pins, and its last answer for retries. */
-export interface Peer {
-  /** units per ms */
-  rate: number;
-  seenAt: number;
-  lease: Lease;
-  pins: Pin[];
-  /** the policy the isolate asks under (its Worker version's rule); absent in rows an earlier version wrote */
-  asked?: Policy;
-  /** the policy its last lease was granted under: the most restrictive one heard (see {@link leasePolicy}) */
-  under?: Policy;
-}
-
 /**
  * A key is roomy when, after a grant, at least this many times what every isolate holds is still
  * free: no isolate's lease can then crowd out another's before it ends.
@@ -104,45 +86,6 @@ export function isRoomy(free: number, granted: number, peers: number): boolean {
 }
 
 /**
- * A peer this long past both its last sync and the one the object booked for it, holding no pins,
- * is forgotten: its retries are long over, and a vanished isolate must not weigh on every sync.
- */
-export const PEER_TTL_MS = 60_000;
-
-/**
- * How long after a lease ends its isolate has to report it. A pin still unreported then is counted
- * as if every unit had been spent at the lease's end: the isolate may be gone, and counting late
- * only ever makes the window fuller than it was.
- */
-export const REPORT_GRACE_MS = 10_000;
-
-/**
- * Whether `a` admits less than `b` in the long run: a lower sustained rate (limit over period), or
- * the same rate with a smaller burst. Policies that tie are equally restrictive.
- */
-export function stricter(a: Policy, b: Policy): boolean {
-  const rateA = a.limit * b.periodMs;
-  const rateB = b.limit * a.periodMs;
-  return rateA < rateB || (rateA === rateB && a.burst < b.burst);
-}
-
-/**
- * The policy a lease is granted under: the caller's, unless a live peer (see {@link isLive}) or a
- * strict decision the object heard recently (`heard`) asked under a stricter one. During a gradual
- * deployment two Worker versions share the key's object: a limit lowered in the new version then
- * binds the old version's isolates from their next sync, and a raise takes effect once no isolate
- * of the old version has been live for {@link PEER_TTL_MS}.
- */
-export function leasePolicy(asked: Policy, isolate: string, peers: ReadonlyMap<string, Peer>, now: number, heard: readonly Policy[] = []): Policy {
-  let strictest = asked;
-  for (const [id, peer] of peers) {
-    if (id !== isolate && peer.asked && stricter(peer.asked, strictest) && isLive(peer, now)) strictest = peer.asked;
-  }
-  for (const policy of heard) if (stricter(policy, strictest)) strictest = policy;
-  return strictest;
-}
-
-/**
  * Applies one sync. The isolate's reports come first: what it spent is counted in the buckets it
  * was spent in, what a finished lease did not spend is freed, and what its `onError` admitted
  * without a lease is counted too. Then the object books the isolate's next call (see ./schedule)
@@ -152,24 +95,27 @@ export function leasePolicy(asked: Policy, isolate: string, peers: ReadonlyMap<s
  * pinned: every decision treats them as taken, now, until they are reported, so whatever the
  * isolates do with their leases the object never admits more than the limit, and a lease can
  * outlast the bucket it was granted in. `policy` is what the lease is granted under (see
- * {@link leasePolicy}), `askedPolicy` what the isolate asked under; an isolate whose unreported leases were
- * granted under a less restrictive policy than `policy` is told to give them up.
+ * `leasePolicy`, ./peer-index), `askedPolicy` what the isolate asked under; an isolate whose unreported leases were
+ * granted under a less restrictive policy than `policy` is told to give them up. It updates `peers`
+ * in place and names in `changed` the peers whose rows it rewrote (none for a retry).
  */
 export function grantLease(
   policy: Policy,
   stored: LimiterState | undefined,
-  peers: ReadonlyMap<string, Peer>,
+  peers: PeerIndex,
   sync: SyncRequest,
   now: number,
   blockedUntil = 0,
   cursor = Number.NEGATIVE_INFINITY,
   askedPolicy = policy,
-): { state: LimiterState | undefined; peers: Map<string, Peer>; lease: Lease; blockedUntil: number; cursor: number } {
-  const known = peers.get(sync.isolate);
-  if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
+): { state: LimiterState | undefined; peers: PeerIndex; lease: Lease; blockedUntil: number; cursor: number; changed: string[] } {
+  const known = peers.peers.get(sync.isolate);
+  if (known && known.lease.seq >= sync.seq) return { state: stored, peers, lease: known.lease, blockedUntil, cursor, changed: [] };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  let pins = settled.peers.get(sync.isolate)?.pins ?? [];
+  let pins: Pin[] = peers.peers.get(sync.isolate)?.pins ?? [];
+  // Every other peer's pins: whole units, so taking the caller's from the total is exact.
+  const othersPinned = peers.pinned - pinnedUnits(pins);
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
     // A lease already settled (counted in full) or never granted: its report would count twice.
@@ -187,24 +133,15 @@ export function grantLease(
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
-  let pinned = pinnedUnits(pins);
+  const pinned = pinnedUnits(pins) + othersPinned;
   // The isolate's demand over the last interval at least: a sync soon after the last (a request its
   // lease could not pay for) carries the previous rate for the rest of it, so one request after a
   // short while is not read as a high rate; a new isolate's first sync, which follows its first
   // request at once, spreads it over an interval.
   const span = known && known.rate > 0 ? Math.max(0, sync.horizonMs - sync.elapsedMs) : 0;
-  let totalRate = (sync.demand + (known?.rate ?? 0) * span) / (known ? Math.max(1, sync.elapsedMs + span) : Math.max(sync.elapsedMs, sync.horizonMs));
-  const rate = totalRate;
-  let active = 1;
-  for (const [id, p] of settled.peers) {
-    if (id === sync.isolate) continue;
-    pinned += pinnedUnits(p.pins);
-    // A peer is active while it syncs, and until the call the object booked for it is overdue.
-    if (p.seenAt >= now - 2 * sync.horizonMs || p.lease.nextSyncAt >= now - sync.horizonMs) {
-      active++;
-      totalRate += p.rate;
-    }
-  }
+  const rate = (sync.demand + (known?.rate ?? 0) * span) / (known ? Math.max(1, sync.elapsedMs + span) : Math.max(sync.elapsedMs, sync.horizonMs));
+  // A peer is active while it syncs, and until the call the object booked for it is overdue.
+  const { active, totalRate } = demand(peers, sync.isolate, rate, sync.horizonMs, now);
   const available = peek(policy, withPinned(policy, state, pinned, now), now).remaining;
   const saturated = isSaturated(policy, totalRate, available, sync.horizonMs);
   const booking = bookSync(policy, cursor, active, totalRate, saturated, sync.horizonMs, now);
@@ -240,57 +177,14 @@ export function grantLease(
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };
-  const next = new Map(settled.peers);
-  next.set(sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
-  return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
-}
-
-/**
- * Counts every pin whose isolate missed its report by {@link REPORT_GRACE_MS} (or, with `every`,
- * every pin) as spent at the lease's end, and forgets it. The object runs this on every sync and
- * alarm.
- */
-export function settlePins(
-  policy: Policy,
-  stored: LimiterState | undefined,
-  peers: ReadonlyMap<string, Peer>,
-  now: number,
-  every = false,
-): { state: LimiterState | undefined; peers: Map<string, Peer> } {
-  let state = stored;
-  const next = new Map<string, Peer>();
-  for (const [id, peer] of peers) {
-    const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
-    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pin.until, now);
-    next.set(id, late.length ? { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) } : peer);
-  }
-  return { state, peers: next };
+  putPeer(peers, sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
+  const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
+  return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };
 }
 
 /** The key's standing as every decision sees it: its state with every pinned unit taken now. */
-export function standingWithPins(policy: Policy, state: LimiterState | undefined, peers: ReadonlyMap<string, Peer>, now: number): Decision {
-  const pinned = [...peers.values()].reduce((sum, p) => sum + pinnedUnits(p.pins), 0);
-  return peek(policy, withPinned(policy, state, pinned, now), now);
-}
-
-/** When the last pin stops holding anything back, reported or not; undefined when none is out. */
-export function lastPinEnds(peers: ReadonlyMap<string, Peer>): number | undefined {
-  const ends = [...peers.values()].flatMap((p) => p.pins.map((pin) => pin.until + REPORT_GRACE_MS));
-  return ends.length ? Math.max(...ends) : undefined;
-}
-
-/** Whether the object still needs a peer: heard from, or booked, within the TTL, or still holding pins. */
-export function isLive(peer: Peer, now: number): boolean {
-  return Math.max(peer.seenAt, peer.lease.nextSyncAt ?? 0) >= now - PEER_TTL_MS || peer.pins.length > 0;
-}
-
-/** The peers worth keeping (see {@link isLive}). */
-export function livePeers(peers: ReadonlyMap<string, Peer>, now: number): Map<string, Peer> {
-  return new Map([...peers].filter(([, p]) => isLive(p, now)));
-}
-
-function pinnedUnits(pins: readonly Pin[]): number {
-  return pins.reduce((sum, p) => sum + p.units, 0);
+export function standingWithPins(policy: Policy, state: LimiterState | undefined, peers: PeerIndex, now: number): Decision {
+  return peek(policy, withPinned(policy, state, peers.pinned, now), now);
 }
 
 function withPinned(policy: Policy, state: LimiterState | undefined, pinned: number, now: number): LimiterState | undefined {

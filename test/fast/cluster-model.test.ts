@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { grantLease, type Lease, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { indexPeers } from "../../src/fast/peer-index";
 import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { rule } from "../helpers/rules";
 
@@ -16,7 +17,7 @@ type Fate = "ok" | "lost-before" | "lost-after";
  */
 class Cluster {
   private state: LimiterState | undefined;
-  private peers = new Map<string, Peer>();
+  private readonly peers = indexPeers();
   readonly keys: LocalKey[];
   private readonly senders: Sender[];
   readonly admitted: { at: number; cost: number }[] = [];
@@ -49,7 +50,6 @@ class Cluster {
     if (fate !== "lost-before") {
       const result = grantLease(this.policy, this.state, this.peers, request, now);
       this.state = result.state;
-      this.peers = result.peers;
       lease = result.lease;
     }
     if (fate !== "ok" || !lease) {

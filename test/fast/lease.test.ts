@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { type LimiterState, type Policy } from "../../src/algorithms";
-import { grantLease, leasePolicy, PEER_TTL_MS, REPORT_GRACE_MS, standingWithPins, type Peer, type SyncRequest } from "../../src/fast/lease";
+import { grantLease, standingWithPins, type SyncRequest } from "../../src/fast/lease";
+import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
+import { indexPeers, leasePolicy, type PeerIndex } from "../../src/fast/peer-index";
 
 const T0 = 1_700_000_040_000;
 const window: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
@@ -15,33 +17,33 @@ const sync = (overrides: Partial<SyncRequest> = {}): SyncRequest => ({
   ...overrides,
 });
 /** What every decision sees: the counted state with every pin taken. */
-const remaining = (result: { state: LimiterState | undefined; peers: ReadonlyMap<string, Peer> }, at = T0) =>
+const remaining = (result: { state: LimiterState | undefined; peers: PeerIndex }, at = T0) =>
   standingWithPins(window, result.state, result.peers, at).remaining;
 
 describe("leases", () => {
   it("grants an isolate with no history what it needs, or a sixteenth of the headroom if that is more", () => {
-    const small = grantLease(window, undefined, new Map(), sync({ need: 3 }), T0);
+    const small = grantLease(window, undefined, indexPeers(), sync({ need: 3 }), T0);
     expect(small.lease.units).toBe(6);
     expect(remaining(small)).toBe(94);
-    expect(grantLease(window, undefined, new Map(), sync({ need: 9 }), T0).lease.units).toBe(9);
+    expect(grantLease(window, undefined, indexPeers(), sync({ need: 9 }), T0).lease.units).toBe(9);
   });
 
   it("spares a cold isolate at most eight times what it needs, however much headroom a key has", () => {
     const wide: Policy = { ...window, limit: 100_000 };
-    expect(grantLease(wide, undefined, new Map(), sync({ need: 1 }), T0).lease.units).toBe(8);
+    expect(grantLease(wide, undefined, indexPeers(), sync({ need: 1 }), T0).lease.units).toBe(8);
   });
 
   it("reads one request soon after the last sync at the isolate's rate over an interval, not as a burst", () => {
     // 2 units over the first 2 s interval: 0.001/ms. One more 200 ms later is 0.005/ms alone; with the
     // earlier rate for the other 1.8 s of the interval it is (1 + 1.8) / 2,000 ms.
-    const first = grantLease(window, undefined, new Map(), sync({ demand: 2, need: 0 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ demand: 2, need: 0 }), T0);
     const second = grantLease(window, first.state, first.peers, sync({ seq: 2, demand: 1, elapsedMs: 200, need: 0 }), T0 + 200);
-    expect(second.peers.get("a")?.rate).toBeCloseTo(0.0014, 6);
+    expect(second.peers.peers.get("a")?.rate).toBeCloseTo(0.0014, 6);
   });
 
   it("lets a quiet isolate's lease last until its next request has most likely come after its booked call", () => {
     // One unit in the first 2 s interval: a request every 2 s on average, so three gaps, 6 s, past the call booked at 2 s.
-    const quiet = grantLease(window, undefined, new Map(), sync({ demand: 1, need: 0 }), T0);
+    const quiet = grantLease(window, undefined, indexPeers(), sync({ demand: 1, need: 0 }), T0);
     expect(quiet.lease.nextSyncAt).toBe(T0 + 2_000);
     expect(quiet.lease.expiresAt).toBe(T0 + 8_000);
   });
@@ -50,40 +52,40 @@ describe("leases", () => {
     // 100 units a second; b, as busy as a, holds all but 10. Half of what is free is 5; half of what
     // the key frees until a's call 2 s on is 100: a gets all 10.
     const busy: Policy = { ...window, limit: 6_000 };
-    const b = grantLease(busy, undefined, new Map(), sync({ isolate: "b", demand: 20, need: 5_990 }), T0);
+    const b = grantLease(busy, undefined, indexPeers(), sync({ isolate: "b", demand: 20, need: 5_990 }), T0);
     const a = grantLease(busy, b.state, b.peers, sync({ demand: 20, need: 0 }), T0 + 1);
     expect(a.lease.units).toBe(10);
   });
 
   it("pins granted units rather than counting them: the state holds only what was reported spent", () => {
-    const { state, peers } = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
-    expect(remaining({ state, peers: new Map() })).toBe(100);
+    const { state, peers } = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
+    expect(remaining({ state, peers: indexPeers() })).toBe(100);
     expect(remaining({ state, peers })).toBe(70);
   });
 
   it("grants what is left when the waiting requests need more than that, so some of them are served", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 90 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 90 }), T0);
     const short = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 30 }), T0 + 1);
     expect(short.lease.units).toBe(10);
     expect(short.lease.standing).toMatchObject({ allowed: false });
   });
 
   it("grants nothing to an isolate letting the key go", () => {
-    const result = grantLease(window, undefined, new Map(), sync({ need: 0, release: true }), T0);
+    const result = grantLease(window, undefined, indexPeers(), sync({ need: 0, release: true }), T0);
     expect(result.lease.units).toBe(0);
     expect(remaining(result)).toBe(100);
   });
 
   it("sizes a lease by the isolate's demand until its booked call is answered, with room for bursts", () => {
     // 10 units in 1 s is 0.01/ms; the next call is booked 2 s on, plus half a horizon for the answer: 30 units, and √30 more.
-    const known = grantLease(window, undefined, new Map(), sync({ need: 0 }), T0);
+    const known = grantLease(window, undefined, indexPeers(), sync({ need: 0 }), T0);
     const { lease } = grantLease(window, known.state, known.peers, sync({ seq: 2, demand: 10, elapsedMs: 1_000, need: 0 }), T0 + 1_000);
     expect(lease.nextSyncAt).toBe(T0 + 3_000);
     expect(lease.units).toBe(36);
   });
 
   it("never leases more than the limit, counting every isolate's pins as taken", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ demand: 1_000, elapsedMs: 1_000 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ demand: 1_000, elapsedMs: 1_000 }), T0);
     expect(first.lease.units).toBe(100);
     const second = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 1 }), T0 + 1);
     expect(second.lease.units).toBe(0);
@@ -92,21 +94,21 @@ describe("leases", () => {
   });
 
   it("shares what is left by demand: a busy isolate gets more than a quiet one", () => {
-    const quiet = grantLease(window, undefined, new Map(), sync({ isolate: "quiet", demand: 1, elapsedMs: 1_000, need: 0 }), T0);
+    const quiet = grantLease(window, undefined, indexPeers(), sync({ isolate: "quiet", demand: 1, elapsedMs: 1_000, need: 0 }), T0);
     const busy = grantLease(window, quiet.state, quiet.peers, sync({ isolate: "busy", demand: 500, elapsedMs: 1_000, need: 0 }), T0);
     expect(busy.lease.units).toBeGreaterThan(quiet.lease.units);
     expect(busy.lease.units).toBeLessThanOrEqual(98);
   });
 
   it("answers a retried sync with the same lease and counts nothing again", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 5 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 5 }), T0);
     const retry = grantLease(window, first.state, first.peers, sync({ need: 5 }), T0 + 10);
     expect(retry.lease).toEqual(first.lease);
     expect(retry.state).toBe(first.state);
   });
 
   it("counts reported spends once, and frees what a finished lease did not spend", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
     const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 10 }], unspent: 20 }] });
     const applied = grantLease(window, first.state, first.peers, report, T0 + 5);
     expect(remaining(applied, T0 + 5)).toBe(90);
@@ -116,47 +118,47 @@ describe("leases", () => {
   });
 
   it("keeps pinned what a live lease has neither spent nor given back", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
     const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 5 }], unspent: 0 }] });
     const applied = grantLease(window, first.state, first.peers, report, T0 + 5);
-    expect(remaining({ state: applied.state, peers: new Map() }, T0 + 5)).toBe(95);
+    expect(remaining({ state: applied.state, peers: indexPeers() }, T0 + 5)).toBe(95);
     expect(remaining(applied, T0 + 5)).toBe(70);
   });
 
   it("counts a pin whose isolate never reports as spent, once the grace after its lease has passed", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 30 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
     const late = first.lease.expiresAt + REPORT_GRACE_MS;
     const other = grantLease(window, first.state, first.peers, sync({ isolate: "b", need: 0, release: true }), late);
-    expect(remaining({ state: other.state, peers: new Map() }, late)).toBe(70);
-    expect(other.peers.get("a")?.pins).toEqual([]);
+    expect(remaining({ state: other.state, peers: indexPeers() }, late)).toBe(70);
+    expect(other.peers.peers.get("a")?.pins).toEqual([]);
     // The isolate's report arrives after all: its lease is already counted, so nothing counts twice.
     const report = sync({ seq: 2, need: 0, release: true, reports: [{ lease: 1, spent: [{ at: T0, units: 30 }], unspent: 0 }] });
     expect(remaining(grantLease(window, other.state, other.peers, report, late + 1), late + 1)).toBe(70);
   });
 
   it("lets a lease outlast the bucket it was granted in, until its booked call is answered", () => {
-    const { lease } = grantLease(window, undefined, new Map(), sync({ horizonMs: 2_000 }), T0 + 59_500);
+    const { lease } = grantLease(window, undefined, indexPeers(), sync({ horizonMs: 2_000 }), T0 + 59_500);
     expect(lease.nextSyncAt).toBe(T0 + 61_500);
     expect(lease.expiresAt).toBe(T0 + 62_500);
   });
 
   it("grants the longer lease an isolate offers to take when the key stays far from its limit after the grant", () => {
-    const roomy = grantLease(window, undefined, new Map(), sync({ need: 1, roomyHorizonMs: 20_000 }), T0);
+    const roomy = grantLease(window, undefined, indexPeers(), sync({ need: 1, roomyHorizonMs: 20_000 }), T0);
     expect(roomy.lease.units).toBe(6);
     expect(roomy.lease.expiresAt).toBe(T0 + 20_000);
-    expect(roomy.peers.get("a")?.pins).toEqual([{ lease: 1, units: 6, until: T0 + 20_000 }]);
+    expect(roomy.peers.peers.get("a")?.pins).toEqual([{ lease: 1, units: 6, until: T0 + 20_000 }]);
   });
 
   it("keeps the asked horizon when the grant leaves the key near its limit", () => {
-    const tight = grantLease(window, undefined, new Map(), sync({ need: 20, roomyHorizonMs: 20_000 }), T0);
+    const tight = grantLease(window, undefined, indexPeers(), sync({ need: 20, roomyHorizonMs: 20_000 }), T0);
     expect(tight.lease.units).toBe(20);
     expect(tight.lease.expiresAt).toBe(T0 + 3_000);
-    const none = grantLease(window, undefined, new Map(), sync({ need: 0, release: true, roomyHorizonMs: 20_000 }), T0);
+    const none = grantLease(window, undefined, indexPeers(), sync({ need: 0, release: true, roomyHorizonMs: 20_000 }), T0);
     expect(none.lease.expiresAt).toBe(T0 + 3_000);
   });
 
   it("counts recently heard isolates as peers", () => {
-    const a = grantLease(window, undefined, new Map(), sync({ isolate: "a" }), T0);
+    const a = grantLease(window, undefined, indexPeers(), sync({ isolate: "a" }), T0);
     const b = grantLease(window, a.state, a.peers, sync({ isolate: "b" }), T0 + 100);
     expect(b.lease.peers).toBe(2);
     const later = grantLease(window, b.state, b.peers, sync({ isolate: "c" }), T0 + 100_000);
@@ -166,13 +168,13 @@ describe("leases", () => {
 
 describe("leases at scale", () => {
   it("counts what onError admitted without a lease, in the slots it was admitted in", () => {
-    const first = grantLease(window, undefined, new Map(), sync({ need: 0 }), T0);
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 0 }), T0);
     const after = grantLease(window, first.state, first.peers, sync({ seq: 2, need: 0, release: true, unleased: [{ at: T0, units: 7 }] }), T0 + 1);
-    expect(remaining({ state: after.state, peers: new Map() }, T0 + 1)).toBe(93);
+    expect(remaining({ state: after.state, peers: indexPeers() }, T0 + 1)).toBe(93);
   });
 
   it("tells the isolates of a saturated key to wait for their booked call once their lease is spent", () => {
-    const busy = grantLease(window, undefined, new Map(), sync({ need: 100 }), T0);
+    const busy = grantLease(window, undefined, indexPeers(), sync({ need: 100 }), T0);
     const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);
     expect(lease.saturated).toBe(true);
     expect(lease.units).toBe(0);
@@ -183,7 +185,7 @@ describe("leases under a block", () => {
   const blocking: Policy = { ...window, blockMs: 600_000 };
 
   it("starts the block when the waiting requests are denied, and then leases nothing", () => {
-    const first = grantLease(blocking, undefined, new Map(), sync({ need: 90 }), T0);
+    const first = grantLease(blocking, undefined, indexPeers(), sync({ need: 90 }), T0);
     const denied = grantLease(blocking, first.state, first.peers, sync({ isolate: "b", need: 30 }), T0 + 1);
     expect(denied.lease.units).toBe(0);
     expect(denied.lease.standing).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 600_000 });
@@ -191,13 +193,13 @@ describe("leases under a block", () => {
   });
 
   it("starts no block from the standing after a grant that covered every waiting request", () => {
-    const all = grantLease(blocking, undefined, new Map(), sync({ need: 100 }), T0);
+    const all = grantLease(blocking, undefined, indexPeers(), sync({ need: 100 }), T0);
     expect(all.lease.units).toBe(100);
     expect(all.blockedUntil).toBe(0);
   });
 
   it("leases nothing to any isolate while blocked, and tells each when the block ends", () => {
-    const during = grantLease(blocking, undefined, new Map(), sync({ isolate: "c", need: 1 }), T0, T0 + 5_000);
+    const during = grantLease(blocking, undefined, indexPeers(), sync({ isolate: "c", need: 1 }), T0, T0 + 5_000);
     expect(during.lease.units).toBe(0);
     expect(during.lease.standing).toMatchObject({ reason: "blocked", retryAfter: 5_000 });
     expect(during.blockedUntil).toBe(T0 + 5_000);
@@ -208,7 +210,7 @@ describe("leases when Worker versions disagree on the limit", () => {
   const lowered: Policy = { ...window, limit: 10, burst: 10 };
   /** An isolate of each version syncs once: "old" under the window's 100 takes 8, then "new" under 10 takes the 2 left. */
   function bothVersions() {
-    const old = grantLease(window, undefined, new Map(), sync({ isolate: "old", need: 8, roomyHorizonMs: 20_000 }), T0);
+    const old = grantLease(window, undefined, indexPeers(), sync({ isolate: "old", need: 8, roomyHorizonMs: 20_000 }), T0);
     const under = leasePolicy(lowered, "new", old.peers, T0 + 100);
     return grantLease(under, old.state, old.peers, sync({ isolate: "new", need: 2 }), T0 + 100, 0, old.cursor, lowered);
   }
@@ -232,7 +234,7 @@ describe("leases when Worker versions disagree on the limit", () => {
   });
 
   it("leases under a lower limit a strict decision asked under", () => {
-    expect(leasePolicy(window, "old", new Map(), T0, [lowered])).toEqual(lowered);
+    expect(leasePolicy(window, "old", indexPeers(), T0, [lowered])).toEqual(lowered);
   });
 
   it("tells an isolate whose unreported lease was granted under a higher limit to give it up, and grants it nothing past the lower one", () => {
@@ -257,10 +259,10 @@ describe("leases when Worker versions disagree on the limit", () => {
   it("stops telling an isolate to give up its leases once it has reported them", () => {
     const both = bothVersions();
     const told = grantLease(lowered, both.state, both.peers, sync({ isolate: "old", seq: 2, need: 0 }), T0 + 1_000, 0, both.cursor, window);
-    const oldLot = told.peers.get("old")!.pins[0]!;
+    const oldLot = told.peers.peers.get("old")!.pins[0]!;
     const gaveUp = sync({ isolate: "old", seq: 3, need: 0, reports: [{ lease: 1, spent: [], unspent: oldLot.units }] });
     const after = grantLease(lowered, told.state, told.peers, gaveUp, T0 + 2_000, 0, told.cursor, window);
     expect(after.lease.revoke).toBeUndefined();
-    expect(after.peers.get("old")!.pins.every((p) => p.lease !== 1)).toBe(true);
+    expect(after.peers.peers.get("old")!.pins.every((p) => p.lease !== 1)).toBe(true);
   });
 });
