@@ -208,7 +208,9 @@ export async function run(options: RunOptions): Promise<Section> {
       `smaller tolerance it spaces requests out instead of letting a period's worth through at once. With a warmup of half ` +
       `a period the token bucket starts every source cold, as after an idle spell: its row shows what the slower refill ` +
       `until a key is warm denies that the plain bucket admits. floodgate's sliding ` +
-      `log is the exact log itself: its row shows that its decisions match it.`,
+      `log is the exact log itself: its row shows that its decisions match it. The concurrency limiter has no row: it ` +
+      `bounds requests in flight, not arrivals in a period, so a log of arrivals has nothing to say of it (its property ` +
+      `tests check it against a model of every request in flight).`,
     modeTable("every-attempt"),
   ].join("\n\n");
 

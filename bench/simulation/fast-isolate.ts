@@ -39,6 +39,8 @@ export class FastIsolate extends IsolateBase {
   private readonly breaker = new RuleBreaker("sim");
   /** index.ts's `rulePeers` for the one rule: the most isolates an object reported to this one */
   private rulePeers = 0;
+  /** index.ts's `ruleColdSince` for the one rule: when onError was first asked before any object answered */
+  private coldSince: number | undefined;
 
   constructor(
     id: string,
@@ -99,9 +101,10 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 72–78) with index.ts `shareOf` (lines 160–163): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
+  /** src/limiter/index.ts `decide`'s catch (lines 72–79) with index.ts `shareOf` and `ruleColdSince` (lines 157–169): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
-    const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers), now);
+    if (this.rulePeers === 0) this.coldSince ??= now;
+    const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
     if (decision.allowed) admittedUnleased(entry.key, entry.rule, cost, now);
     return decision;
   }

@@ -156,10 +156,16 @@ export function forgetLocal(objectName: string): void {
 /** The most isolates any object of each rule (by name) has reported sharing a key with this one. */
 const rulePeers = new Map<string, number>();
 
+/** When onError was first asked for each rule none of whose objects has yet answered this isolate. */
+const ruleColdSince = new Map<string, number>();
+
 /** This isolate's view of how a fast key is shared, for onError's local share (see {@link knownShare}). */
-export function shareOf(objectName: string): Share {
+export function shareOf(objectName: string, now: number): Share {
   const entry = table.peek(objectName);
-  return entry ? knownShare(entry.key, rulePeers.get(entry.rule.name) ?? 0) : ALONE;
+  if (!entry) return ALONE;
+  const name = entry.rule.name;
+  if (!rulePeers.has(name) && !ruleColdSince.has(name)) ruleColdSince.set(name, now);
+  return knownShare(entry.key, rulePeers.get(name) ?? 0, now - (ruleColdSince.get(name) ?? now));
 }
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {

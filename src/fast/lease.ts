@@ -172,8 +172,9 @@ export function grantLease(
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
   // request has most likely come (a few of its mean gaps, up to a few intervals), or it would end
-  // unused and the request would wait on a call.
-  const quiet = saturated || rate <= 0 ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
+  // unused and the request would wait on a call. Not for a rule with a block: an isolate that never
+  // saw the denial must hear of the block within an interval, not admit its next request first.
+  const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };

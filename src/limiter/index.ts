@@ -72,7 +72,8 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
   } catch (error) {
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     countError(error instanceof QueueFullError ? "queue_full" : "durable_object")(error);
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName) : ALONE, Date.now());
+    const now = Date.now();
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : ALONE, now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }

@@ -48,6 +48,11 @@ describe("leases", () => {
     expect(quiet.lease.expiresAt).toBe(T0 + 8_000);
   });
 
+  it("ends a quiet isolate's lease half an interval after its booked call when the rule has a block, so it hears of a block before admitting again", () => {
+    const quiet = grantLease({ ...window, blockMs: 60_000 }, undefined, new Map(), sync({ demand: 1, need: 0 }), T0);
+    expect(quiet.lease.expiresAt).toBe(T0 + 3_000);
+  });
+
   it("gives an isolate of a key near its limit its share of what the key frees until its next call, when that is more than its share of what is free", () => {
     // 100 units a second; b, as busy as a, holds all but 10. Half of what is free is 5; half of what
     // the key frees until a's call 2 s on is 100: a gets all 10.

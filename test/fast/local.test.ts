@@ -3,8 +3,10 @@ import type { Lease } from "../../src/fast/lease";
 import {
   admittedUnleased,
   applyLease,
+  COLD_REFUSAL_MS,
   decideLocally,
   freshKey,
+  knownShare,
   leaseLeft,
   nextSync,
   refundLocally,
@@ -240,5 +242,26 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: true });
     expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 });
     expect(syncDue(key, fast, T0 + 20)).toBe(false);
+  });
+});
+
+describe("what onError local knows of how a fast key is shared", () => {
+  it("knows no share while none of the rule's objects has answered, for COLD_REFUSAL_MS", () => {
+    expect(knownShare(freshKey(T0), 0, COLD_REFUSAL_MS - 1).peers).toBe(0);
+  });
+
+  it("counts the isolate alone once the rule's objects have left it unanswered for COLD_REFUSAL_MS", () => {
+    expect(knownShare(freshKey(T0), 0, COLD_REFUSAL_MS).peers).toBe(1);
+  });
+
+  it("takes the most isolates any of the rule's objects reported for a key whose own object never answered", () => {
+    expect(knownShare(freshKey(T0), 40, 0).peers).toBe(40);
+  });
+
+  it("takes the key's own object's count and free units once it has answered", () => {
+    const key = freshKey(T0);
+    nextSync(key, fast, from, 1, T0);
+    applyLease(key, fast, lease(key.outbox!.seq, 10, { peers: 7 }), T0 + 5);
+    expect(knownShare(key, 40, 0)).toEqual({ peers: 7, free: 50, heardAt: T0 + 5 });
   });
 });

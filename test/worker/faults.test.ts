@@ -1,8 +1,9 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { localView } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
+import { frozenStart } from "../helpers/clock";
 import { dispatch, originLog, send } from "../helpers/worker";
 
 const get = (path: string, ip: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
@@ -16,6 +17,10 @@ async function statuses(count: number, request: () => Request, bindings: Paramet
   for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
   return out;
 }
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe("when the Durable Object fails", () => {
   it("lets requests through with onError allow", async () => {
@@ -137,6 +142,19 @@ describe("fast mode when syncs fail", () => {
     await flaky("f-cold-fast/192.0.2.112").fail(100, "before");
     const rules = [{ name: "f-cold-fast", mode: "fast", limit: 4, period: "1m" }];
     expect(await statuses(2, () => get("/fcf/x", "192.0.2.112"), { rules, ...withFlaky })).toEqual([429, 429]);
+  });
+
+  it("counts itself alone with onError local once a fast rule's objects have left this isolate unanswered for 30 s", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = frozenStart();
+    vi.setSystemTime(start);
+    await flaky("f-cold-outage/192.0.2.115").fail(100, "before");
+    const rules = [{ name: "f-cold-outage", mode: "fast", limit: 4, period: "1m" }];
+    const refused = await statuses(2, () => get("/fco/x", "192.0.2.115"), { rules, ...withFlaky });
+    vi.setSystemTime(start + 30_000);
+    const alone = await statuses(6, () => get("/fco/x", "192.0.2.115"), { rules, ...withFlaky });
+    expect(refused).toEqual([429, 429]);
+    expect(alone).toEqual([200, 200, 200, 200, 429, 429]);
   });
 
   it("gives a new key of a fast rule whose objects have answered its share of the limit with onError local", async () => {
