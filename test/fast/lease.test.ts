@@ -49,7 +49,7 @@ describe("leases", () => {
   });
 
   it("ends a quiet isolate's lease half an interval after its booked call when the rule has a block, so it hears of a block before admitting again", () => {
-    const quiet = grantLease({ ...window, blockMs: 60_000 }, undefined, new Map(), sync({ demand: 1, need: 0 }), T0);
+    const quiet = grantLease({ ...window, blockMs: 60_000 }, undefined, indexPeers(), sync({ demand: 1, need: 0 }), T0);
     expect(quiet.lease.expiresAt).toBe(T0 + 3_000);
   });
 
