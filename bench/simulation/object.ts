@@ -9,7 +9,7 @@ import { carryOver, peek, type LimiterState, type Policy } from "../../src/algor
 import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { isLive, lastPinEnds } from "../../src/fast/peer";
-import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
+import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
 
 /**
@@ -208,11 +208,10 @@ export class KeyObject {
   /** rate-limiter.ts `alarm` (lines 141–163) and `forgetSilentPeers` (lines 198–202); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
-    if (this.stored) {
-      const { policy } = this.stored;
-      const settled = settlePins(policy, this.stored.state, this.peers, now);
-      if (settled.state && settled.state !== this.stored.state) this.stored = { policy, state: settled.state };
-      else for (const [id, peer] of settled.before) putPeer(this.peers, id, peer, now);
+    const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
+    if (policy) {
+      const settled = settlePins(policy, this.stored?.state, this.peers, now);
+      if (settled.before.size > 0 && settled.state) this.stored = { policy, state: settled.state };
     }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
     let lastSync = 0;

@@ -6,7 +6,7 @@ import { blockedDecision, decideBatch, type Decided } from "../algorithms/block"
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
-import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
+import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
@@ -141,16 +141,16 @@ export class RateLimiter extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
-    if (this.stored) {
-      const { policy } = this.stored;
-      const settled = settlePins(policy, this.stored.state, this.peers, now);
-      if (settled.state && settled.state !== this.stored.state) {
-        this.stored = { policy, state: settled.state };
+    // A key that only ever leased has no state yet: its pins are counted under the policy they were leased under.
+    const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
+    if (policy) {
+      const settled = settlePins(policy, this.stored?.state, this.peers, now);
+      // Pins settled are forgotten even when counting them changed nothing (their buckets had
+      // passed): kept, they would count as taken until some isolate's next sync.
+      if (settled.before.size > 0) {
+        if (settled.state) this.stored = { policy, state: settled.state };
         this.writePeers([...settled.before.keys()]);
         this.write();
-      } else {
-        // Counting them changed nothing (their buckets had passed): the pins stay until a sync settles them, as the rows say.
-        for (const [id, peer] of settled.before) putPeer(this.peers, id, peer, now);
       }
     }
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;

@@ -116,6 +116,24 @@ describe("RateLimiter", () => {
     expect(await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm())).not.toBeNull();
   });
 
+  it("forgets at its alarm a vanished isolate's late lease whose window has passed, rather than counting it taken until another sync", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const tenSeconds: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 10_000, burst: 100, buckets: 10 };
+    const stub = limiter("pins/late-at-alarm");
+    vi.setSystemTime(T0);
+    const lease = await stub.sync(tenSeconds, { isolate: "gone", seq: 1, reports: [], demand: 50, elapsedMs: 1_000, need: 0, horizonMs: 1_000 });
+    // Another isolate keeps the object alive past the alarm, asking for nothing.
+    vi.setSystemTime(T0 + 5_000);
+    await stub.sync(tenSeconds, { isolate: "here", seq: 1, reports: [], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    vi.setSystemTime(T0 + 60_000);
+    await runDurableObjectAlarm(stub);
+    vi.setSystemTime(T0 + 60_001);
+    const standing = await stub.peek(tenSeconds);
+    await stub.reset();
+    expect(lease.units).toBeGreaterThan(0);
+    expect(standing.remaining).toBe(100);
+  });
+
   it("keeps each fast-mode isolate in a row of its own, so a sync's write does not grow with the peers", async () => {
     const fast: Policy = { algorithm: "sliding-window", limit: 100_000, periodMs: 60_000, burst: 100_000, buckets: 60 };
     const stub = limiter("peers/many");
