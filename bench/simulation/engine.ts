@@ -2,7 +2,7 @@
 import type { Policy } from "../../src/algorithms";
 import { parseConfig } from "../../src/config/rules";
 import type { Rule } from "../../src/config/types";
-import { policyOf } from "./policy";
+import { policyOf } from "../../src/config/policy";
 import { mix32, Random } from "../lib/random";
 import { Clock, hash32 } from "./clock";
 import { ColoIsolate } from "./colo-isolate";

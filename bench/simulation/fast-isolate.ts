@@ -101,7 +101,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 72–79) with index.ts `shareOf` and `ruleColdSince` (lines 157–169): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
+  /** src/limiter/index.ts `decide`'s catch (lines 73–80) with index.ts `shareOf` and `ruleColdSince` (lines 157–169): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);

@@ -4,7 +4,7 @@ import type { Rule } from "../../src/config/types";
 import type { SyncRequest } from "../../src/fast/lease";
 import { LruTable } from "../../src/fast/table";
 import { decideShare, type Counters, type Share } from "../../src/limiter/local-share";
-import { policyOf } from "./policy";
+import { policyOf } from "../../src/config/policy";
 import type { Clock } from "./clock";
 import type { CallKind, Reply } from "./object";
 

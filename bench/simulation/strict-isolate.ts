@@ -8,7 +8,7 @@
  * Which request's invocation sends a batch (its newest) is not modelled: an isolate here has no
  * invocations, and the hand-off costs no simulated time.
  */
-import type { Decided } from "./policy";
+import type { Decided } from "../../src/algorithms/block";
 import type { Rule } from "../../src/config/types";
 import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
@@ -50,7 +50,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 55–93), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict` (lines 46–84), and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;
@@ -77,7 +77,7 @@ export class StrictIsolate extends IsolateBase {
         done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
       },
     };
-    // coalescer.ts line 71 and index.ts lines 85–86: a full queue is answered by onError at once, and no breaker hears of it.
+    // coalescer.ts line 71 and index.ts lines 76–77: a full queue is answered by onError at once, and no breaker hears of it.
     if (this.coalesce && (this.lanes.get(objectName)?.waiting.length ?? 0) >= MAX_WAITING) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
     if (this.coalesce) this.enqueue(rule, objectName, waiter);
     else this.alone(rule, objectName, waiter);

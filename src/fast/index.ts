@@ -6,7 +6,7 @@ import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
 import { metrics } from "../metrics/metrics";
-import { policyOf } from "../strict";
+import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease } from "./lease";

@@ -1,5 +1,6 @@
 /** This rule, this key, this cost → a Decision: the one core every surface (proxy, binding, library, middleware) decides with. */
 import type { Decision } from "../algorithms";
+import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
@@ -13,7 +14,7 @@ import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/anal
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
-import { cachedStrictDenial, decideStrict, forgetStrict, policyOf, refundStrict, type StrictDecision } from "../strict";
+import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
 import { QueueFullError } from "../strict/coalescer";
 
 /**

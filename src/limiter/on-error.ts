@@ -2,7 +2,7 @@
 import { adjust, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
-import { policyOf } from "../strict";
+import { policyOf } from "../config/policy";
 import { decideShare, type Counters, type Share } from "./local-share";
 
 /** Keys the local fallback tracks at once; the oldest is forgotten first. */

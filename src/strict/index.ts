@@ -1,5 +1,6 @@
 /** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
 import type { Decision, Policy } from "../algorithms";
+import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
@@ -18,15 +19,6 @@ const denials = new DenialCache();
 export interface StrictDecision {
   decision: Decision;
   countedAt?: number;
-}
-
-/** The arithmetic half of a rule, which is all its Durable Object needs to know. */
-export function policyOf(rule: Rule): Policy {
-  const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
-  if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
-  if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
-  if (rule.warmupMs !== undefined) policy.warmupMs = rule.warmupMs;
-  return policy;
 }
 
 /**
