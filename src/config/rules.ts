@@ -10,13 +10,14 @@ import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
-  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup",
+  "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
 ];
 const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
+const AGGREGATE: Choices<"none" | "location"> = ["none", "location"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
@@ -64,6 +65,8 @@ export interface RuleDescription {
   mode: Mode;
   /** fast mode only, e.g. "1s" */
   sync?: string;
+  /** fast mode only, when set: "location" */
+  aggregate?: "location";
   onError: OnError;
   timeout: string;
   /** only for rules whose key has an `ip` part */
@@ -136,6 +139,7 @@ export function describeRule(rule: Rule): RuleDescription {
     cost: "units" in cost ? cost.units : `header:${cost.header}`,
     mode: rule.mode,
     ...(rule.mode === "fast" ? { sync: formatDuration(rule.syncMs) } : {}),
+    ...(rule.aggregate ? { aggregate: rule.aggregate } : {}),
     onError: rule.onError,
     timeout: formatDuration(rule.timeoutMs),
     ...(hasIpPart(rule.key) ? { ipv6Prefix: rule.ipv6Prefix } : {}),
@@ -217,6 +221,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   }
   if (warmupMs !== undefined) requireWarmupFits(warmupMs, limit, burst, periodMs, mode, at);
   const syncMs = parseSync(fields.get("sync"), mode, at);
+  const aggregate = parseAggregate(fields.get("aggregate"), mode, at);
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
   const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
@@ -227,6 +232,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
+  if (aggregate === "location") rule.aggregate = aggregate;
   return rule;
 }
 
@@ -405,6 +411,14 @@ function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
   if (value === undefined) return DEFAULT_SYNC_MS;
   if (mode !== "fast") fail(at, "sync", `sync applies to fast mode only; remove it, or set "mode": "fast"`);
   return parseDurationField(value, at, "sync");
+}
+
+function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | "location" {
+  const aggregate = parseChoice(value, AGGREGATE, at, "aggregate");
+  if (aggregate === "location" && mode !== "fast") {
+    fail(at, "aggregate", `aggregate applies to fast mode only (a strict rule's every decision is its object's); remove it, or set "mode": "fast"`);
+  }
+  return aggregate;
 }
 
 function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {

@@ -43,6 +43,11 @@ export interface Rule {
   mode: Mode;
   /** fast mode: how often an isolate reconciles with the Durable Object */
   syncMs: number;
+  /**
+   * fast mode: "location" sends the isolate's syncs through a relay object for its location
+   * (`request.cf.colo`), which forwards them to the key's object in batches; absent: straight to it
+   */
+  aggregate?: "location";
   /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */
   onError: OnError;
   /** how long a decision waits for the Durable Object before `onError` applies */

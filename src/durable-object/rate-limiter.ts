@@ -7,6 +7,8 @@ import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
+import type { Forwarded } from "../fast/relay";
+import { Relay } from "./relay";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
@@ -46,6 +48,8 @@ export class RateLimiter extends DurableObject<Env> {
   private strictAsked: { policy: Policy; at: number } | undefined;
   /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
+  /** made when this object is a location's relay (see ../fast/relay) */
+  private relayed: Relay | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -107,6 +111,22 @@ export class RateLimiter extends DurableObject<Env> {
     }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
     return lease;
+  }
+
+  /** Several isolates' syncs in one call, as a location's relay forwards them: each applied as {@link sync} applies it, in order. */
+  syncAll(batch: Forwarded[]): Lease[] {
+    return batch.map(({ policy, request }) => this.sync(policy, request));
+  }
+
+  /**
+   * As the relay of a location (an object named by `relayName`, ../fast/relay): forwards one
+   * isolate's sync to the key's object `objectName` in a batch with the others waiting here, and
+   * answers with its lease. The key's object then hears from each location at most once per
+   * RELAY_GAP_MS, however many isolates the location runs.
+   */
+  relay(objectName: string, forwarded: Forwarded, timeoutMs: number): Promise<Lease> {
+    this.relayed ??= new Relay(this.env.LIMITER);
+    return this.relayed.forward(objectName, forwarded, timeoutMs);
   }
 
   /** Gives back units a request took here when another rule denied it. */

@@ -10,6 +10,7 @@ import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease } from "./lease";
+import { relayName } from "./relay";
 import {
   admittedUnleased,
   applyLease,
@@ -58,6 +59,8 @@ interface Entry {
 export interface FastContext {
   namespace: Env["LIMITER"];
   waitUntil(promise: Promise<unknown>): void;
+  /** the request's Cloudflare location: a rule with `aggregate: "location"` syncs through its relay (./relay) */
+  location?: string;
 }
 
 /** The number of keys this isolate tracks; FAST_MAX_KEYS changes it. */
@@ -197,10 +200,13 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
   const run: Promise<void> = Promise.resolve().then(async () => {
     const request = nextSync(entry.key, entry.rule, self(), Math.max(need, entry.waiting), Date.now(), release);
     try {
-      const stub = limiterStub(context.namespace, entry.objectName);
+      const { rule, objectName } = entry;
+      // Without a location (the binding's RPC carries none) a rule that aggregates syncs straight to its object.
+      const via = rule.aggregate === "location" && context.location !== undefined ? relayName(context.location, objectName) : undefined;
+      const stub = limiterStub(context.namespace, via ?? objectName);
       const call = (): Promise<Lease> => {
-        metrics.count("floodgate_durable_object_calls_total", { method: "sync" });
-        return stub.sync(policyOf(entry.rule), request);
+        metrics.count("floodgate_durable_object_calls_total", { method: via ? "relay" : "sync" });
+        return via ? stub.relay(objectName, { policy: policyOf(rule), request }, rule.timeoutMs) : stub.sync(policyOf(rule), request);
       };
       // A sync is answered, never applied twice ((isolate, seq)), so a fault Cloudflare marks
       // retryable is retried once; an overloaded object is not, and the key backs off at once.

@@ -2,7 +2,7 @@
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { cachedDenial, countDecision, decide, giveBack, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { cachedDenial, countDecision, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { matchingRules } from "../routing/match";
@@ -39,7 +39,8 @@ export interface Verdict {
  * Throws a 400 HttpProblem when the request's input is invalid for a rule (a malformed cost
  * header), before any rule consumes anything.
  */
-export async function enforce(request: Request, url: URL, rules: readonly Rule[], context: LimiterContext): Promise<Verdict> {
+export async function enforce(request: Request, url: URL, rules: readonly Rule[], requested: LimiterContext): Promise<Verdict> {
+  const context = locatedAt(requested, request);
   const ip = request.headers.get("CF-Connecting-IP");
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
   const now = Date.now();

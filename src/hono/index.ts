@@ -7,7 +7,7 @@ import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed } from "../http/problem";
 import { rateLimitHeaders } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
-import { limitKey, type LimiterContext } from "../limiter";
+import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART } from "../routing/key";
 
@@ -99,5 +99,5 @@ function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["bindin
   } catch {
     // No ExecutionContext (a test calling app.request without one): strict calls go one by one.
   }
-  return { namespace: namespace as Namespace, ...(waitUntil ? { waitUntil } : {}) };
+  return locatedAt({ namespace: namespace as Namespace, ...(waitUntil ? { waitUntil } : {}) }, c.req.raw);
 }

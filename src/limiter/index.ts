@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, refundFast, shareOf } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
 import { ALONE } from "./local-share";
@@ -29,6 +29,14 @@ export interface LimiterContext {
   analytics?: AnalyticsSettings;
   /** `ANALYTICS_HASH_KEY`: keys in log lines are hashed under it when it is set */
   hashKey?: string;
+  /** the Cloudflare location serving the request (`request.cf.colo`), where a rule with `aggregate: "location"` syncs through */
+  location?: string;
+}
+
+/** The context with the location of the request it serves, when Cloudflare says (`request.cf.colo`). */
+export function locatedAt(context: LimiterContext, request: Request): LimiterContext {
+  const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
+  return context.location === undefined && typeof colo === "string" && colo !== "" ? { ...context, location: colo } : context;
 }
 
 /** The context of a request to the floodgate Worker (the proxy or the binding), with what its settings record decisions to. */
@@ -156,10 +164,10 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
   context.waitUntil?.(logged);
 }
 
-function fastContext(context: LimiterContext): { namespace: Env["LIMITER"]; waitUntil(promise: Promise<unknown>): void } {
-  const { namespace, waitUntil } = context;
+function fastContext(context: LimiterContext): FastContext {
+  const { namespace, waitUntil, location } = context;
   if (!waitUntil) throw new TypeError("a fast rule needs the request's ExecutionContext (ctx) for its background syncs");
-  return { namespace, waitUntil };
+  return { namespace, waitUntil, ...(location !== undefined ? { location } : {}) };
 }
 
 function countError(kind: string): (error: unknown) => void {

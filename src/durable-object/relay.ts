@@ -1,0 +1,95 @@
+/** The relay side of a RateLimiter named for a location: it forwards that location's syncs for one key in batches. */
+import type { Env } from "../env";
+import type { Lease } from "../fast/lease";
+import { RelayQueue, type Forwarded } from "../fast/relay";
+import { metrics } from "../metrics/metrics";
+import { withTimeout } from "../strict/timeout";
+import { objectErrorKind } from "./errors";
+import { limiterStub } from "./stub";
+
+export class RelayFullError extends Error {
+  override readonly name = "RelayFullError";
+}
+
+interface Waiter extends Forwarded {
+  timeoutMs: number;
+  resolve(lease: Lease): void;
+  reject(error: unknown): void;
+}
+
+interface Lane {
+  queue: RelayQueue<Waiter>;
+  timer: ReturnType<typeof setTimeout> | null;
+}
+
+/**
+ * Holds, per key's object, the syncs waiting and the timer of the next batch (a relay object is
+ * named for one key, so it has one lane; it is kept, with when its last batch left). Nothing here is
+ * stored: a relay that restarts loses only the syncs in flight, which their isolates resend (the
+ * key's object answers a resent sync without applying it twice).
+ */
+export class Relay {
+  private readonly lanes = new Map<string, Lane>();
+
+  constructor(private readonly namespace: Env["LIMITER"]) {}
+
+  /** Forwards one isolate's sync to `objectName` with the others waiting, and answers with its lease. */
+  forward(objectName: string, forwarded: Forwarded, timeoutMs: number): Promise<Lease> {
+    let lane = this.lanes.get(objectName);
+    if (!lane) this.lanes.set(objectName, (lane = { queue: new RelayQueue(), timer: null }));
+    const waiting = lane.queue;
+    return new Promise<Lease>((resolve, reject) => {
+      if (!waiting.add({ ...forwarded, timeoutMs, resolve, reject })) {
+        reject(new RelayFullError(`${waiting.size} syncs already wait for ${objectName} at this relay`));
+        return;
+      }
+      this.pump(objectName, lane);
+    });
+  }
+
+  /** Sends the next batch when it is due, or sets the timer for when it will be. */
+  private pump(objectName: string, lane: Lane): void {
+    if (lane.timer) return;
+    const due = lane.queue.dueAt();
+    if (due === undefined) return;
+    const now = Date.now();
+    if (due > now) {
+      lane.timer = setTimeout(() => {
+        lane.timer = null;
+        this.pump(objectName, lane);
+      }, due - now);
+      return;
+    }
+    const batch = lane.queue.take(now);
+    void this.send(objectName, batch).finally(() => {
+      lane.queue.settled();
+      this.pump(objectName, lane);
+    });
+  }
+
+  /**
+   * One call for the whole batch, bounded by the longest timeout among its isolates' rules. The
+   * syncs are idempotent, so a fault Cloudflare marks retryable is retried once; an overloaded
+   * object is not.
+   */
+  private async send(objectName: string, batch: Waiter[]): Promise<void> {
+    const stub = limiterStub(this.namespace, objectName);
+    const items = batch.map(({ policy, request }) => ({ policy, request }));
+    const call = (): Promise<Lease[]> => {
+      metrics.count("floodgate_durable_object_calls_total", { method: "syncAll" });
+      return stub.syncAll(items);
+    };
+    try {
+      const leases = await withTimeout(
+        call().catch((error: unknown) => {
+          if (objectErrorKind(error) !== "retryable") throw error;
+          return call();
+        }),
+        Math.max(...batch.map((w) => w.timeoutMs)),
+      );
+      batch.forEach((w, i) => w.resolve(leases[i]!));
+    } catch (error) {
+      for (const w of batch) w.reject(error);
+    }
+  }
+}
