@@ -113,9 +113,19 @@ export class RateLimiter extends DurableObject<Env> {
     return lease;
   }
 
-  /** Several isolates' syncs in one call, as a location's relay forwards them: each applied as {@link sync} applies it, in order. */
-  syncAll(batch: Forwarded[]): Lease[] {
-    return batch.map(({ policy, request }) => this.sync(policy, request));
+  /**
+   * Several isolates' syncs in one call, as a location's relay forwards them: each applied as
+   * {@link sync} applies it, in order. One that throws (a policy this version cannot read, from
+   * another Worker version) fails alone, with its message, and the others are answered.
+   */
+  syncAll(batch: Forwarded[]): (Lease | { error: string })[] {
+    return batch.map(({ policy, request }) => {
+      try {
+        return this.sync(policy, request);
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+    });
   }
 
   /**

@@ -75,7 +75,7 @@ export class Relay {
   private async send(objectName: string, batch: Waiter[]): Promise<void> {
     const stub = limiterStub(this.namespace, objectName);
     const items = batch.map(({ policy, request }) => ({ policy, request }));
-    const call = (): Promise<Lease[]> => {
+    const call = (): Promise<(Lease | { error: string })[]> => {
       metrics.count("floodgate_durable_object_calls_total", { method: "syncAll" });
       return stub.syncAll(items);
     };
@@ -87,7 +87,11 @@ export class Relay {
         }),
         Math.max(...batch.map((w) => w.timeoutMs)),
       );
-      batch.forEach((w, i) => w.resolve(leases[i]!));
+      batch.forEach((w, i) => {
+        const answer = leases[i]!;
+        if ("error" in answer) w.reject(new Error(answer.error));
+        else w.resolve(answer);
+      });
     } catch (error) {
       for (const w of batch) w.reject(error);
     }

@@ -650,6 +650,23 @@ describe("failure handling and fast mode", () => {
   it.each(["often", -1])("rejects the sync %j", (sync) => {
     expect(fieldFor({ mode: "fast", sync })).toBe("rules[0].sync");
   });
+
+  it("reads a fast rule's aggregate, absent by default", () => {
+    expect(only([rule({ mode: "fast" })]).aggregate).toBeUndefined();
+    expect(only([rule({ mode: "fast", aggregate: "none" })]).aggregate).toBeUndefined();
+    expect(only([rule({ mode: "fast", aggregate: "location" })]).aggregate).toBe("location");
+    expect(describeRule(only([rule({ mode: "fast", aggregate: "location" })]))).toMatchObject({ aggregate: "location" });
+  });
+
+  it("rejects aggregate: location on a strict rule", () => {
+    const error = errorFor([rule({ aggregate: "location" })]);
+    expect(error.field).toBe("rules[0].aggregate");
+    expect(error.message).toContain("fast mode only");
+  });
+
+  it.each(["colo", true, 1])("rejects the aggregate %j", (aggregate) => {
+    expect(fieldFor({ mode: "fast", aggregate })).toBe("rules[0].aggregate");
+  });
 });
 
 describe("describeRule", () => {

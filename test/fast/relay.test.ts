@@ -1,0 +1,105 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Policy } from "../../src/algorithms";
+import type { SyncRequest } from "../../src/fast/lease";
+import { RELAY_BATCH, RELAY_GAP_MS, RELAY_QUEUE, RelayQueue, relayName } from "../../src/fast/relay";
+import { metrics } from "../../src/metrics/metrics";
+import { originLog, send } from "../helpers/worker";
+
+const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
+const stub = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
+const hourly: Policy = { algorithm: "sliding-window", limit: 1_000, periodMs: 3_600_000, burst: 1_000, buckets: 1 };
+const syncOf = (isolate: string, seq = 1): SyncRequest => ({ isolate, seq, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+const at = (colo: string, path: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": "192.0.2.80" }, cf: { colo } });
+
+describe("a relay's queue", () => {
+  it("lets a quiet relay's first batch leave at once", () => {
+    const queue = new RelayQueue<string>();
+    queue.add("a");
+    expect(queue.dueAt()).toBeLessThanOrEqual(0);
+  });
+
+  it("holds the next batch until RELAY_GAP_MS after the last left, and never while one is in flight", () => {
+    const queue = new RelayQueue<string>();
+    queue.add("a");
+    queue.take(1_000);
+    queue.add("b");
+    expect(queue.dueAt()).toBeUndefined();
+    queue.settled();
+    expect(queue.dueAt()).toBe(1_000 + RELAY_GAP_MS);
+  });
+
+  it("sends the oldest RELAY_BATCH syncs in a batch and keeps the rest for the next", () => {
+    const queue = new RelayQueue<number>();
+    for (let i = 0; i < RELAY_BATCH + 3; i++) queue.add(i);
+    const batch = queue.take(0);
+    expect(batch).toEqual(Array.from({ length: RELAY_BATCH }, (_, i) => i));
+    expect(queue.size).toBe(3);
+  });
+
+  it("refuses a sync past RELAY_QUEUE waiting", () => {
+    const queue = new RelayQueue<number>();
+    for (let i = 0; i < RELAY_QUEUE; i++) expect(queue.add(i)).toBe(true);
+    expect(queue.add(RELAY_QUEUE)).toBe(false);
+  });
+
+  it("names a relay apart from every key's object", () => {
+    expect(relayName("AMS", "api/global")).toBe("@AMS/api/global");
+  });
+});
+
+describe("a location's relay in the real runtime", () => {
+  it("forwards the syncs of many isolates to the key's object in two calls: the first alone, the rest together", async () => {
+    const before = calls("syncAll");
+    const relay = stub(relayName("AMS", "relay-many/global"));
+    const leases = await Promise.all(Array.from({ length: 20 }, (_, i) => relay.relay("relay-many/global", { policy: hourly, request: syncOf(`isolate-${i}`) }, 1_000)));
+    expect(calls("syncAll") - before).toBe(2);
+    expect(leases.every((l) => l.units >= 1)).toBe(true);
+    expect(Math.max(...leases.map((l) => l.peers))).toBe(20);
+  });
+
+  it("leases through the relay out of the key's object, which holds every unit it granted as taken", async () => {
+    const relay = stub(relayName("AMS", "relay-pins/global"));
+    const leases = await Promise.all(Array.from({ length: 5 }, (_, i) => relay.relay("relay-pins/global", { policy: hourly, request: syncOf(`isolate-${i}`) }, 1_000)));
+    const granted = leases.reduce((sum, l) => sum + l.units, 0);
+    expect((await stub("relay-pins/global").peek(hourly)).remaining).toBe(1_000 - granted);
+  });
+
+  it("answers a sync resent through the relay without applying it twice", async () => {
+    const relay = stub(relayName("FRA", "relay-retry/global"));
+    const first = await relay.relay("relay-retry/global", { policy: hourly, request: syncOf("resender", 7) }, 1_000);
+    const again = await relay.relay("relay-retry/global", { policy: hourly, request: syncOf("resender", 7) }, 1_000);
+    expect(again).toEqual(first);
+    expect((await stub("relay-retry/global").peek(hourly)).remaining).toBe(1_000 - first.units);
+  });
+
+  it("fails a sync the key's object cannot apply, alone, and answers the others of its batch", async () => {
+    const relay = stub(relayName("CDG", "relay-mixed/global"));
+    const unknown = { ...hourly, algorithm: "mystery" } as unknown as Policy;
+    const forward = (policy: Policy, isolate: string) => relay.relay("relay-mixed/global", { policy, request: syncOf(isolate) }, 1_000);
+    await forward(hourly, "opener");
+    const [bad, good] = await Promise.allSettled([forward(unknown, "newer-version"), forward(hourly, "this-version")]);
+    expect(bad.status === "rejected" && String(bad.reason)).toContain("mystery");
+    expect(good.status === "fulfilled" && good.value.units).toBeGreaterThan(0);
+  });
+
+  it("is where a rule with aggregate: location syncs from a request that names its location", async () => {
+    const rules = [{ name: "relay-rule", mode: "fast", limit: 5, period: "1h", aggregate: "location", key: "global" }];
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await send(at("LHR", "/relay-rule/x"), { rules })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    expect(await originLog("relay-rule")).toHaveLength(5);
+    expect(calls("relay") - relayed).toBeGreaterThan(0);
+    expect(calls("sync") - direct).toBe(0);
+  });
+
+  it("syncs straight to the key's object when the request names no location", async () => {
+    const rules = [{ name: "relay-nowhere", mode: "fast", limit: 5, period: "1h", aggregate: "location", key: "global" }];
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    const request = new Request("http://floodgate.test/relay-nowhere/x", { headers: { "CF-Connecting-IP": "192.0.2.81" } });
+    expect((await send(request, { rules })).status).toBe(200);
+    expect(calls("relay") - relayed).toBe(0);
+    expect(calls("sync") - direct).toBeGreaterThan(0);
+  });
+});
