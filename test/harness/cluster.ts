@@ -33,6 +33,11 @@ export interface ClusterOptions {
    * call and half after. Absent or 0: no wait, and the objects are the bundle's own.
    */
   objectDelayMs?: number;
+  /**
+   * The Cloudflare location each front runs in: front i's requests carry
+   * `request.cf.colo = locations[i % locations.length]`. Absent: Miniflare's placeholder.
+   */
+  locations?: string[];
 }
 
 /** One front Worker, reached over its own loopback socket. */
@@ -62,6 +67,11 @@ export interface Cluster {
    * {@link LOG_LINES} lines. Set FLOODGATE_HARNESS_LOGS=1 to also see them as they come.
    */
   logs(): string[];
+  /**
+   * How many calls of each method the object named `name` received: with `objectDelayMs` only,
+   * whose fixture counts them (test/fixtures/distant-limiter.ts).
+   */
+  received(name: string): Promise<Record<string, number>>;
   /** Stops workerd; in-memory Durable Object state goes with it. */
   dispose(): Promise<void>;
 }
@@ -131,7 +141,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const fetcher = await mf.getWorker(frontName(i));
       return fetcher.fetch(target.href, init as never) as unknown as Promise<Response>;
     };
-    const fronts = urls.map((url, i): Front => ({ name: frontName(i), url, fetch: (input, init) => send(url, input, init, viaProxy(i)) }));
+    const located = (i: number, init: RequestInit = {}): RequestInit => {
+      if (!options.locations?.length) return init;
+      // Miniflare reads a request's `cf` from this header on a front's socket.
+      const headers = new Headers(init.headers);
+      headers.set("MF-CF-Blob", JSON.stringify({ colo: options.locations[i % options.locations.length] }));
+      return { ...init, headers };
+    };
+    const fronts = urls.map((url, i): Front => ({ name: frontName(i), url, fetch: (input, init) => send(url, input, located(i, init), viaProxy(i)) }));
     const front = (isolate: number): Front => {
       const found = fronts[isolate];
       if (!found) throw new RangeError(`no isolate ${isolate}: the cluster has ${fronts.length} (0 to ${fronts.length - 1})`);
@@ -147,6 +164,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         return text;
       },
       logs: () => [...logs],
+      async received(name) {
+        if (!distant) throw new Error("received: only a cluster with objectDelayMs counts the calls its objects receive");
+        const namespace = await mf.getDurableObjectNamespace("LIMITER", LIMITER_WORKER);
+        const stub = namespace.get(namespace.idFromName(name)) as unknown as { received(): Promise<Record<string, number>> };
+        return stub.received();
+      },
       dispose: () => mf.dispose(),
     };
   } catch (error) {

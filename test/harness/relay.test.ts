@@ -1,0 +1,39 @@
+// aggregate: "location" in workerd: 16 isolates in two locations, 50 ms from the real RateLimiter, one global fast key at 10× its limit.
+import { expect, it } from "vitest";
+import { RELAY_GAP_MS, relayName } from "../../src/fast/relay";
+import { useClusterFixture } from "./fixture";
+import { drive } from "./load";
+
+const harness = useClusterFixture();
+const LIMIT = 200;
+const PERIOD_MS = 10_000;
+const DURATION_MS = 20_000;
+const LOCATIONS = ["AMS", "SIN"];
+const rule = { name: "relayed", key: "global", limit: LIMIT, period: `${PERIOD_MS}ms`, mode: "fast", aggregate: "location" };
+
+/** Admitted requests per epoch-aligned window, by when each reached the origin. */
+async function perWindow(tag: string): Promise<number[]> {
+  const log = (await (await fetch(`${harness.originUrl()}/__origin/log?tag=${tag}`)).json()) as { at: number }[];
+  const counts = new Map<number, number>();
+  for (const { at } of log) counts.set(Math.floor(at / PERIOD_MS), (counts.get(Math.floor(at / PERIOD_MS)) ?? 0) + 1);
+  return [...counts.values()];
+}
+
+it("holds the limit while the key's object hears only from its locations' relays, in batches", { timeout: 90_000 }, async () => {
+  const cluster = await harness.start({ isolates: 16, rules: [rule], objectDelayMs: 50, locations: LOCATIONS });
+  const tag = "relayed";
+  const result = await drive(cluster, { durationMs: DURATION_MS, ratePerSecond: (10 * LIMIT * 1000) / PERIOD_MS, path: (n) => `/${tag}/${n}` });
+  expect(result.errors, result.errorSamples.join("\n")).toBe(0);
+  const windows = await perWindow(tag);
+  const root = await cluster.received("relayed/global");
+  const relays = await Promise.all(LOCATIONS.map((colo) => cluster.received(relayName(colo, "relayed/global"))));
+  const forwarded = relays.reduce((sum, r) => sum + (r.relay ?? 0), 0);
+  const seen = JSON.stringify({ windows, root, relays, sent: result.sent, allowed: result.allowed });
+  // The origin counts a request when it arrives: 0.05 of the limit is room for one let through at a window's very end.
+  expect(Math.max(...windows) / LIMIT, seen).toBeLessThanOrEqual(1.05);
+  expect(root.sync ?? 0, seen).toBe(0);
+  expect(forwarded, seen).toBeGreaterThan(0);
+  expect(root.syncAll, seen).toBeLessThan(forwarded);
+  // One batch in flight per relay, at least RELAY_GAP_MS apart (some slack for the run's start and end).
+  expect(root.syncAll!, seen).toBeLessThanOrEqual(LOCATIONS.length * (DURATION_MS / RELAY_GAP_MS + 5));
+});
