@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { rateLimit, type LimitResult } from "../../src/hono";
+import { metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
 
 type App = { Bindings: Env; Variables: { rateLimit: LimitResult } };
@@ -96,6 +97,20 @@ describe("rateLimit (Hono middleware)", () => {
     const held = await get(hono, "/api/held");
     expect(held.status).toBe(200);
     expect(handled).toEqual(["/api/first", "/api/held"]);
+  });
+
+  it("syncs a rule with aggregate: location through the relay of the request's location", async () => {
+    const hono = app({ rule: { name: "hono-relay", limit: 3, period: "1h", mode: "fast", aggregate: "location" } });
+    const relayed = metrics.value("floodgate_durable_object_calls_total", { method: "relay" });
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      const ctx = createExecutionContext();
+      const request = new Request(`http://hono.test/api/${i}`, { headers: { "x-api-key": "k-relay" }, cf: { colo: "NRT" } });
+      statuses.push((await hono.request(request, undefined, env, ctx)).status);
+      await waitOnExecutionContext(ctx);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    expect(metrics.value("floodgate_durable_object_calls_total", { method: "relay" })).toBeGreaterThan(relayed);
   });
 
   it("checks its options when it is made", () => {
