@@ -1,5 +1,6 @@
 /** The report's charts, as the bench's ChartSpecs (rendered by bench/lib/svg.ts into bench/charts/simulation/). */
 import type { ChartSpec } from "../lib/section";
+import { relayOf } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 const label = (algorithm: string) => (algorithm === "sliding-window" ? "sliding window" : "token bucket");
@@ -17,6 +18,7 @@ function overIsolates(name: string, rows: ScenarioResult[], value: (r: ScenarioR
 
 export function charts(results: ScenarioResult[]): ChartSpec[] {
   const global = results.filter((r) => r.family === "global-fast");
+  const relayed = results.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
   const out: ChartSpec[] = [];
   const algorithms = ["sliding-window", "token-bucket"];
   const isolates = [...new Set(global.map((r) => r.isolates))].sort((a, b) => a - b);
@@ -26,7 +28,10 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
       overIsolates(`${label(a)}, 1×`, global.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
       overIsolates(`${label(a)}, 10×`, global.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
     ]);
-    series.push({ name: "target: 250", points: isolates.map((i) => [i, 250]) });
+    series.push(
+      ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: location (worst of 1×, 10×, flash crowd)`, relayed.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
+      { name: "target: 250", points: isolates.map((i) => [i, 250]) },
+    );
     out.push({ file: "calls-per-second", title: "Object calls per key per second (busiest second after the warm-up)", kind: "line", xLabel: "isolates", yLabel: "calls per second to the key's object", series: series.filter((s) => s.points.length) });
 
     const accuracy = [
@@ -57,6 +62,25 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
         { name: "admitted", points: seconds(flash.detail.admittedPerSecond) },
         { name: "object calls", points: seconds(flash.detail.callsPerSecond) },
         { name: "limit's rate", points: [[0, (flash.detail.limit * 1000) / flash.detail.periodMs], [flash.detail.simulatedSeconds, (flash.detail.limit * 1000) / flash.detail.periodMs]] },
+      ],
+    });
+  }
+
+  // The flash crowd at the most isolates, with and without relays: the key's object's calls each second.
+  const relayFlash = relayed.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => b.isolates - a.isolates)[0];
+  const plainFlash = relayFlash && global.find((r) => relayOf(r.name) === relayFlash.name);
+  if (relayFlash && plainFlash) {
+    const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
+    out.push({
+      file: "relay-flash",
+      title: `Flash crowd, sliding window, ${relayFlash.isolates.toLocaleString("en-US")} isolates: the key's object's calls per second, with and without relays`,
+      kind: "line",
+      xLabel: "seconds",
+      yLabel: "calls per second",
+      series: [
+        { name: "default", points: seconds(plainFlash.detail.callsPerSecond) },
+        { name: "aggregate: location", points: seconds(relayFlash.detail.callsPerSecond) },
+        { name: "target: 250", points: [[0, 250], [relayFlash.detail.simulatedSeconds, 250]] },
       ],
     });
   }

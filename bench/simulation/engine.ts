@@ -1,17 +1,17 @@
-/** Runs one scenario: builds the rule with floodgate's own config parser, the isolates, the objects and the traffic, and drives the clock. */
+/** Runs one scenario: builds the rule with floodgate's own config parser, the isolates, the objects (and relays) and the traffic, and drives the clock. */
 import type { Policy } from "../../src/algorithms";
 import { parseConfig } from "../../src/config/rules";
 import type { Rule } from "../../src/config/types";
 import { policyOf } from "../../src/config/policy";
 import { mix32, Random } from "../lib/random";
 import { Clock, hash32 } from "./clock";
-import { ColoIsolate } from "./colo-isolate";
 import { FastIsolate } from "./fast-isolate";
 import type { IsolateBase, Link } from "./isolate";
-import { drawRtt, legMs } from "./latency";
+import { drawRtt, legMs, RELAY_RTT } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
-import { KeyObject } from "./object";
-import type { Scenario } from "./scenarios";
+import { KeyObject, type Call, type Reply, type ThreadStats, type ObjectThread } from "./object";
+import { RelayObject, type SendBatch } from "./relay";
+import { LOCATIONS, type Scenario } from "./scenarios";
 import { StrictIsolate } from "./strict-isolate";
 import { Arrivals, homeOf, Zipf } from "./traffic";
 import { summarise, type ScenarioResult } from "./summary";
@@ -24,7 +24,8 @@ const DRAIN_MS = 5_000;
 /** The rule as floodgate's parser builds it from the scenario: every default (sync, timeout unless the scenario sets one, buckets) is the product's. */
 export function ruleOf(s: Scenario): Rule {
   const timeout = s.timeoutMs === undefined ? {} : { timeout: `${s.timeoutMs}ms` };
-  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout }]).rules[0]!;
+  const aggregate = s.aggregate ? { aggregate: "location" } : {};
+  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout, ...aggregate }]).rules[0]!;
 }
 
 /** Everything one run keeps while it runs. */
@@ -34,6 +35,8 @@ export interface World {
   policy: Policy;
   clock: Clock;
   objects: Map<string, KeyObject>;
+  /** the locations' relays, by name (`relayName`): only where the rule aggregates */
+  relays: Map<string, RelayObject>;
   accounts: Map<string, KeyAccount>;
   totals: RunTotals;
   slots: IsolateBase[];
@@ -48,11 +51,12 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const lifetimes = stream(3);
   const picks = stream(4);
   const arrivalsRandom = stream(5);
+  const nearRandom = stream(6);
   const rule = ruleOf(s);
   const policy = policyOf(rule);
   const clock = new Clock(T0);
   const totals = new RunTotals(T0, s.warmupMs);
-  const world: World = { scenario: s, rule, policy, clock, objects: new Map(), accounts: new Map(), totals, slots: [], born: 0 };
+  const world: World = { scenario: s, rule, policy, clock, objects: new Map(), relays: new Map(), accounts: new Map(), totals, slots: [], born: 0 };
 
   const objectFor = (name: string): KeyObject => {
     let object = world.objects.get(name);
@@ -62,30 +66,49 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
     }
     return object;
   };
+  /** One call over the network: half a round trip there (jittered), the target's thread, half back; `onReply` runs back at the caller. */
+  const deliver = (rttMs: number, target: () => ObjectThread<ThreadStats>, payload: Omit<Call, "reply" | "deadline">, onReply: (reply: Reply) => void): void => {
+    const deadline = clock.now + rule.timeoutMs;
+    clock.after(legMs(rttMs, jitter), () => target().receive({ ...payload, deadline, reply: (reply) => clock.after(legMs(rttMs, jitter), () => onReply(reply)) }));
+  };
+
+  // Where the rule aggregates, each location's round trip to the key's object is drawn once from the
+  // mixture (its relay's, and its isolates' were they to call directly), and its relay's from RELAY_RTT.
+  const places = new Map<string, { farMs: number; nearMs: number }>();
+  const locationOf = (slot: number) => `loc-${slot % LOCATIONS}`;
+  if (rule.aggregate === "location") {
+    for (let k = 0; k < LOCATIONS; k++) places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs) });
+  }
+  const relayFor = (name: string, location: string): RelayObject => {
+    let relay = world.relays.get(name);
+    if (!relay) {
+      const { farMs } = places.get(location)!;
+      const send: SendBatch = (objectName, batch, onReply) => {
+        totals.call(clock.now);
+        deliver(farMs, () => objectFor(objectName), { batch }, onReply);
+      };
+      world.relays.set(name, (relay = new RelayObject(clock, T0 + s.warmupMs, send)));
+    }
+    return relay;
+  };
   const link: Link = {
     clock,
-    call(from, objectName, payload, onReply) {
+    call(from, name, payload, onReply) {
+      const reply = (r: Reply) => {
+        if (from.alive) onReply(r);
+      };
+      if (payload.relay) return deliver(places.get(from.location)!.nearMs, () => relayFor(name, from.location), payload, reply);
       totals.call(clock.now);
-      const deadline = clock.now + rule.timeoutMs;
-      clock.after(legMs(from.rttMs, jitter), () =>
-        objectFor(objectName).receive({
-          ...payload,
-          deadline,
-          reply: (reply) =>
-            clock.after(legMs(from.rttMs, jitter), () => {
-              if (from.alive) onReply(reply);
-            }),
-        }),
-      );
+      deliver(from.rttMs, () => objectFor(name), payload, reply);
     },
   };
 
-  // PROTOTYPE: each location's aggregator is a fast isolate that never vanishes, at the location's distance; its isolates are near it.
-  const aggregators = Array.from({ length: s.locations }, (_, k) => new FastIsolate(`colo-${k}`, drawRtt(s.rtt, rtts), link, totals));
-  // Isolates: one per slot; a slot's isolate vanishes after an exponential lifetime and a fresh one takes its place, at the same distance.
+  // Isolates: one per slot, slot k at location k mod LOCATIONS; a slot's isolate vanishes after an
+  // exponential lifetime and a fresh one takes its place, at the same distance.
   const spawn = (slot: number, rttMs: number): void => {
     const id = `iso-${slot}-${world.born++}`;
-    const isolate = aggregators.length > 0 ? new ColoIsolate(id, link, aggregators[slot % aggregators.length]!) : s.mode === "fast" ? new FastIsolate(id, rttMs, link, totals) : new StrictIsolate(id, rttMs, link, s.coalesce);
+    const location = locationOf(slot);
+    const isolate = s.mode === "fast" ? new FastIsolate(id, location, rttMs, link, totals) : new StrictIsolate(id, location, rttMs, link, s.coalesce);
     world.slots[slot] = isolate;
     if (Number.isFinite(s.lifetimeMs)) {
       clock.after(lifetimes.exponential(s.lifetimeMs), () => {
@@ -94,7 +117,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       });
     }
   };
-  for (let slot = 0; slot < s.isolates; slot++) spawn(slot, aggregators.length > 0 ? 0 : drawRtt(s.rtt, rtts));
+  for (let slot = 0; slot < s.isolates; slot++) spawn(slot, places.get(locationOf(slot))?.farMs ?? drawRtt(s.rtt, rtts));
 
   const spread = new Zipf(s.isolates, s.spread === "skewed" ? 1 : 0);
   const keys = s.keys > 1 ? new Zipf(s.keys, s.zipf) : null;

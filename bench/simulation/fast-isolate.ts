@@ -3,23 +3,33 @@
  * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and
  * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
  * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
- * of index.ts named.
+ * of index.ts named. A rule with `aggregate: "location"` syncs through its location's relay
+ * (`relayName`, src/fast/relay.ts), as index.ts does.
  */
 import type { Decision } from "../../src/algorithms";
+import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
 import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { relayName } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
-import { IsolateBase, type Done, type Link } from "./isolate";
+import { IsolateBase, type Done, type Link, type Outcome } from "./isolate";
 import type { RunTotals } from "./metrics";
-import type { CallKind } from "./object";
+import type { CallKind, Reply } from "./object";
+
+type SyncError = Extract<NonNullable<Outcome["error"]>, "timeout" | "overloaded" | "queueFull">;
 
 /** A sync in flight for one key, and the requests waiting for it (index.ts's `run` promise). */
 interface Flight {
-  waiters: ((ok: boolean, error?: "overloaded") => void)[];
+  waiters: ((ok: boolean, error?: SyncError) => void)[];
 }
 
-/** index.ts `Entry` (lines 46–55); `synced` only tells the report an isolate's first call from the others. */
+/** What onError is answering for when a sync failed: a relay's full queue, its batch's timeout, or an overloaded object. */
+function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
+  return reply.error === "full" ? "queueFull" : reply.error === "timeout" ? "timeout" : "overloaded";
+}
+
+/** index.ts `Entry` (lines 47–56); `synced` only tells the report an isolate's first call from the others. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -44,11 +54,12 @@ export class FastIsolate extends IsolateBase {
 
   constructor(
     id: string,
+    location: string,
     rttMs: number,
     link: Link,
     private readonly totals?: RunTotals,
   ) {
-    super(id, rttMs, link);
+    super(id, location, rttMs, link);
     let seq = 0;
     this.sender = { isolate: id, nextSeq: () => ++seq };
     this.table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
@@ -56,7 +67,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 82–104). */
+  /** index.ts `decideFast` (lines 85–107). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -70,12 +81,12 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 94–98): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 97–101): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
     let settled = false;
-    const finish = (decision: Decision, error?: "timeout" | "overloaded"): void => {
+    const finish = (decision: Decision, error?: SyncError): void => {
       settled = true;
       entry.waiting -= cost;
       done({ decision: this.alive ? decision : null, waited: true, ...(error ? { error } : {}) });
@@ -90,7 +101,7 @@ export class FastIsolate extends IsolateBase {
         settled = true;
         return this.attempt(entry, rule, cost, 1, done);
       }
-      // Lines 102–103: requests queued behind the same syncs spent their grants first.
+      // Lines 105–106: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
     });
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
@@ -101,7 +112,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 73–80) with index.ts `shareOf` and `ruleColdSince` (lines 157–169): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 138–141). */
+  /** src/limiter/index.ts `decide`'s catch (lines 81–88) with index.ts `shareOf` and `ruleColdSince` (lines 163–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 141–144). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -109,7 +120,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 120–126). */
+  /** index.ts `decideHere` (lines 123–129). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -117,7 +128,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 165–179); the rule never changes here. */
+  /** index.ts `entryFor` (lines 174–188); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -127,9 +138,11 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 187–222): one sync per key in flight, joined by whoever needs it; the
-   * request is built on the next microtask. The simulated object never fails a call as retryable,
-   * so the one retry of lines 201–204 is not mirrored; `rulePeers` (line 205) is kept per isolate. `kind` is only for the report.
+   * index.ts `sync` (lines 196–234): one sync per key in flight, joined by whoever needs it; the
+   * request is built on the next microtask, and goes to the key's object or, for a rule that
+   * aggregates, to its location's relay (lines 204–210). The simulated objects never fail a call as
+   * retryable, so the one retry of lines 213–216 is not mirrored; `rulePeers` (line 218) is kept
+   * per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
     const clock = this.link.clock;
@@ -145,7 +158,10 @@ export class FastIsolate extends IsolateBase {
       const why: CallKind = entry.synced ? kind : "first";
       entry.synced = true;
       this.totals?.callKind(why);
-      this.link.call(this, entry.objectName, { sync: built, kind: why }, (reply) => {
+      const { rule, objectName } = entry;
+      const via = rule.aggregate === "location" ? relayName(this.location, objectName) : undefined;
+      const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
+      this.link.call(this, via ?? objectName, payload, (reply) => {
         const at = clock.now;
         if (reply.ok) {
           applyLease(entry.key, entry.rule, reply.lease!, at);
@@ -156,13 +172,13 @@ export class FastIsolate extends IsolateBase {
           this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);
         }
         if (entry.inflight === flight) entry.inflight = null;
-        for (const waiter of flight.waiters) waiter(reply.ok, reply.ok ? undefined : "overloaded");
+        for (const waiter of flight.waiters) waiter(reply.ok, reply.ok ? undefined : syncError(reply));
       });
     });
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 225–233). */
+  /** index.ts `flushEvicted` (lines 237–245). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -173,7 +189,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 239–250). */
+  /** index.ts `sweep` (lines 251–262). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

@@ -1,14 +1,13 @@
-/** What every simulated isolate shares, strict or fast: who it is, how far from the object, how it reaches it, and how a request ends. */
+/** What every simulated isolate shares, strict or fast: who it is, where it runs, how far from the object, how it reaches it, and how a request ends. */
 import type { Decision } from "../../src/algorithms";
 import type { Rule } from "../../src/config/types";
-import type { SyncRequest } from "../../src/fast/lease";
 import { LruTable } from "../../src/fast/table";
 import { decideShare, type Counters, type Share } from "../../src/limiter/local-share";
 import { policyOf } from "../../src/config/policy";
 import type { Clock } from "./clock";
-import type { CallKind, Reply } from "./object";
+import type { Call, Reply } from "./object";
 
-/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for (`queueFull`: a strict key's queue in the isolate was full). */
+/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for (`queueFull`: a strict key's queue in the isolate, or a relay's queue, was full). */
 export interface Outcome {
   decision: Decision | null;
   waited: boolean;
@@ -20,8 +19,8 @@ export type Done = (outcome: Outcome) => void;
 /** The network and the objects, as an isolate reaches them. */
 export interface Link {
   clock: Clock;
-  /** Sends one call to the named object; `onReply` runs when the answer is back here, and never if the isolate vanished first. */
-  call(from: IsolateBase, objectName: string, payload: { sync?: SyncRequest; kind?: CallKind; costs?: number[] }, onReply: (reply: Reply) => void): void;
+  /** Sends one call to the named object (a relay when it carries `relay`); `onReply` runs when the answer is back here, and never if the isolate vanished first. */
+  call(from: IsolateBase, objectName: string, payload: Pick<Call, "sync" | "relay" | "kind" | "costs">, onReply: (reply: Reply) => void): void;
 }
 
 export abstract class IsolateBase {
@@ -33,6 +32,9 @@ export abstract class IsolateBase {
 
   constructor(
     readonly id: string,
+    /** the Cloudflare location serving its requests (`request.cf.colo`) */
+    readonly location: string,
+    /** its round trip to the key's object */
     readonly rttMs: number,
     protected readonly link: Link,
   ) {}

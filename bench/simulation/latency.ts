@@ -25,6 +25,14 @@ export const MIXED_RTT: readonly RttBand[] = [
   { share: 0.15, loMs: 120, hiMs: 300, label: "far side of the world (120–300 ms)" },
 ];
 
+/**
+ * The round trip between an isolate and its location's relay, drawn once per location: uniform in
+ * this band (an assumption). A relay object is created near the first request that names it, in a
+ * nearby data center that hosts Durable Objects (Cloudflare's Durable Objects "Data location"
+ * page), so the same city or a neighbouring one: a few ms, as Milan–Zurich's 11 ms bounds it.
+ */
+export const RELAY_RTT = { loMs: 1, hiMs: 10 } as const;
+
 /** Per-call variation of each leg: uniform between these factors of half the isolate's round trip. */
 export const JITTER = [0.9, 1.25] as const;
 

@@ -1,13 +1,15 @@
 /**
- * One key's Durable Object: a single thread serving one call at a time from a bounded queue, whose
- * calls run floodgate's own lease and algorithm code exactly as src/durable-object/rate-limiter.ts
- * runs it. That class extends `DurableObject` from `cloudflare:workers`, which Node cannot load, so
- * the bodies of its `sync`, `decide` and `alarm` are mirrored here in a few lines each, calling the
- * same functions in the same order; the line numbers named are those of rate-limiter.ts.
+ * A Durable Object's thread (one call at a time from a bounded queue), and one key's object on it,
+ * whose calls run floodgate's own lease and algorithm code exactly as
+ * src/durable-object/rate-limiter.ts runs it. That class extends `DurableObject` from
+ * `cloudflare:workers`, which Node cannot load, so the bodies of its `sync`, `syncAll`, `decide` and
+ * `alarm` are mirrored here in a few lines each, calling the same functions in the same order; the
+ * line numbers named are those of rate-limiter.ts.
  */
 import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
+import type { Forwarded } from "../../src/fast/relay";
 import { isLive, lastPinEnds } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
@@ -22,9 +24,11 @@ import type { Clock } from "./clock";
  * minute, still walks the peers for the last sync, the last pin's end and the silent ones:
  * 0.14 ms at 512 peers and 0.96 ms at 4,096, about 0.23 µs a peer. A strict batch decides each cost
  * in turn: 10 µs a decision, generous beside the pure decision's measured cost (bench/RESULTS.md,
- * Decision cost).
+ * Decision cost). A relay's `syncAll` applies each of its syncs as `sync` does, and writes each
+ * one's peer row: 50 µs a sync (an assumption: the lease code's 9 µs and a SQLite row write, which
+ * the 1 ms of a lone sync covers).
  */
-export const SERVICE = { baseMs: 1, alarmPerPeerMs: 0.00023, perDecisionMs: 0.01 } as const;
+export const SERVICE = { baseMs: 1, alarmPerPeerMs: 0.00023, perDecisionMs: 0.01, perSyncMs: 0.05 } as const;
 
 /**
  * When the object refuses a call as Cloudflare's "Durable Object is overloaded" does. Its documented
@@ -33,11 +37,15 @@ export const SERVICE = { baseMs: 1, alarmPerPeerMs: 0.00023, perDecisionMs: 0.01
  */
 export const OVERLOAD = { maxQueued: 1_000, maxWaitMs: 5_000 } as const;
 
-/** RETRY_WINDOW_MS of rate-limiter.ts (line 12), which does not export it. */
+/** RETRY_WINDOW_MS of rate-limiter.ts (line 14), which does not export it. */
 const RETRY_WINDOW_MS = 60_000;
 
-/** An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline PROTOTYPE. */
-export type Reply = { ok: true; lease?: Lease; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" };
+/**
+ * An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline
+ * PROTOTYPE; from a relay, "full" (its queue refused the sync) and "timeout" (its batch outlived
+ * the batch's timeout).
+ */
+export type Reply = { ok: true; lease?: Lease; leases?: Lease[]; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" | "full" | "timeout" };
 
 /**
  * Why a fast isolate called: its first sync for the key, a request its lease could not pay for
@@ -46,9 +54,15 @@ export type Reply = { ok: true; lease?: Lease; decided?: Decided[] } | { ok: fal
 export type CallKind = "first" | "waiting" | "background" | "release";
 export const CALL_KINDS: readonly CallKind[] = ["first", "waiting", "background", "release"];
 
-/** One call as it reaches the object: a fast-mode sync or a strict batch, and where its answer goes. */
+/**
+ * One call as it reaches an object: a fast-mode sync, a relay's batch of them (`syncAll`), an
+ * isolate's sync for a relay to forward (`relay`) or a strict batch, and where its answer goes.
+ */
 export interface Call {
   sync?: SyncRequest;
+  batch?: Forwarded[];
+  /** rate-limiter.ts `relay`'s arguments */
+  relay?: { objectName: string; forwarded: Forwarded; timeoutMs: number };
   /** a fast sync's reason */
   kind?: CallKind;
   costs?: number[];
@@ -58,23 +72,109 @@ export interface Call {
   reply(reply: Reply): void;
 }
 
-/** What the report reads from an object. */
-export interface ObjectStats {
+/** What the report reads from any object's thread. */
+export interface ThreadStats {
   arrived: number;
   served: number;
   overloaded: number;
-  expired: number;
   busyMs: number;
   maxQueued: number;
-  maxPeers: number;
-  /** the largest peer row and the largest key row (stored state) sampled, bytes of JSON as rate-limiter.ts writes them; 0 when not sampled */
-  maxPeerRowBytes: number;
-  maxKeyRowBytes: number;
   /** calls arriving in the busiest second, and in the busiest second after the warm-up */
   peakPerSecond: number;
   steadyPeakPerSecond: number;
   /** the fast syncs of the busiest second after the warm-up, by why they were made */
   steadyPeakKinds: Record<CallKind, number>;
+}
+
+/** What the report reads from a key's object. */
+export interface ObjectStats extends ThreadStats {
+  expired: number;
+  maxPeers: number;
+  /** the largest peer row and the largest key row (stored state) sampled, bytes of JSON as rate-limiter.ts writes them; 0 when not sampled */
+  maxPeerRowBytes: number;
+  maxKeyRowBytes: number;
+}
+
+/** What a call did on the thread: its answer when the thread is done with it (none: an alarm, or an answer that comes later), and what it cost. */
+export interface Served {
+  reply?: Reply;
+  serviceMs: number;
+}
+
+/**
+ * One Durable Object's thread: it serves one call at a time, each costing what `serve` says; calls
+ * beyond it wait in a queue, and one that finds the queue too long is refused as overloaded.
+ */
+export abstract class ObjectThread<S extends ThreadStats> {
+  private readonly queue: (Call | "alarm")[] = [];
+  private queueHead = 0;
+  private busy = false;
+  private lastServiceMs: number = SERVICE.baseMs;
+  private second = -1;
+  private inSecond = 0;
+  private inSecondKinds: Record<CallKind, number> = noKinds();
+
+  constructor(
+    protected readonly clock: Clock,
+    readonly stats: S,
+    /** seconds starting at or after this count toward the steady-state peak */
+    private readonly steadyFrom: number,
+  ) {}
+
+  /** A call arrives now: queued, served at once, or refused as overloaded. */
+  receive(call: Call): void {
+    const now = this.clock.now;
+    this.stats.arrived++;
+    const second = Math.floor(now / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.inSecond = 0;
+      this.inSecondKinds = noKinds();
+    }
+    if (call.kind) this.inSecondKinds[call.kind]++;
+    this.stats.peakPerSecond = Math.max(this.stats.peakPerSecond, ++this.inSecond);
+    if (now >= this.steadyFrom && this.inSecond > this.stats.steadyPeakPerSecond) {
+      this.stats.steadyPeakPerSecond = this.inSecond;
+      this.stats.steadyPeakKinds = { ...this.inSecondKinds };
+    }
+    const queued = this.queue.length - this.queueHead;
+    if (queued >= OVERLOAD.maxQueued || queued * this.lastServiceMs > OVERLOAD.maxWaitMs) {
+      this.stats.overloaded++;
+      call.reply({ ok: false, error: "overloaded" });
+      return;
+    }
+    this.queue.push(call);
+    this.stats.maxQueued = Math.max(this.stats.maxQueued, queued + 1);
+    if (!this.busy) this.serveNext();
+  }
+
+  /** What one call does, run when the thread takes it up. */
+  protected abstract serve(call: Call | "alarm", now: number): Served;
+
+  /** The alarm runs on the object's thread like any call: it waits in the queue, but is never refused. */
+  protected enqueueAlarm(): void {
+    this.queue.push("alarm");
+    if (!this.busy) this.serveNext();
+  }
+
+  private serveNext(): void {
+    if (this.queueHead >= this.queue.length) {
+      this.busy = false;
+      this.queue.length = 0;
+      this.queueHead = 0;
+      return;
+    }
+    this.busy = true;
+    const call = this.queue[this.queueHead++]!;
+    const { reply, serviceMs } = this.serve(call, this.clock.now);
+    this.lastServiceMs = serviceMs;
+    this.stats.busyMs += serviceMs;
+    this.clock.after(serviceMs, () => {
+      this.stats.served++;
+      if (call !== "alarm" && reply) call.reply(reply);
+      this.serveNext();
+    });
+  }
 }
 
 /** How one object behaves beyond floodgate's own code: what the report samples, and the deadline prototype's switch. */
@@ -90,66 +190,25 @@ export interface ObjectOptions {
 /** What answering an expired call costs the PROTOTYPE object: a comparison, no storage. */
 const EXPIRED_MS = 0.05;
 
-export class KeyObject {
+/** One key's object: floodgate's lease and algorithm code on an object's thread. */
+export class KeyObject extends ObjectThread<ObjectStats> {
   private stored: { policy: Policy; state: LimiterState } | undefined;
   private peers: PeerIndex = indexPeers();
   /** a rule with `block`: every request is denied until then */
   private blockedUntil = 0;
   private cursor = Number.NEGATIVE_INFINITY;
   private alarmAt: number | null = null;
-  private readonly queue: (Call | "alarm")[] = [];
-  private queueHead = 0;
-  private busy = false;
-  private lastServiceMs: number = SERVICE.baseMs;
-  private second = -1;
-  private inSecond = 0;
   private nextRowSample = 0;
-  private inSecondKinds: Record<CallKind, number> = noKinds();
-  readonly stats: ObjectStats = { arrived: 0, served: 0, overloaded: 0, expired: 0, busyMs: 0, maxQueued: 0, maxPeers: 0, maxPeerRowBytes: 0, maxKeyRowBytes: 0, peakPerSecond: 0, steadyPeakPerSecond: 0, steadyPeakKinds: noKinds() };
 
   constructor(
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly policy: Policy,
     private readonly options: ObjectOptions = { rowSampleMs: 0, steadyFrom: 0, dropExpired: false },
-  ) {}
-
-  /** A call arrives now: queued, served at once, or refused as overloaded. */
-  receive(call: Call): void {
-    const now = this.clock.now;
-    this.stats.arrived++;
-    const second = Math.floor(now / 1000);
-    if (second !== this.second) {
-      this.second = second;
-      this.inSecond = 0;
-      this.inSecondKinds = noKinds();
-    }
-    if (call.kind) this.inSecondKinds[call.kind]++;
-    this.stats.peakPerSecond = Math.max(this.stats.peakPerSecond, ++this.inSecond);
-    if (now >= this.options.steadyFrom && this.inSecond > this.stats.steadyPeakPerSecond) {
-      this.stats.steadyPeakPerSecond = this.inSecond;
-      this.stats.steadyPeakKinds = { ...this.inSecondKinds };
-    }
-    const queued = this.queue.length - this.queueHead;
-    if (queued >= OVERLOAD.maxQueued || queued * this.lastServiceMs > OVERLOAD.maxWaitMs) {
-      this.stats.overloaded++;
-      call.reply({ ok: false, error: "overloaded" });
-      return;
-    }
-    this.queue.push(call);
-    this.stats.maxQueued = Math.max(this.stats.maxQueued, queued + 1);
-    if (!this.busy) this.serveNext();
+  ) {
+    super(clock, { ...threadStats(), expired: 0, maxPeers: 0, maxPeerRowBytes: 0, maxKeyRowBytes: 0 }, options.steadyFrom);
   }
 
-  private serveNext(): void {
-    if (this.queueHead >= this.queue.length) {
-      this.busy = false;
-      this.queue.length = 0;
-      this.queueHead = 0;
-      return;
-    }
-    this.busy = true;
-    const call = this.queue[this.queueHead++]!;
-    const now = this.clock.now;
+  protected override serve(call: Call | "alarm", now: number): Served {
     let reply: Reply | undefined;
     let serviceMs: number = SERVICE.baseMs;
     if (call !== "alarm" && this.options.dropExpired && call.deadline !== undefined && now >= call.deadline) {
@@ -162,22 +221,28 @@ export class KeyObject {
     } else if (call.sync) {
       reply = { ok: true, lease: this.sync(this.policy, call.sync, now) };
       this.samplePeers(now);
+    } else if (call.batch) {
+      reply = { ok: true, leases: this.syncAll(call.batch, now) };
+      serviceMs += SERVICE.perSyncMs * call.batch.length;
+      this.samplePeers(now);
     } else {
       const costs = call.costs ?? [];
       reply = { ok: true, decided: this.decide(this.policy, costs, now) };
       serviceMs += SERVICE.perDecisionMs * costs.length;
     }
-    this.lastServiceMs = serviceMs;
-    this.stats.busyMs += serviceMs;
-    this.clock.after(serviceMs, () => {
-      this.stats.served++;
-      if (call !== "alarm") call.reply(reply!);
-      this.serveNext();
-    });
+    return { reply, serviceMs };
   }
 
   /**
-   * rate-limiter.ts `sync` (lines 93–110), with the clock passed in; the rows it writes are not
+   * rate-limiter.ts `syncAll` (lines 121–129): each sync applied as `sync` applies it, in order.
+   * Every policy here is the one rule's, which this version reads, so none fails alone.
+   */
+  private syncAll(batch: Forwarded[], now: number): Lease[] {
+    return batch.map(({ policy, request }) => this.sync(policy, request, now));
+  }
+
+  /**
+   * rate-limiter.ts `sync` (lines 97–114), with the clock passed in; the rows it writes are not
    * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
    * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
    */
@@ -193,7 +258,7 @@ export class KeyObject {
     return lease;
   }
 
-  /** rate-limiter.ts `decide` (lines 76–85; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
+  /** rate-limiter.ts `decide` (lines 80–89; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
@@ -205,7 +270,7 @@ export class KeyObject {
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 141–163) and `forgetSilentPeers` (lines 198–202); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` (lines 171–193) and `forgetSilentPeers` (lines 228–232); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
@@ -227,18 +292,15 @@ export class KeyObject {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 188–190): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor` (lines 218–220): the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
 
-  /** The alarm runs on the object's thread like any call: it waits in the queue, but is never refused. */
   private setAlarm(at: number): void {
     this.alarmAt = at;
     this.clock.at(at, () => {
-      if (this.alarmAt !== at) return;
-      this.queue.push("alarm");
-      if (!this.busy) this.serveNext();
+      if (this.alarmAt === at) this.enqueueAlarm();
     });
   }
 
@@ -246,7 +308,7 @@ export class KeyObject {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 205–215) and one per peer (`writePeers`, lines 222–231).
+    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 235–245) and one per peer (`writePeers`, lines 252–261).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
     for (const peer of this.peers.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);
@@ -260,4 +322,9 @@ export class KeyObject {
 
 function noKinds(): Record<CallKind, number> {
   return { first: 0, waiting: 0, background: 0, release: 0 };
+}
+
+/** A thread's counters before its first call. */
+export function threadStats(): ThreadStats {
+  return { arrived: 0, served: 0, overloaded: 0, busyMs: 0, maxQueued: 0, peakPerSecond: 0, steadyPeakPerSecond: 0, steadyPeakKinds: noKinds() };
 }

@@ -4,7 +4,7 @@ import type { RttModel } from "./latency";
 import { OptionError, type Options } from "./options";
 import type { Shape } from "./traffic";
 
-export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
+export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "relay" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
 
 export interface Scenario {
   name: string;
@@ -33,8 +33,8 @@ export interface Scenario {
   coalesce: boolean;
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
-  /** PROTOTYPE: isolates reach the key's object through this many per-location aggregators (0: directly) */
-  locations: number;
+  /** the rule's `aggregate: "location"`: isolates sync through their location's relay */
+  aggregate: boolean;
   /** the rule's timeout; absent: the product's default */
   timeoutMs?: number;
 }
@@ -46,8 +46,13 @@ export const LIFETIME_MS = 5 * 60_000;
 /** The churn stress: isolates vanish every 30 s on average, with whatever they hold. */
 export const STRESS_LIFETIME_MS = 30_000;
 
-/** PROTOTYPE: locations a global key's isolates sit in, each with one aggregator (an assumption: Cloudflare has about 300; a key's traffic reaches fewer). */
+/** Locations a key's isolates sit in, slot k at location k mod 64 (an assumption: Cloudflare has about 300; a key's traffic reaches fewer): where the rule aggregates, one relay each. */
 export const LOCATIONS = 64;
+
+/** The relay scenario that repeats a scenario of the default design with `aggregate: "location"`: `relay-…` for `fast-…`, `relay-churn-…` for `churn-…`. */
+export function relayOf(scenario: string): string {
+  return scenario.replace(/^fast-/, "relay-").replace(/^churn-/, "relay-churn-");
+}
 
 /** Durations and rates; quick runs shorten the runs and drop some variants, not the sizes the targets are read at. */
 export interface Sizes {
@@ -105,7 +110,7 @@ const base = {
   rtt: "mixed" as RttModel,
   coalesce: true,
   dropExpired: false,
-  locations: 0,
+  aggregate: false,
 };
 
 /**
@@ -210,6 +215,9 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
       });
     }
   }
+  // The global keys past 64 isolates again, with `aggregate: "location"`: each location's relay forwards its isolates' syncs.
+  const relayed = out.filter((r) => (r.family === "global-fast" && r.isolates >= 512) || (r.family === "churn" && r.algorithm === "sliding-window"));
+  out.push(...relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: true })));
   // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
   const clientLimit = 600;
   const harmonic = Array.from({ length: 100_000 }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
@@ -268,20 +276,11 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
       out.push({ ...strictBase, name: `proto-deadline-strict-hot-i${isolates}-${offered}rps`, family: "prototype", isolates, load: (offered * P) / 1000 / strictLimit, shape, dropExpired: true });
     }
   }
-  // PROTOTYPE (simulator only): the global fast keys at 4,096 isolates, reached through an aggregator per location.
-  for (const isolates of counts.filter((n) => n >= 2_048)) {
-    for (const algorithm of algorithms) {
-      const one = { ...base, family: "prototype" as const, mode: "fast" as const, algorithm, isolates, limit: L, periodMs: P, durationMs: fastMs(isolates), locations: LOCATIONS };
-      const id = `proto-colo-${short(algorithm)}-global-i${isolates}`;
-      out.push({ ...one, name: `${id}-1x`, load: 1, shape: steady(L, P, 1) });
-      out.push({ ...one, name: `${id}-10x`, load: 10, shape: steady(L, P, 10) });
-    }
-  }
   return out;
 }
 
 /** The families, in report order. */
-export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
+export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "relay", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
 
 /**
  * The scenarios a run's options ask for. `only` items are scenario names, family names, or globs

@@ -42,12 +42,13 @@ export class StrictIsolate extends IsolateBase {
 
   constructor(
     id: string,
+    location: string,
     rttMs: number,
     link: Link,
     /** false: each request calls alone, as decideStrict does without a waitUntil */
     private readonly coalesce: boolean,
   ) {
-    super(id, rttMs, link);
+    super(id, location, rttMs, link);
   }
 
   /** src/strict/index.ts `decideStrict` (lines 46–84), and src/limiter/index.ts `decide`'s onError on failure. */

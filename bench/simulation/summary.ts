@@ -52,6 +52,8 @@ export interface ScenarioResult {
     objectMaxKeyRowBytes: number;
     /** the hottest object's busiest second after the warm-up: its fast syncs by why they were made */
     objectPeakByKind: { first: number; waiting: number; background: number; release: number };
+    /** `aggregate: "location"` only (else null): the relays between the isolates and the key's object */
+    relay: RelayFigures | null;
     /** strict: decisions per object call (the coalescer's batch size); fast: requests per call */
     requestsPerCall: number;
     /** requests decided without error after the warm-up, per second */
@@ -61,6 +63,43 @@ export interface ScenarioResult {
     admittedPerSecond: number[];
     offeredPerSecondSeries: number[];
     events: number;
+  };
+}
+
+/** What the relays did: their calls are the isolates' syncs, their batches the key's object's calls. */
+export interface RelayFigures {
+  relays: number;
+  /** the isolates' calls to their relays */
+  calls: number;
+  /** the busiest relay's calls in its busiest second after the warm-up, and counting the warm-up */
+  callsPerSecondPeak: number;
+  callsPerSecondPeakWithWarmup: number;
+  batches: number;
+  syncsPerBatch: number;
+  /** syncs refused at once by a full queue, batches that outlived their timeout, calls refused as overloaded */
+  refused: number;
+  timedOut: number;
+  overloaded: number;
+  /** the busiest relay's busy share of its thread */
+  busy: number;
+}
+
+function relayFigures(world: World): RelayFigures | null {
+  if (world.relays.size === 0) return null;
+  const all = [...world.relays.values()].map((r) => r.stats);
+  const sum = (f: (x: (typeof all)[number]) => number) => all.reduce((a, x) => a + f(x), 0);
+  const batches = sum((x) => x.batches);
+  return {
+    relays: all.length,
+    calls: sum((x) => x.arrived),
+    callsPerSecondPeak: Math.max(...all.map((x) => x.steadyPeakPerSecond)),
+    callsPerSecondPeakWithWarmup: Math.max(...all.map((x) => x.peakPerSecond)),
+    batches,
+    syncsPerBatch: batches > 0 ? round(sum((x) => x.forwarded) / batches, 3) : 0,
+    refused: sum((x) => x.refused),
+    timedOut: sum((x) => x.timedOut),
+    overloaded: sum((x) => x.overloaded),
+    busy: round(Math.max(...all.map((x) => x.busyMs)) / (world.scenario.durationMs + 5_000), 4),
   };
 }
 
@@ -133,6 +172,7 @@ export function summarise(world: World): ScenarioResult {
       objectMaxPeerRowBytes: stats?.maxPeerRowBytes ?? 0,
       objectMaxKeyRowBytes: stats?.maxKeyRowBytes ?? 0,
       objectPeakByKind: { ...(steadyPeakObject?.stats.steadyPeakKinds ?? { first: 0, waiting: 0, background: 0, release: 0 }) },
+      relay: relayFigures(world),
       requestsPerCall: calls > 0 ? round(totals.requests / calls, 3) : 0,
       servedPerSecond: round((totals.steadyRequests - totals.steadyErrors) / steadySeconds, 1),
       callsPerSecond: totals.callsPerSecond,

@@ -1,9 +1,10 @@
-// npm run simulate at smoke-test size: it runs, the same seed gives the same numbers, bad options are refused by name, a failed scenario is reported.
+// npm run simulate at smoke-test size: it runs, the same seed gives the same numbers, bad options are refused by name, a failed scenario is reported, relays spare the key's object calls.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runScenario } from "../../bench/simulation/engine";
 import { renderReport } from "../../bench/simulation/report";
 import { selectScenarios } from "../../bench/simulation/scenarios";
 import { ROOT } from "./root";
@@ -70,6 +71,14 @@ describe("npm run simulate", () => {
     expect(status).not.toBe(0);
     expect(stderr).toContain(named);
     expect(existsSync(join(out, "simulation.json"))).toBe(false);
+  });
+
+  it("sends the key's object fewer calls through relays than straight from the isolates, on the same load", () => {
+    // 20 s of 4,096 isolates at 10×: every isolate's first sync comes in the first seconds, and a location's relay sends them together.
+    const only = ["fast-sw-global-i4096-10x", "relay-sw-global-i4096-10x"];
+    const [direct, relayed] = selectScenarios({ quick: true, isolates: [4096], only, seconds: 20 }).map((s) => runScenario(s, 1));
+    expect(relayed!.detail.relay!.syncsPerBatch).toBeGreaterThan(1);
+    expect(relayed!.detail.calls).toBeLessThan(direct!.detail.calls / 2);
   });
 
   it("reports a scenario that failed as failed, with its error, rather than dropping it", () => {

@@ -1,0 +1,104 @@
+/**
+ * A location's relay object for one key (`aggregate: "location"`): floodgate's own `RelayQueue`
+ * (src/fast/relay.ts) on an object's thread, its `forward`, `pump` and `send` (src/durable-object/relay.ts,
+ * which runs on timers, promises and `Date.now()`) mirrored on the simulated clock with their lines named.
+ */
+import { RelayQueue, type Forwarded } from "../../src/fast/relay";
+import type { Clock } from "./clock";
+import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served, type ThreadStats } from "./object";
+
+/** relay.ts `Waiter` (lines 14–18): an isolate's sync, and where its answer goes. */
+interface Waiter extends Forwarded {
+  timeoutMs: number;
+  reply(reply: Reply): void;
+}
+
+/** What the report reads from a relay, beyond its thread's counters. */
+export interface RelayStats extends ThreadStats {
+  batches: number;
+  /** syncs its batches carried */
+  forwarded: number;
+  /** syncs refused at once because its queue was full (RelayFullError) */
+  refused: number;
+  /** batches that outlived their timeout */
+  timedOut: number;
+}
+
+/** Sends one batch to the key's object (`syncAll`) over the network; `onReply` runs when the answer is back at the relay. */
+export type SendBatch = (objectName: string, batch: Forwarded[], onReply: (reply: Reply) => void) => void;
+
+/**
+ * The relay object: each isolate's `relay` call costs its thread what any call costs (SERVICE.baseMs),
+ * its answer included; sending a batch and handing out its answers ride on the calls and timers
+ * around them and are not charged. It never vanishes (nor restarts): the model's limitation.
+ */
+export class RelayObject extends ObjectThread<RelayStats> {
+  /** relay.ts keeps a lane per key's object; a relay object is named for one key, so it has one */
+  private readonly waiting = new RelayQueue<Waiter>();
+  private timer = false;
+
+  constructor(
+    clock: Clock,
+    steadyFrom: number,
+    private readonly sendBatch: SendBatch,
+  ) {
+    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0 }, steadyFrom);
+  }
+
+  /** relay.ts `forward` (lines 37–48): queue the sync, or refuse it at once when the queue is full. */
+  protected override serve(call: Call | "alarm"): Served {
+    // A relay sets no alarm, so every call is an isolate's `relay`.
+    const { relay, reply } = call as Call;
+    const { objectName, forwarded, timeoutMs } = relay!;
+    if (!this.waiting.add({ ...forwarded, timeoutMs, reply })) {
+      this.stats.refused++;
+      return { reply: { ok: false, error: "full" }, serviceMs: SERVICE.baseMs };
+    }
+    this.pump(objectName);
+    return { serviceMs: SERVICE.baseMs };
+  }
+
+  /** relay.ts `pump` (lines 51–68): send the next batch when it is due, or set the timer for when it will be. */
+  private pump(objectName: string): void {
+    if (this.timer) return;
+    const due = this.waiting.dueAt();
+    if (due === undefined) return;
+    const now = this.clock.now;
+    if (due > now) {
+      this.timer = true;
+      this.clock.at(due, () => {
+        this.timer = false;
+        this.pump(objectName);
+      });
+      return;
+    }
+    const batch = this.waiting.take(now);
+    this.send(objectName, batch, () => {
+      this.waiting.settled();
+      this.pump(objectName);
+    });
+  }
+
+  /**
+   * relay.ts `send` (lines 75–98): one `syncAll` for the batch, given up after the longest timeout
+   * among its syncs (`withTimeout`), each sync answered with its own lease or every one with the
+   * batch's error. The simulated object never fails a call as retryable, so the one retry is not
+   * mirrored, and answers no sync with an error of its own (see KeyObject `syncAll`).
+   */
+  private send(objectName: string, batch: Waiter[], settled: () => void): void {
+    this.stats.batches++;
+    this.stats.forwarded += batch.length;
+    let over = false;
+    const finish = (reply: Reply): void => {
+      if (over) return;
+      over = true;
+      batch.forEach((w, i) => w.reply(reply.ok ? { ok: true, lease: reply.leases![i]! } : reply));
+      settled();
+    };
+    this.sendBatch(objectName, batch.map(({ policy, request }) => ({ policy, request })), finish);
+    this.clock.after(Math.max(...batch.map((w) => w.timeoutMs)), () => {
+      if (!over) this.stats.timedOut++;
+      finish({ ok: false, error: "timeout" });
+    });
+  }
+}
