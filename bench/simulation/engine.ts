@@ -85,7 +85,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       const { farMs } = places.get(location)!;
       const send: SendBatch = (objectName, batch, onReply) => {
         totals.call(clock.now);
-        deliver(farMs, () => objectFor(objectName), { batch }, onReply);
+        deliver(farMs, () => objectFor(objectName), { batch, relayId: name }, onReply);
       };
       world.relays.set(name, (relay = new RelayObject(clock, T0 + s.warmupMs, send)));
     }

@@ -9,7 +9,7 @@
 import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
-import type { Forwarded } from "../../src/fast/relay";
+import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { isLive, lastPinEnds } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
@@ -45,7 +45,7 @@ const RETRY_WINDOW_MS = 60_000;
  * PROTOTYPE; from a relay, "full" (its queue refused the sync) and "timeout" (its batch outlived
  * the batch's timeout).
  */
-export type Reply = { ok: true; lease?: Lease; leases?: Lease[]; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" | "full" | "timeout" };
+export type Reply = { ok: true; lease?: Lease; relayed?: Relayed; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" | "full" | "timeout" };
 
 /**
  * Why a fast isolate called: its first sync for the key, a request its lease could not pay for
@@ -61,6 +61,8 @@ export const CALL_KINDS: readonly CallKind[] = ["first", "waiting", "background"
 export interface Call {
   sync?: SyncRequest;
   batch?: Forwarded[];
+  /** the relay that sent `batch` (rate-limiter.ts `syncAll`'s `relay`) */
+  relayId?: string;
   /** rate-limiter.ts `relay`'s arguments */
   relay?: { objectName: string; forwarded: Forwarded; timeoutMs: number };
   /** a fast sync's reason */
@@ -199,6 +201,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   private cursor = Number.NEGATIVE_INFINITY;
   private alarmAt: number | null = null;
   private nextRowSample = 0;
+  private readonly relays = new RelayBook();
 
   constructor(
     clock: Clock,
@@ -222,7 +225,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
       reply = { ok: true, lease: this.sync(this.policy, call.sync, now) };
       this.samplePeers(now);
     } else if (call.batch) {
-      reply = { ok: true, leases: this.syncAll(call.batch, now) };
+      reply = { ok: true, relayed: this.syncAll(call.relayId!, call.batch, now) };
       serviceMs += SERVICE.perSyncMs * call.batch.length;
       this.samplePeers(now);
     } else {
@@ -234,15 +237,16 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   }
 
   /**
-   * rate-limiter.ts `syncAll` (lines 121–129): each sync applied as `sync` applies it, in order.
+   * rate-limiter.ts `syncAll` (lines 125–134): each sync applied as `sync` applies it, in order, and
+   * the relay told its gap by floodgate's own `RelayBook`.
    * Every policy here is the one rule's, which this version reads, so none fails alone.
    */
-  private syncAll(batch: Forwarded[], now: number): Lease[] {
-    return batch.map(({ policy, request }) => this.sync(policy, request, now));
+  private syncAll(relay: string, batch: Forwarded[], now: number): Relayed {
+    return { answers: batch.map(({ policy, request }) => this.sync(policy, request, now)), gapMs: this.relays.heard(relay, now) };
   }
 
   /**
-   * rate-limiter.ts `sync` (lines 97–114), with the clock passed in; the rows it writes are not
+   * rate-limiter.ts `sync` (lines 99–116), with the clock passed in; the rows it writes are not
    * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
    * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
    */
@@ -258,7 +262,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     return lease;
   }
 
-  /** rate-limiter.ts `decide` (lines 80–89; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
+  /** rate-limiter.ts `decide` (lines 82–91; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
@@ -270,7 +274,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 171–193) and `forgetSilentPeers` (lines 228–232); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` (lines 176–198) and `forgetSilentPeers` (lines 233–237); `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
@@ -292,7 +296,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 218–220): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor` (lines 223–225): the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
@@ -308,7 +312,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 235–245) and one per peer (`writePeers`, lines 252–261).
+    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 240–250) and one per peer (`writePeers`, lines 257–266).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
     for (const peer of this.peers.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);

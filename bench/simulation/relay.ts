@@ -3,6 +3,7 @@
  * (src/fast/relay.ts) on an object's thread, its `forward`, `pump` and `send` (src/durable-object/relay.ts,
  * which runs on timers, promises and `Date.now()`) mirrored on the simulated clock with their lines named.
  */
+import type { Lease } from "../../src/fast/lease";
 import { RelayQueue, type Forwarded } from "../../src/fast/relay";
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served, type ThreadStats } from "./object";
@@ -45,7 +46,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0 }, steadyFrom);
   }
 
-  /** relay.ts `forward` (lines 37–48): queue the sync, or refuse it at once when the queue is full. */
+  /** relay.ts `forward` (lines 39–50): queue the sync, or refuse it at once when the queue is full. */
   protected override serve(call: Call | "alarm"): Served {
     // A relay sets no alarm, so every call is an isolate's `relay`.
     const { relay, reply } = call as Call;
@@ -58,7 +59,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     return { serviceMs: SERVICE.baseMs };
   }
 
-  /** relay.ts `pump` (lines 51–68): send the next batch when it is due, or set the timer for when it will be. */
+  /** relay.ts `pump` (lines 53–70): send the next batch when it is due, or set the timer for when it will be. */
   private pump(objectName: string): void {
     if (this.timer) return;
     const due = this.waiting.dueAt();
@@ -73,27 +74,28 @@ export class RelayObject extends ObjectThread<RelayStats> {
       return;
     }
     const batch = this.waiting.take(now);
-    this.send(objectName, batch, () => {
-      this.waiting.settled();
+    this.send(objectName, batch, (gapMs) => {
+      this.waiting.settled(gapMs);
       this.pump(objectName);
     });
   }
 
   /**
-   * relay.ts `send` (lines 75–98): one `syncAll` for the batch, given up after the longest timeout
+   * relay.ts `send` (lines 77–102): one `syncAll` for the batch, given up after the longest timeout
    * among its syncs (`withTimeout`), each sync answered with its own lease or every one with the
-   * batch's error. The simulated object never fails a call as retryable, so the one retry is not
+   * batch's error; the gap the key's object asked for paces the next batch. The simulated object never fails a call as retryable, so the one retry is not
    * mirrored, and answers no sync with an error of its own (see KeyObject `syncAll`).
    */
-  private send(objectName: string, batch: Waiter[], settled: () => void): void {
+  private send(objectName: string, batch: Waiter[], settled: (gapMs: number | undefined) => void): void {
     this.stats.batches++;
     this.stats.forwarded += batch.length;
     let over = false;
     const finish = (reply: Reply): void => {
       if (over) return;
       over = true;
-      batch.forEach((w, i) => w.reply(reply.ok ? { ok: true, lease: reply.leases![i]! } : reply));
-      settled();
+      // The simulated object answers every sync with a lease (see KeyObject `syncAll`).
+      batch.forEach((w, i) => w.reply(reply.ok ? { ok: true, lease: reply.relayed!.answers[i] as Lease } : reply));
+      settled(reply.ok ? reply.relayed!.gapMs : undefined);
     };
     this.sendBatch(objectName, batch.map(({ policy, request }) => ({ policy, request })), finish);
     this.clock.after(Math.max(...batch.map((w) => w.timeoutMs)), () => {

@@ -1,7 +1,7 @@
 /** The issue's targets, read from a run's results: a verdict each, and why a miss is a miss from the run's own numbers. */
 import { percent } from "../lib/stats";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
-import { RELAY_GAP_MS } from "../../src/fast/relay";
+import { relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
 import { relayOf } from "./scenarios";
@@ -309,7 +309,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 function whyRelayCalls(r: ScenarioResult): string {
   const relay = r.detail.relay!;
   return (
-    `${r.name}: ${n(r.objectCallsPerSecondPeak)} calls at the key's object in its busiest second, each a batch from one of ${n(relay.relays)} relays (at most one per relay per ${RELAY_GAP_MS} ms, one in flight); ` +
+    `${r.name}: ${n(r.objectCallsPerSecondPeak)} calls at the key's object in its busiest second, each a batch from one of ${n(relay.relays)} relays (one in flight per relay, paced by the object to ${relayGap(relay.relays)} ms apart or more); ` +
     `${n(relay.batches)} batches carried ${n(relay.calls)} syncs, ${relay.syncsPerBatch.toFixed(2)} a batch on average, and the busiest relay took ${n(relay.callsPerSecondPeak)} calls in its busiest second.`
   );
 }

@@ -7,7 +7,7 @@ import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
-import type { Forwarded } from "../fast/relay";
+import { RelayBook, type Forwarded, type Relayed } from "../fast/relay";
 import { Relay } from "./relay";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
@@ -50,6 +50,8 @@ export class RateLimiter extends DurableObject<Env> {
   private hasTable = false;
   /** made when this object is a location's relay (see ../fast/relay) */
   private relayed: Relay | undefined;
+  /** the relays that forward this key's syncs, to pace them */
+  private readonly relays = new RelayBook();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -116,16 +118,19 @@ export class RateLimiter extends DurableObject<Env> {
   /**
    * Several isolates' syncs in one call, as a location's relay forwards them: each applied as
    * {@link sync} applies it, in order. One that throws (a policy this version cannot read, from
-   * another Worker version) fails alone, with its message, and the others are answered.
+   * another Worker version) fails alone, with its message, and the others are answered. The relay
+   * is told how long to wait before its next batch: its share of the calls this object takes from
+   * all its relays.
    */
-  syncAll(batch: Forwarded[]): (Lease | { error: string })[] {
-    return batch.map(({ policy, request }) => {
+  syncAll(relay: string, batch: Forwarded[]): Relayed {
+    const answers = batch.map(({ policy, request }) => {
       try {
         return this.sync(policy, request);
       } catch (error) {
         return { error: error instanceof Error ? error.message : String(error) };
       }
     });
+    return { answers, gapMs: this.relays.heard(relay, Date.now()) };
   }
 
   /**

@@ -1,7 +1,7 @@
 /** The relay side of a RateLimiter named for a location: it forwards that location's syncs for one key in batches. */
 import type { Env } from "../env";
 import type { Lease } from "../fast/lease";
-import { RelayQueue, type Forwarded } from "../fast/relay";
+import { RelayQueue, type Forwarded, type Relayed } from "../fast/relay";
 import { metrics } from "../metrics/metrics";
 import { withTimeout } from "../strict/timeout";
 import { objectErrorKind } from "./errors";
@@ -30,6 +30,8 @@ interface Lane {
  */
 export class Relay {
   private readonly lanes = new Map<string, Lane>();
+  /** names this relay to the keys' objects, which pace their relays (made here: Workers allows no random values at module scope) */
+  private readonly id = crypto.randomUUID();
 
   constructor(private readonly namespace: Env["LIMITER"]) {}
 
@@ -61,26 +63,26 @@ export class Relay {
       return;
     }
     const batch = lane.queue.take(now);
-    void this.send(objectName, batch).finally(() => {
-      lane.queue.settled();
+    void this.send(objectName, batch).then((gapMs) => {
+      lane.queue.settled(gapMs);
       this.pump(objectName, lane);
     });
   }
 
   /**
-   * One call for the whole batch, bounded by the longest timeout among its isolates' rules. The
-   * syncs are idempotent, so a fault Cloudflare marks retryable is retried once; an overloaded
-   * object is not.
+   * One call for the whole batch, bounded by the longest timeout among its isolates' rules, which
+   * resolves with the gap the key's object asks for (undefined when the call failed). The syncs are
+   * idempotent, so a fault Cloudflare marks retryable is retried once; an overloaded object is not.
    */
-  private async send(objectName: string, batch: Waiter[]): Promise<void> {
+  private async send(objectName: string, batch: Waiter[]): Promise<number | undefined> {
     const stub = limiterStub(this.namespace, objectName);
     const items = batch.map(({ policy, request }) => ({ policy, request }));
-    const call = (): Promise<(Lease | { error: string })[]> => {
+    const call = (): Promise<Relayed> => {
       metrics.count("floodgate_durable_object_calls_total", { method: "syncAll" });
-      return stub.syncAll(items);
+      return stub.syncAll(this.id, items);
     };
     try {
-      const leases = await withTimeout(
+      const { answers, gapMs } = await withTimeout(
         call().catch((error: unknown) => {
           if (objectErrorKind(error) !== "retryable") throw error;
           return call();
@@ -88,12 +90,14 @@ export class Relay {
         Math.max(...batch.map((w) => w.timeoutMs)),
       );
       batch.forEach((w, i) => {
-        const answer = leases[i]!;
+        const answer = answers[i]!;
         if ("error" in answer) w.reject(new Error(answer.error));
         else w.resolve(answer);
       });
+      return gapMs;
     } catch (error) {
       for (const w of batch) w.reject(error);
+      return undefined;
     }
   }
 }

@@ -1,14 +1,30 @@
 /** A location's relay for one key: its isolates' syncs, forwarded to the key's object together, one batch in flight at a time. */
 import type { Policy } from "../algorithms";
-import type { SyncRequest } from "./lease";
+import type { Lease, SyncRequest } from "./lease";
 
 /**
- * The least time between two batches one relay sends. A relay's batches reach the key's object
- * at most this often (or once a round trip, when that is longer), however many isolates its
- * location runs: with a relay in each of 64 locations, at most 640 calls a second, and far fewer
- * while the object's booking spaces the isolates' own syncs.
+ * The least time between two batches one relay sends: a relay's batches reach the key's object at
+ * most this often (or once a round trip, when that is longer), however many isolates its location
+ * runs. The key's object asks for more (see {@link relayGap}) once more relays call it.
  */
 export const RELAY_GAP_MS = 100;
+
+/**
+ * The calls a second a key's object takes from its relays together: each relay's gap is its share.
+ * Syncs through a relay seldom arrive together (a relay of 64 isolates hears a few a second), so a
+ * batch carries about one: it is the gap, not the batching, that bounds the object's calls.
+ */
+export const RELAY_CALLS_PER_SECOND = 200;
+
+/**
+ * The longest gap a key's object asks of a relay: a sync that waits at a relay for the gap, then
+ * for its batch's round trip (up to 300 ms across the world), is still answered within the default
+ * 1 s timeout. Past 100 relays the object's calls then grow with them, 2 a second each.
+ */
+export const MAX_RELAY_GAP_MS = 500;
+
+/** A relay counts as calling a key's object for this long after its last batch. */
+export const RELAY_ACTIVE_MS = 10_000;
 
 /** The most syncs one batch carries: the object's call costs a few µs more per sync. */
 export const RELAY_BATCH = 128;
@@ -22,15 +38,22 @@ export interface Forwarded {
   request: SyncRequest;
 }
 
+/** The key's object's answer to a batch: each sync's lease (or why it failed), and the gap the relay is to keep. */
+export interface Relayed {
+  answers: (Lease | { error: string })[];
+  gapMs: number;
+}
+
 /**
  * The syncs waiting at one relay for one key, and when the next batch may leave: at once when the
- * relay has been quiet for {@link RELAY_GAP_MS}, otherwise that long after the last one left, and
- * never while one is in flight. Time is a parameter; the relay object keeps the timers.
+ * relay has been quiet for its gap (RELAY_GAP_MS, or what the key's object last asked for),
+ * otherwise that long after the last one left, and never while one is in flight. Time is a parameter; the relay object keeps the timers.
  */
 export class RelayQueue<T> {
   private waiting: T[] = [];
   private inFlight = false;
   private lastSentAt = Number.NEGATIVE_INFINITY;
+  private gapMs = RELAY_GAP_MS;
 
   /** Queues an item; false when the queue is full (the caller refuses it). */
   add(item: T): boolean {
@@ -42,7 +65,7 @@ export class RelayQueue<T> {
   /** When the next batch may leave; undefined while one is in flight or nothing waits. */
   dueAt(): number | undefined {
     if (this.inFlight || this.waiting.length === 0) return undefined;
-    return this.lastSentAt + RELAY_GAP_MS;
+    return this.lastSentAt + this.gapMs;
   }
 
   /** Takes the next batch, oldest first, and marks it in flight. */
@@ -52,9 +75,10 @@ export class RelayQueue<T> {
     return this.waiting.splice(0, RELAY_BATCH);
   }
 
-  /** The batch in flight was answered or failed. */
-  settled(): void {
+  /** The batch in flight was answered (with the gap the key's object asks for) or failed. */
+  settled(gapMs = this.gapMs): void {
     this.inFlight = false;
+    this.gapMs = gapMs;
   }
 
   get size(): number {
@@ -68,4 +92,26 @@ export class RelayQueue<T> {
  */
 export function relayName(location: string, objectName: string): string {
   return `@${location}/${objectName}`;
+}
+
+/** The gap a key's object asks of each of `relays` relays calling it: their share of RELAY_CALLS_PER_SECOND, within RELAY_GAP_MS and MAX_RELAY_GAP_MS. */
+export function relayGap(relays: number): number {
+  return Math.min(MAX_RELAY_GAP_MS, Math.max(RELAY_GAP_MS, Math.ceil((1_000 * relays) / RELAY_CALLS_PER_SECOND)));
+}
+
+/** The relays a key's object heard from within RELAY_ACTIVE_MS, to pace them by (kept in memory: a restart only loosens the pacing for a moment). */
+export class RelayBook {
+  private readonly heardAt = new Map<string, number>();
+
+  /** Notes a batch from `relay` at `now`, and returns the gap it is asked to keep. */
+  heard(relay: string, now: number): number {
+    this.heardAt.delete(relay);
+    this.heardAt.set(relay, now);
+    // Oldest first (each is re-inserted when heard), so the silent ones are at the front.
+    for (const [id, at] of this.heardAt) {
+      if (at > now - RELAY_ACTIVE_MS) break;
+      this.heardAt.delete(id);
+    }
+    return relayGap(this.heardAt.size);
+  }
 }
