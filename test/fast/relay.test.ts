@@ -2,7 +2,18 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import type { SyncRequest } from "../../src/fast/lease";
-import { RELAY_BATCH, RELAY_GAP_MS, RELAY_QUEUE, RelayQueue, relayName } from "../../src/fast/relay";
+import {
+  MAX_RELAY_GAP_MS,
+  RELAY_ACTIVE_MS,
+  RELAY_BATCH,
+  RELAY_CALLS_PER_SECOND,
+  RELAY_GAP_MS,
+  RELAY_QUEUE,
+  RelayBook,
+  RelayQueue,
+  relayGap,
+  relayName,
+} from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { originLog, send } from "../helpers/worker";
 
@@ -41,6 +52,32 @@ describe("a relay's queue", () => {
     const queue = new RelayQueue<number>();
     for (let i = 0; i < RELAY_QUEUE; i++) expect(queue.add(i)).toBe(true);
     expect(queue.add(RELAY_QUEUE)).toBe(false);
+  });
+
+  it("keeps the gap the key's object asked for after a batch, and the last one after a failure", () => {
+    const queue = new RelayQueue<string>();
+    queue.add("a");
+    queue.take(0);
+    queue.settled(320);
+    queue.add("b");
+    expect(queue.dueAt()).toBe(320);
+    queue.take(320);
+    queue.settled(undefined);
+    queue.add("c");
+    expect(queue.dueAt()).toBe(640);
+  });
+
+  it("asks each relay for its share of RELAY_CALLS_PER_SECOND, within RELAY_GAP_MS and MAX_RELAY_GAP_MS", () => {
+    expect(relayGap(1)).toBe(RELAY_GAP_MS);
+    expect(relayGap(64)).toBe(Math.ceil((64 * 1_000) / RELAY_CALLS_PER_SECOND));
+    expect(relayGap(10_000)).toBe(MAX_RELAY_GAP_MS);
+  });
+
+  it("paces by the relays heard within RELAY_ACTIVE_MS, forgetting the silent ones", () => {
+    const book = new RelayBook();
+    for (let i = 0; i < 63; i++) book.heard(`old-${i}`, 0);
+    expect(book.heard("new", 1_000)).toBe(relayGap(64));
+    expect(book.heard("new", RELAY_ACTIVE_MS + 1)).toBe(relayGap(1));
   });
 
   it("names a relay apart from every key's object", () => {
