@@ -11,8 +11,8 @@ export const RELAY_GAP_MS = 100;
 
 /**
  * The calls a second a key's object takes from its relays together: each relay's gap is its share.
- * Syncs through a relay seldom arrive together (a relay of 64 isolates hears a few a second), so a
- * batch carries about one: it is the gap, not the batching, that bounds the object's calls.
+ * A relay of 64 isolates hears a few syncs a second, so its batches are small: the gap, not the
+ * batching, is what bounds the object's calls (measured in bench/SIMULATION.md's Relays).
  */
 export const RELAY_CALLS_PER_SECOND = 200;
 
