@@ -3,6 +3,8 @@ import type { ChartSpec } from "../lib/section";
 import { relayOf } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
+/** A per-second series as chart points, second by second. */
+const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
 const label = (algorithm: string) => (algorithm === "sliding-window" ? "sliding window" : "token bucket");
 
 /** One series over isolate counts: `value` of each row `pick` keeps, the worst per isolate count. */
@@ -50,7 +52,6 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
 
   const flash = global.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => Math.abs(a.isolates - 512) - Math.abs(b.isolates - 512))[0];
   if (flash) {
-    const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
     out.push({
       file: "flash-crowd",
       title: `Flash crowd, sliding window, ${flash.isolates.toLocaleString("en-US")} isolates: per second`,
@@ -70,7 +71,6 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
   const relayFlash = relayed.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => b.isolates - a.isolates)[0];
   const plainFlash = relayFlash && global.find((r) => relayOf(r.name) === relayFlash.name);
   if (relayFlash && plainFlash) {
-    const seconds = (series: number[]): [number, number][] => series.map((v, i) => [i, v]);
     out.push({
       file: "relay-flash",
       title: `Flash crowd, sliding window, ${relayFlash.isolates.toLocaleString("en-US")} isolates: the key's object's calls per second, with and without relays`,

@@ -138,7 +138,7 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 196–234): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 196–231): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
    * aggregates, to its location's relay (lines 204–210). The simulated objects never fail a call as
    * retryable, so the one retry of lines 213–216 is not mirrored; `rulePeers` (line 218) is kept
@@ -178,7 +178,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 237–245). */
+  /** index.ts `flushEvicted` (lines 234–242). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -189,7 +189,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 251–262). */
+  /** index.ts `sweep` (lines 248–259). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

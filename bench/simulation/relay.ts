@@ -81,7 +81,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
   }
 
   /**
-   * relay.ts `send` (lines 77–102): one `syncAll` for the batch, given up after the longest timeout
+   * relay.ts `send` (lines 77–96): one `syncAll` for the batch, given up after the longest timeout
    * among its syncs (`withTimeout`), each sync answered with its own lease or every one with the
    * batch's error; the gap the key's object asked for paces the next batch. The simulated object never fails a call as retryable, so the one retry is not
    * mirrored, and answers no sync with an error of its own (see KeyObject `syncAll`).

@@ -22,3 +22,14 @@ export function objectErrorKind(error: unknown): ObjectErrorKind {
   if (marks.retryable === true) return "retryable";
   return "other";
 }
+
+/**
+ * Makes an idempotent call, and once more when it fails with an error Cloudflare marks retryable;
+ * never after an overloaded one (a retry adds to the overload) nor any other.
+ */
+export function retriedOnce<T>(call: () => Promise<T>): Promise<T> {
+  return call().catch((error: unknown) => {
+    if (objectErrorKind(error) !== "retryable") throw error;
+    return call();
+  });
+}

@@ -4,7 +4,7 @@ import type { Lease } from "../fast/lease";
 import { RelayQueue, type Forwarded, type Relayed } from "../fast/relay";
 import { metrics } from "../metrics/metrics";
 import { withTimeout } from "../strict/timeout";
-import { objectErrorKind } from "./errors";
+import { retriedOnce } from "./errors";
 import { limiterStub } from "./stub";
 
 export class RelayFullError extends Error {
@@ -82,13 +82,7 @@ export class Relay {
       return stub.syncAll(this.id, items);
     };
     try {
-      const { answers, gapMs } = await withTimeout(
-        call().catch((error: unknown) => {
-          if (objectErrorKind(error) !== "retryable") throw error;
-          return call();
-        }),
-        Math.max(...batch.map((w) => w.timeoutMs)),
-      );
+      const { answers, gapMs } = await withTimeout(retriedOnce(call), Math.max(...batch.map((w) => w.timeoutMs)));
       batch.forEach((w, i) => {
         const answer = answers[i]!;
         if ("error" in answer) w.reject(new Error(answer.error));

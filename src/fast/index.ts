@@ -1,7 +1,7 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
-import { objectErrorKind } from "../durable-object/errors";
+import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
@@ -210,10 +210,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
       };
       // A sync is answered, never applied twice ((isolate, seq)), so a fault Cloudflare marks
       // retryable is retried once; an overloaded object is not, and the key backs off at once.
-      const lease = await call().catch((error: unknown) => {
-        if (objectErrorKind(error) !== "retryable") throw error;
-        return call();
-      });
+      const lease = await retriedOnce(call);
       applyLease(entry.key, entry.rule, lease, Date.now());
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
       ruleBreaker(entry.rule.name).succeeded();
