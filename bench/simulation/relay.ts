@@ -4,7 +4,7 @@
  * which runs on timers, promises and `Date.now()`) mirrored on the simulated clock with their lines named.
  */
 import type { Lease } from "../../src/fast/lease";
-import { RelayQueue, type Forwarded } from "../../src/fast/relay";
+import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, type Forwarded } from "../../src/fast/relay";
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served, type ThreadStats } from "./object";
 
@@ -81,26 +81,39 @@ export class RelayObject extends ObjectThread<RelayStats> {
   }
 
   /**
-   * relay.ts `send` (lines 77–96): one `syncAll` for the batch, given up after the longest timeout
+   * relay.ts `send` (lines 80–104): one `syncAll` for the batch, given up after the longest timeout
    * among its syncs (`withTimeout`), each sync answered with its own lease or every one with the
-   * batch's error; the gap the key's object asked for paces the next batch. The simulated object never fails a call as retryable, so the one retry is not
-   * mirrored, and answers no sync with an error of its own (see KeyObject `syncAll`).
+   * batch's error; the gap the key's object asked for paces the next batch. A batch that timed out
+   * holds the relay until its answer is back (its leases dropped), at most RELAY_HOLD_MS; an
+   * overloaded object's refusal leaves MAX_RELAY_GAP_MS before the next. The simulated object never
+   * fails a call as retryable, so the one retry is not mirrored, and answers no sync with an error
+   * of its own (see KeyObject `syncAll`).
    */
   private send(objectName: string, batch: Waiter[], settled: (gapMs: number | undefined) => void): void {
     this.stats.batches++;
     this.stats.forwarded += batch.length;
-    let over = false;
-    const finish = (reply: Reply): void => {
-      if (over) return;
-      over = true;
+    let answered = false;
+    let held = false;
+    const release = (gapMs: number | undefined): void => {
+      if (held) return;
+      held = true;
+      settled(gapMs);
+    };
+    const answer = (reply: Reply): void => {
+      if (answered) return;
+      answered = true;
       // The simulated object answers every sync with a lease (see KeyObject `syncAll`).
       batch.forEach((w, i) => w.reply(reply.ok ? { ok: true, lease: reply.relayed!.answers[i] as Lease } : reply));
-      settled(reply.ok ? reply.relayed!.gapMs : undefined);
     };
-    this.sendBatch(objectName, batch.map(({ policy, request }) => ({ policy, request })), finish);
+    this.sendBatch(objectName, batch.map(({ policy, request }) => ({ policy, request })), (reply) => {
+      answer(reply);
+      release(reply.ok ? reply.relayed!.gapMs : reply.error === "overloaded" ? MAX_RELAY_GAP_MS : undefined);
+    });
     this.clock.after(Math.max(...batch.map((w) => w.timeoutMs)), () => {
-      if (!over) this.stats.timedOut++;
-      finish({ ok: false, error: "timeout" });
+      if (answered) return;
+      this.stats.timedOut++;
+      answer({ ok: false, error: "timeout" });
+      this.clock.after(RELAY_HOLD_MS, () => release(undefined));
     });
   }
 }

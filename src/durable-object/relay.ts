@@ -1,10 +1,10 @@
 /** The relay side of a RateLimiter named for a location: it forwards that location's syncs for one key in batches. */
 import type { Env } from "../env";
 import type { Lease } from "../fast/lease";
-import { RelayQueue, type Forwarded, type Relayed } from "../fast/relay";
+import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, type Forwarded, type Relayed } from "../fast/relay";
 import { metrics } from "../metrics/metrics";
 import { withTimeout } from "../strict/timeout";
-import { retriedOnce } from "./errors";
+import { objectErrorKind, retriedOnce } from "./errors";
 import { limiterStub } from "./stub";
 
 export class RelayFullError extends Error {
@@ -72,7 +72,10 @@ export class Relay {
   /**
    * One call for the whole batch, bounded by the longest timeout among its isolates' rules, which
    * resolves with the gap the key's object asks for (undefined when the call failed). The syncs are
-   * idempotent, so a fault Cloudflare marks retryable is retried once; an overloaded object is not.
+   * idempotent, so a fault Cloudflare marks retryable is retried once; an overloaded object is not,
+   * and the relay then keeps the longest gap. A batch that timed out may still reach the key's
+   * object: the next waits for its answer (at most RELAY_HOLD_MS), whose leases are dropped (their
+   * isolates resend the same syncs, answered without being applied twice).
    */
   private async send(objectName: string, batch: Waiter[]): Promise<number | undefined> {
     const stub = limiterStub(this.namespace, objectName);
@@ -81,8 +84,9 @@ export class Relay {
       metrics.count("floodgate_durable_object_calls_total", { method: "syncAll" });
       return stub.syncAll(this.id, items);
     };
+    const reply = retriedOnce(call);
     try {
-      const { answers, gapMs } = await withTimeout(retriedOnce(call), Math.max(...batch.map((w) => w.timeoutMs)));
+      const { answers, gapMs } = await withTimeout(reply, Math.max(...batch.map((w) => w.timeoutMs)));
       batch.forEach((w, i) => {
         const answer = answers[i]!;
         if ("error" in answer) w.reject(new Error(answer.error));
@@ -91,7 +95,11 @@ export class Relay {
       return gapMs;
     } catch (error) {
       for (const w of batch) w.reject(error);
-      return undefined;
     }
+    const gap = reply.then(
+      (late) => late.gapMs,
+      (error: unknown) => (objectErrorKind(error) === "overloaded" ? MAX_RELAY_GAP_MS : undefined),
+    );
+    return withTimeout(gap, RELAY_HOLD_MS).catch(() => undefined);
   }
 }

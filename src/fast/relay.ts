@@ -23,6 +23,14 @@ export const RELAY_CALLS_PER_SECOND = 200;
  */
 export const MAX_RELAY_GAP_MS = 500;
 
+/**
+ * How long a relay waits, at most, for a batch its isolates stopped waiting for (it timed out)
+ * before it sends the next: a slow key's object then has one batch of each relay at a time, not
+ * one per gap piling in its queue. Past about this much work queued an object refuses calls as
+ * overloaded (the simulation's assumption), so a batch unanswered by then is taken as lost.
+ */
+export const RELAY_HOLD_MS = 5_000;
+
 /** A relay counts as calling a key's object for this long after its last batch. */
 export const RELAY_ACTIVE_MS = 10_000;
 

@@ -72,6 +72,8 @@ export interface Cluster {
    * whose fixture counts them (test/fixtures/distant-limiter.ts).
    */
   received(name: string): Promise<Record<string, number>>;
+  /** The most calls of each method the object named `name` had on their way or being served at once (with `objectDelayMs` only, as {@link received}). */
+  mostAtOnce(name: string): Promise<Record<string, number>>;
   /** Stops workerd; in-memory Durable Object state goes with it. */
   dispose(): Promise<void>;
 }
@@ -154,6 +156,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (!found) throw new RangeError(`no isolate ${isolate}: the cluster has ${fronts.length} (0 to ${fronts.length - 1})`);
       return found;
     };
+    /** The fixture's own stub for the object named `name`, to read what it counted. */
+    const distantStub = async (what: string, name: string) => {
+      if (!distant) throw new Error(`${what}: only a cluster with objectDelayMs counts the calls its objects receive`);
+      const namespace = await mf.getDurableObjectNamespace("LIMITER", LIMITER_WORKER);
+      return namespace.get(namespace.idFromName(name)) as unknown as { received(): Promise<Record<string, number>>; mostAtOnce(): Promise<Record<string, number>> };
+    };
     return {
       fronts,
       fetch: (isolate, url, init) => front(isolate).fetch(url, init),
@@ -164,12 +172,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         return text;
       },
       logs: () => [...logs],
-      async received(name) {
-        if (!distant) throw new Error("received: only a cluster with objectDelayMs counts the calls its objects receive");
-        const namespace = await mf.getDurableObjectNamespace("LIMITER", LIMITER_WORKER);
-        const stub = namespace.get(namespace.idFromName(name)) as unknown as { received(): Promise<Record<string, number>> };
-        return stub.received();
-      },
+      received: async (name) => (await distantStub("received", name)).received(),
+      mostAtOnce: async (name) => (await distantStub("mostAtOnce", name)).mostAtOnce(),
       dispose: () => mf.dispose(),
     };
   } catch (error) {

@@ -1,4 +1,4 @@
-// aggregate: "location" in workerd: 16 isolates in two locations, 50 ms from the real RateLimiter, one global fast key at 10× its limit.
+// aggregate: "location" in workerd: isolates in locations a round trip from the real RateLimiter, one global fast key through their relays.
 import { expect, it } from "vitest";
 import { RELAY_GAP_MS, relayName } from "../../src/fast/relay";
 import { useClusterFixture } from "./fixture";
@@ -36,4 +36,19 @@ it("holds the limit while the key's object hears only from its locations' relays
   expect(root.syncAll, seen).toBeLessThan(forwarded);
   // One batch in flight per relay, at least RELAY_GAP_MS apart (some slack for the run's start and end).
   expect(root.syncAll!, seen).toBeLessThanOrEqual(LOCATIONS.length * (DURATION_MS / RELAY_GAP_MS + 5));
+});
+
+it("sends a slow key's object one batch of a relay at a time, though the batches time out", { timeout: 60_000 }, async () => {
+  // Every call takes 800 ms and every rule gives up after 150: each batch times out long before it is answered.
+  const slow = { ...rule, name: "slow", timeout: "150ms", onError: "allow" };
+  const cluster = await harness.start({ isolates: 8, rules: [slow], objectDelayMs: 800, locations: ["AMS"] });
+  const result = await drive(cluster, { durationMs: 5_000, ratePerSecond: 80, path: (n) => `/slow/${n}` });
+  expect(result.errors, result.errorSamples.join("\n")).toBe(0);
+  const root = await cluster.received("slow/global");
+  const atOnce = await cluster.mostAtOnce("slow/global");
+  const seen = JSON.stringify({ root, atOnce, relay: await cluster.received(relayName("AMS", "slow/global")) });
+  expect(root.syncAll, seen).toBeGreaterThan(1);
+  expect(atOnce.syncAll, seen).toBe(1);
+  // Each batch is held for its answer (800 ms, well within RELAY_HOLD_MS), so the batches follow one another.
+  expect(root.syncAll!, seen).toBeLessThanOrEqual(Math.ceil(5_000 / 800) + 2);
 });
