@@ -75,9 +75,10 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   // Where the rule aggregates, each location's round trip to the key's object is drawn once from the
   // mixture (its relay's, and its isolates' were they to call directly), and its relay's from RELAY_RTT.
   const places = new Map<string, { farMs: number; nearMs: number }>();
-  const locationOf = (slot: number) => `loc-${slot % LOCATIONS}`;
+  const locations = s.locations ?? LOCATIONS;
+  const locationOf = (slot: number) => `loc-${slot % locations}`;
   if (rule.aggregate === "location") {
-    for (let k = 0; k < LOCATIONS; k++) places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs) });
+    for (let k = 0; k < locations; k++) places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs) });
   }
   const relayFor = (name: string, location: string): RelayObject => {
     let relay = world.relays.get(name);
@@ -103,7 +104,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
     },
   };
 
-  // Isolates: one per slot, slot k at location k mod LOCATIONS; a slot's isolate vanishes after an
+  // Isolates: one per slot, slot k at location k mod `locations`; a slot's isolate vanishes after an
   // exponential lifetime and a fresh one takes its place, at the same distance.
   const spawn = (slot: number, rttMs: number): void => {
     const id = `iso-${slot}-${world.born++}`;

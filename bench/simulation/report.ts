@@ -7,7 +7,7 @@ import type { JobResult } from "./pool";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { AGREEMENT, FULL, LIFETIME_MS, LOCATIONS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type Verdict } from "./targets";
 
@@ -333,7 +333,8 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
 function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: ChartSpec[]): string[] {
   const relayed = (r: ScenarioResult) => r.detail.relay!;
   const bound = (r: ScenarioResult) => (r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : f3(r.tokenExcess));
-  const pairs = rows.map((r) => ({ r, d: all.find((x) => relayOf(x.name) === r.name && x.family !== "relay") }));
+  // A scenario in MANY_LOCATIONS is set beside the same relays in LOCATIONS.
+  const pairs = rows.map((r) => ({ r, d: all.find((x) => (inManyLocations(r.name) ? `${x.name}-l${MANY_LOCATIONS}` === r.name : relayOf(x.name) === r.name && x.family !== "relay")) }));
   const beside = (d: ScenarioResult | undefined, r: ScenarioResult, f: (x: ScenarioResult) => string) => `${d ? f(d) : "—"} → ${f(r)}`;
   const refused = rows.reduce((a, r) => a + relayed(r).refused, 0);
   const timedOut = rows.reduce((a, r) => a + relayed(r).timedOut, 0);
@@ -344,13 +345,14 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
     `The global keys at 512 and 4,096 isolates, and the churn stress's sliding window, again with the rule's \`aggregate: "location"\` (src/fast/relay.ts, src/durable-object/relay.ts): each isolate syncs through its location's relay, which sends the syncs waiting there to the key's object as one \`syncAll\`, one batch in flight, at most ${RELAY_BATCH} syncs each, and refuses a sync at once when ${n(RELAY_QUEUE)} wait. ` +
       `Batches leave a relay at least its gap apart: ${RELAY_GAP_MS} ms (\`RELAY_GAP_MS\`) until the key's object answers one, then what the object asks for, its share of ${RELAY_CALLS_PER_SECOND} calls a second among the relays it heard from in the last ${RELAY_ACTIVE_MS / 1000} s, at most ${MAX_RELAY_GAP_MS} ms (\`relayGap\`, \`RelayBook\`). ` +
       `The isolates sit in ${LOCATIONS} locations, so the key's object hears from at most ${LOCATIONS} relays, each at most once per ${relayGap(LOCATIONS)} ms once paced: ${n((LOCATIONS * 1000) / relayGap(LOCATIONS))} calls a second at most. ` +
+      `The \`-l${MANY_LOCATIONS}\` scenarios repeat those at 4,096 isolates in ${MANY_LOCATIONS} locations (about Cloudflare's count), where each relay hears fewer syncs and the object's pace allows up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} calls a second. ` +
       "*calls/s peak* and *calls per 100* count the key's object's calls (the batches); *waited* counts requests that waited on a sync through their relay; *relay calls/s peak* is the busiest relay's busiest second after the warm-up, *relay calls* all the isolates' calls to their relays, *syncs per batch* their mean over the batches. " +
       `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relayed(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${Math.min(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)}–${Math.max(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)} a batch on average. ` +
       `Over these runs the relays refused ${n(refused)} syncs for a full queue, ${n(timedOut)} batches outlived their timeout and ${n(overloaded)} calls found a relay overloaded.`,
     "",
     scenarioTable(rows, { headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"], cells: (r) => [n(relayed(r).callsPerSecondPeak), n(relayed(r).calls), relayed(r).syncsPerBatch.toFixed(2), percent(relayed(r).busy)] }),
     "",
-    "Each beside the same scenario without relays (default → `aggregate: \"location\"`):",
+    `Each beside the same scenario without relays (default → \`aggregate: "location"\`), and each \`-l${MANY_LOCATIONS}\` beside the same relays in ${LOCATIONS} locations (${LOCATIONS} → ${MANY_LOCATIONS}):`,
     "",
     table(
       ["scenario", "max window ÷ limit or token excess", "calls/s peak", "calls per 100", "under-admission", "waited", "errors"],

@@ -37,6 +37,8 @@ export interface Scenario {
   aggregate: boolean;
   /** the rule's timeout; absent: the product's default */
   timeoutMs?: number;
+  /** locations the isolates sit in, one relay each where the rule aggregates; absent: LOCATIONS */
+  locations?: number;
 }
 
 export const ISOLATE_COUNTS = [8, 64, 512, 4096] as const;
@@ -48,6 +50,17 @@ export const STRESS_LIFETIME_MS = 30_000;
 
 /** Locations a key's isolates sit in, slot k at location k mod 64 (an assumption: Cloudflare has about 300; a key's traffic reaches fewer): where the rule aggregates, one relay each. */
 export const LOCATIONS = 64;
+
+/**
+ * The relay scenarios at 4,096 isolates again with the isolates in this many locations (Cloudflare's
+ * count, about 300): how far the calls at the key's object lean on the 64 assumed.
+ */
+export const MANY_LOCATIONS = 300;
+
+/** Whether a scenario is one of the MANY_LOCATIONS repeats (`…-l300`). */
+export function inManyLocations(name: string): boolean {
+  return name.endsWith(`-l${MANY_LOCATIONS}`);
+}
 
 /** The relay scenario that repeats a scenario of the default design with `aggregate: "location"`: `relay-…` for `fast-…`, `relay-churn-…` for `churn-…`. */
 export function relayOf(scenario: string): string {
@@ -217,7 +230,8 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   }
   // The global keys past 64 isolates again, with `aggregate: "location"`: each location's relay forwards its isolates' syncs.
   const relayed = out.filter((r) => (r.family === "global-fast" && r.isolates >= 512) || (r.family === "churn" && r.algorithm === "sliding-window"));
-  out.push(...relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: true })));
+  const relays = relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: true }));
+  out.push(...relays, ...relays.filter((r) => r.isolates === 4_096).map((r) => ({ ...r, name: `${r.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS })));
   // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
   const clientLimit = 600;
   const harmonic = Array.from({ length: 100_000 }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
