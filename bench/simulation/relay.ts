@@ -4,7 +4,7 @@
  * which runs on timers, promises and `Date.now()`) mirrored on the simulated clock with their lines named.
  */
 import type { Lease } from "../../src/fast/lease";
-import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, type Forwarded } from "../../src/fast/relay";
+import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, relayDeadline, type Forwarded } from "../../src/fast/relay";
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served, type ThreadStats } from "./object";
 
@@ -51,7 +51,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     // A relay sets no alarm, so every call is an isolate's `relay`.
     const { relay, reply } = call as Call;
     const { objectName, forwarded, timeoutMs } = relay!;
-    if (!this.waiting.add({ ...forwarded, timeoutMs, reply })) {
+    if (!this.waiting.add({ ...forwarded, timeoutMs, reply }, relayDeadline(this.clock.now, timeoutMs))) {
       this.stats.refused++;
       return { reply: { ok: false, error: "full" }, serviceMs: SERVICE.baseMs };
     }

@@ -1,7 +1,7 @@
 /** The relay side of a RateLimiter named for a location: it forwards that location's syncs for one key in batches. */
 import type { Env } from "../env";
 import type { Lease } from "../fast/lease";
-import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, type Forwarded, type Relayed } from "../fast/relay";
+import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, relayDeadline, type Forwarded, type Relayed } from "../fast/relay";
 import { metrics } from "../metrics/metrics";
 import { withTimeout } from "../strict/timeout";
 import { objectErrorKind, retriedOnce } from "./errors";
@@ -41,7 +41,7 @@ export class Relay {
     if (!lane) this.lanes.set(objectName, (lane = { queue: new RelayQueue(), timer: null }));
     const waiting = lane.queue;
     return new Promise<Lease>((resolve, reject) => {
-      if (!waiting.add({ ...forwarded, timeoutMs, resolve, reject })) {
+      if (!waiting.add({ ...forwarded, timeoutMs, resolve, reject }, relayDeadline(Date.now(), timeoutMs))) {
         reject(new RelayFullError(`${waiting.size} syncs already wait for ${objectName} at this relay`));
         return;
       }

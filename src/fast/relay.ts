@@ -55,32 +55,34 @@ export interface Relayed {
 /**
  * The syncs waiting at one relay for one key, and when the next batch may leave: at once when the
  * relay has been quiet for its gap (RELAY_GAP_MS, or what the key's object last asked for),
- * otherwise that long after the last one left, and never while one is in flight. Time is a parameter; the relay object keeps the timers.
+ * otherwise that long after the last one left, or sooner when a sync waiting would otherwise miss
+ * its deadline (see {@link relayDeadline}); never while one is in flight. Time is a parameter; the
+ * relay object keeps the timers.
  */
 export class RelayQueue<T> {
-  private waiting: T[] = [];
+  private waiting: { item: T; dueBy: number }[] = [];
   private inFlight = false;
   private lastSentAt = Number.NEGATIVE_INFINITY;
   private gapMs = RELAY_GAP_MS;
 
-  /** Queues an item; false when the queue is full (the caller refuses it). */
-  add(item: T): boolean {
+  /** Queues an item that must leave by `dueBy`; false when the queue is full (the caller refuses it). */
+  add(item: T, dueBy = Number.POSITIVE_INFINITY): boolean {
     if (this.waiting.length >= RELAY_QUEUE) return false;
-    this.waiting.push(item);
+    this.waiting.push({ item, dueBy });
     return true;
   }
 
   /** When the next batch may leave; undefined while one is in flight or nothing waits. */
   dueAt(): number | undefined {
     if (this.inFlight || this.waiting.length === 0) return undefined;
-    return this.lastSentAt + this.gapMs;
+    return this.waiting.reduce((due, w) => Math.min(due, w.dueBy), this.lastSentAt + this.gapMs);
   }
 
   /** Takes the next batch, oldest first, and marks it in flight. */
   take(now: number): T[] {
     this.inFlight = true;
     this.lastSentAt = now;
-    return this.waiting.splice(0, RELAY_BATCH);
+    return this.waiting.splice(0, RELAY_BATCH).map((w) => w.item);
   }
 
   /** The batch in flight was answered (with the gap the key's object asks for) or failed. */
@@ -92,6 +94,15 @@ export class RelayQueue<T> {
   get size(): number {
     return this.waiting.length;
   }
+}
+
+/**
+ * When a sync that reached its relay at `now` must leave in a batch: within half its rule's
+ * timeout, leaving the other half for the batch's round trip, so a rule with a short timeout is
+ * not failed by the pace a key's object sets for a default one.
+ */
+export function relayDeadline(now: number, timeoutMs: number): number {
+  return now + timeoutMs / 2;
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   RELAY_QUEUE,
   RelayBook,
   RelayQueue,
+  relayDeadline,
   relayGap,
   relayName,
 } from "../../src/fast/relay";
@@ -65,6 +66,24 @@ describe("a relay's queue", () => {
     queue.settled(undefined);
     queue.add("c");
     expect(queue.dueAt()).toBe(640);
+  });
+
+  it("sends a batch early when a sync waiting would otherwise miss its deadline, half its rule's timeout", () => {
+    const queue = new RelayQueue<string>();
+    queue.add("a");
+    queue.take(0);
+    queue.settled(MAX_RELAY_GAP_MS);
+    queue.add("short timeout", relayDeadline(10, 100));
+    expect(queue.dueAt()).toBe(60);
+  });
+
+  it("keeps the gap for syncs whose deadline comes after it", () => {
+    const queue = new RelayQueue<string>();
+    queue.add("a");
+    queue.take(0);
+    queue.settled(320);
+    queue.add("default timeout", relayDeadline(10, 1_000));
+    expect(queue.dueAt()).toBe(320);
   });
 
   it("asks each relay for its share of RELAY_CALLS_PER_SECOND, within RELAY_GAP_MS and MAX_RELAY_GAP_MS", () => {
