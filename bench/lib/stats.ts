@@ -7,6 +7,13 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** The value below which a share `q` (0 to 1) of `values` lies: the nearest rank, so always one of them. */
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
 /** A share in percent with enough digits to tell small shares apart: 12.3 %, 0.0412 %, 0 %. */
 export function percent(share: number): string {
   if (!Number.isFinite(share)) return "—";

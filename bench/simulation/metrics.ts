@@ -78,6 +78,8 @@ export class RunTotals {
   /** requests the steady-state figures count: those arriving after the warm-up */
   steadyRequests = 0;
   steadyWaited = 0;
+  /** how long each of those waited, ms: from its arrival to its decision */
+  readonly steadyWaits: number[] = [];
   steadyErrors = 0;
   waited = 0;
   lost = 0;
@@ -124,7 +126,10 @@ export class RunTotals {
     if (outcome.waited) this.waited++;
     if (arrivedAt >= this.start + this.warmupMs) {
       this.steadyRequests++;
-      if (outcome.waited) this.steadyWaited++;
+      if (outcome.waited) {
+        this.steadyWaited++;
+        this.steadyWaits.push(now - arrivedAt);
+      }
       if (outcome.error) this.steadyErrors++;
     }
     if (outcome.error) this.errors[outcome.error]++;

@@ -39,7 +39,7 @@ interface Extra {
 /** One row per scenario, the issue's fields first. */
 function scenarioTable(rows: ScenarioResult[], extra?: Extra): string {
   return table(
-    ["scenario", "isolates", "load", "traffic", "max window ÷ limit", "token excess", "under-admission", "calls/s peak", "calls per 100", "waited", "errors", "object busy", "peers", ...(extra?.headers ?? [])],
+    ["scenario", "isolates", "load", "traffic", "max window ÷ limit", "token excess", "under-admission", "calls/s peak", "calls per 100", "waited", "wait p50 / p99", "errors", "object busy", "peers", ...(extra?.headers ?? [])],
     rows.map((r) => [
       `\`${r.name}\``,
       n(r.isolates),
@@ -51,13 +51,20 @@ function scenarioTable(rows: ScenarioResult[], extra?: Extra): string {
       n(r.objectCallsPerSecondPeak),
       r.objectCallsPer100Requests.toFixed(2),
       percent(r.waitedForObject),
+      waitText(r),
       n(r.errors),
       percent(r.detail.objectBusy),
       n(r.detail.objectMaxPeers),
       ...(extra?.cells(r) ?? []),
     ]),
-    ["l", "r", "r", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", ...(extra?.headers.map(() => "r" as const) ?? [])],
+    ["l", "r", "r", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", ...(extra?.headers.map(() => "r" as const) ?? [])],
   );
+}
+
+/** How long the requests that waited waited, "12 / 340 ms" (median / 99th percentile), or "—" when none did. */
+function waitText(r: ScenarioResult): string {
+  const w = r.detail.waitMs;
+  return w ? `${Math.round(w.p50)} / ${Math.round(w.p99)} ms` : "—";
 }
 
 /** A ceiling as the table shows it: "≥" when even the highest load run was served cleanly. */
@@ -241,7 +248,7 @@ function modelSection(): string[] {
     "**Measures.** *maxPerWindowOverLimit*: most admitted in one fixed window of the period ÷ limit (sliding window; the worst key). *tokenExcess*: the most admitted in any interval beyond burst + rate·t, ÷ limit (token bucket). " +
       "*underAdmission*: 1 − admitted ÷ what an exact limiter admits on the same traffic (floodgate's own algorithm deciding each request at its arrival, in one place, with no delay). " +
       "*objectCallsPerSecondPeak*: calls arriving at one key's object in its busiest second after the warm-up (10 s fast, 2 s strict; the cold start, when every isolate makes its first call, is in `detail.objectCallsPerSecondPeakWithWarmup`). " +
-      "*waitedForObject*: share of requests after the warm-up that waited on a call. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
+      "*waitedForObject*: share of requests after the warm-up that waited on a call; *wait p50 / p99* (\`detail.waitMs\`): how long those waited, from arrival to decision, median and 99th percentile. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
       "*Calls by kind* (`detail.callsByKind`, and `detail.objectPeakByKind` for the busiest second): an isolate's first sync for the key, a sync for a request its lease could not pay for, a background sync (`syncDue`), a release of an idle or evicted lease; through relays these are the isolates' syncs, and the key's object's calls are the batches. " +
       "*Relays* (`detail.relay`): the busiest relay's calls in its busiest second after the warm-up, every relay's calls, the mean syncs per batch, and the syncs and batches that failed.",
     "",

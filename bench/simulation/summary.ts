@@ -1,5 +1,6 @@
 /** One scenario's entry in bench/simulation.json: the issue's fields first, then what explains them. */
 import type { World } from "./engine";
+import { quantile } from "../lib/stats";
 
 export interface ScenarioResult {
   name: string;
@@ -54,6 +55,8 @@ export interface ScenarioResult {
     objectPeakByKind: { first: number; waiting: number; background: number; release: number };
     /** `aggregate: "location"` only (else null): the relays between the isolates and the key's object */
     relay: RelayFigures | null;
+    /** how long the requests counted in waitedForObject waited, ms (median, 99th percentile); null when none did */
+    waitMs: { p50: number; p99: number } | null;
     /** strict: decisions per object call (the coalescer's batch size); fast: requests per call */
     requestsPerCall: number;
     /** requests decided without error after the warm-up, per second */
@@ -173,6 +176,7 @@ export function summarise(world: World): ScenarioResult {
       objectMaxKeyRowBytes: stats?.maxKeyRowBytes ?? 0,
       objectPeakByKind: { ...(steadyPeakObject?.stats.steadyPeakKinds ?? { first: 0, waiting: 0, background: 0, release: 0 }) },
       relay: relayFigures(world),
+      waitMs: totals.steadyWaits.length > 0 ? { p50: round(quantile(totals.steadyWaits, 0.5), 1), p99: round(quantile(totals.steadyWaits, 0.99), 1) } : null,
       requestsPerCall: calls > 0 ? round(totals.requests / calls, 3) : 0,
       servedPerSecond: round((totals.steadyRequests - totals.steadyErrors) / steadySeconds, 1),
       callsPerSecond: totals.callsPerSecond,
