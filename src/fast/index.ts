@@ -5,7 +5,7 @@ import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
-import { metrics } from "../metrics/metrics";
+import { metrics, observeWait } from "../metrics/metrics";
 import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
@@ -101,6 +101,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     }
   } finally {
     entry.waiting -= cost;
+    observeWait(rule, now);
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
   return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };

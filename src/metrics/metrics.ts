@@ -1,4 +1,5 @@
 /** This isolate's counters, rendered in the Prometheus text exposition format. */
+import type { Rule } from "../config/types";
 
 /** Every counter floodgate keeps, with its help text; the names are the exported metric names. */
 const COUNTERS = {
@@ -16,6 +17,25 @@ const COUNTERS = {
 export type CounterName = keyof typeof COUNTERS;
 type Labels = Record<string, string>;
 
+/** Every histogram floodgate keeps, with its help text. */
+const HISTOGRAMS = {
+  floodgate_object_wait_seconds:
+    "Seconds a request waited on a Durable Object call for its decision (a strict decision, or a fast one its lease could not make), until the answer or the timeout, by rule and mode. Requests decided in the isolate are not counted: their share is this count over floodgate_decisions_total.",
+} as const;
+
+export type HistogramName = keyof typeof HISTOGRAMS;
+
+/** Upper bounds of the buckets, in seconds: a nearby object answers within 5–50 ms, one across the world in 100–300 ms, and timeouts default to 1 s. */
+export const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] as const;
+
+interface Histogram {
+  labels: Labels;
+  /** observations at or below each bound of WAIT_BUCKETS, not yet cumulative */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
 /**
  * A registry of counters. One lives per isolate (see {@link metrics}); tests make their own.
  *
@@ -24,12 +44,31 @@ type Labels = Record<string, string>;
  */
 export class Metrics {
   private readonly values = new Map<CounterName, Map<string, number>>();
+  private readonly histograms = new Map<HistogramName, Map<string, Histogram>>();
 
   count(name: CounterName, labels: Labels = {}, by = 1): void {
     let series = this.values.get(name);
     if (!series) this.values.set(name, (series = new Map()));
     const key = renderLabels(labels);
     series.set(key, (series.get(key) ?? 0) + by);
+  }
+
+  /** Adds one observation of `seconds` to a histogram. */
+  observe(name: HistogramName, labels: Labels, seconds: number): void {
+    let series = this.histograms.get(name);
+    if (!series) this.histograms.set(name, (series = new Map()));
+    const key = renderLabels(labels);
+    let histogram = series.get(key);
+    if (!histogram) series.set(key, (histogram = { labels, buckets: WAIT_BUCKETS.map(() => 0), sum: 0, count: 0 }));
+    const bucket = WAIT_BUCKETS.findIndex((bound) => seconds <= bound);
+    if (bucket >= 0) histogram.buckets[bucket]!++;
+    histogram.sum += seconds;
+    histogram.count++;
+  }
+
+  /** How many observations one histogram series holds; 0 when it has none. */
+  observations(name: HistogramName, labels: Labels = {}): number {
+    return this.histograms.get(name)?.get(renderLabels(labels))?.count ?? 0;
   }
 
   /** The current value of one series; 0 when it has not been counted. */
@@ -43,6 +82,14 @@ export class Metrics {
     for (const [name, help] of Object.entries(COUNTERS) as [CounterName, string][]) {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
       for (const [labels, value] of this.values.get(name) ?? []) lines.push(`${name}${labels} ${value}`);
+    }
+    for (const [name, help] of Object.entries(HISTOGRAMS) as [HistogramName, string][]) {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+      for (const { labels, buckets, sum, count } of this.histograms.get(name)?.values() ?? []) {
+        let below = 0;
+        WAIT_BUCKETS.forEach((bound, i) => lines.push(`${name}_bucket${render({ ...labels, le: String(bound) })} ${(below += buckets[i]!)}`));
+        lines.push(`${name}_bucket${render({ ...labels, le: "+Inf" })} ${count}`, `${name}_sum${render(labels)} ${sum}`, `${name}_count${render(labels)} ${count}`);
+      }
     }
     return `${lines.join("\n")}\n`;
   }
@@ -72,3 +119,8 @@ function render(labels: Labels): string {
 
 /** The isolate's own registry, exported by `GET /__floodgate/metrics`. */
 export const metrics = new Metrics();
+
+/** Notes that a request under `rule` waited on a Durable Object from `since` (ms) until now, answered or not. */
+export function observeWait(rule: Pick<Rule, "name" | "mode">, since: number): void {
+  metrics.observe("floodgate_object_wait_seconds", { rule: rule.name, mode: rule.mode }, Math.max(0, Date.now() - since) / 1000);
+}

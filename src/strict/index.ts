@@ -5,7 +5,7 @@ import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { metrics } from "../metrics/metrics";
+import { metrics, observeWait } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
@@ -67,6 +67,7 @@ export async function decideStrict(
     const decided = waitUntil
       ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil })
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
+    observeWait(rule, now);
     breakers.succeeded(objectName);
     wholeRule.succeeded();
     // A concurrency slot comes back whenever a response ends: a denial says nothing about the next request.
@@ -75,6 +76,7 @@ export async function decideStrict(
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.
     if (error instanceof QueueFullError) throw error;
+    observeWait(rule, now);
     // A retryable error is not retried: a decide consumes units, and the runtime has already retried
     // every call it knew had not reached the object, so this one may have been applied.
     if (objectErrorKind(error) === "overloaded") breakers.overloaded(objectName, rule.timeoutMs, Date.now());

@@ -1,9 +1,10 @@
-// What floodgate tells an operator: Analytics Engine points (a recording binding, and Miniflare's own), JSON log lines, never a raw key.
+// What floodgate tells an operator: Analytics Engine points (a recording binding, and Miniflare's own), JSON log lines, how long requests waited on an object, never a raw key.
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { keyHash } from "../../src/metrics/analytics";
+import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
-import { send } from "../helpers/worker";
+import { dispatch, send } from "../helpers/worker";
 
 const get = (path: string, ip: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
 
@@ -102,5 +103,33 @@ describe("structured logs", () => {
 
     expect(floodLines.length).toBeLessThanOrEqual(10);
     expect(lines.filter((l) => l.rule === "log-flood").at(-1)).toMatchObject({ dropped: 39 - floodLines.length });
+  });
+});
+
+describe("the wait histogram", () => {
+  const waits = (rule: string, mode: string) => metrics.observations("floodgate_object_wait_seconds", { rule, mode });
+
+  it("observes every strict request that called its object", async () => {
+    const rules = [{ name: "wait-strict", limit: 5, period: "1m" }];
+    await send(get("/wait-strict/a", "192.0.2.190"), { rules });
+    await send(get("/wait-strict/b", "192.0.2.190"), { rules });
+    expect(waits("wait-strict", "strict")).toBe(2);
+  });
+
+  it("observes a fast request only when its lease could not decide it", async () => {
+    const rules = [{ name: "wait-fast", mode: "fast", limit: 100, period: "1m" }];
+    for (let i = 0; i < 3; i++) await send(get(`/wait-fast/${i}`, "192.0.2.191"), { rules });
+    expect(waits("wait-fast", "fast")).toBe(1);
+  });
+
+  it("observes a request whose object never answered, for as long as its timeout", async () => {
+    const rules = [{ name: "wait-slow", limit: 5, period: "1m", timeout: "100ms", onError: "allow" }];
+    const before = metrics.render();
+    const { settled } = await dispatch(get("/wait-slow/a", "192.0.2.192"), { rules, LIMITER: env.SLOW as unknown as Env["LIMITER"] });
+    await settled;
+    expect(waits("wait-slow", "strict")).toBe(1);
+    expect(before).not.toContain('rule="wait-slow"');
+    expect(metrics.render()).toContain('floodgate_object_wait_seconds_bucket{le="0.05",mode="strict",rule="wait-slow"} 0');
+    expect(metrics.render()).toContain('floodgate_object_wait_seconds_bucket{le="0.25",mode="strict",rule="wait-slow"} 1');
   });
 });
