@@ -67,7 +67,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 85–107). */
+  /** index.ts `decideFast` (lines 85–108). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -112,7 +112,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 81–88) with index.ts `shareOf` and `ruleColdSince` (lines 163–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 141–144). */
+  /** src/limiter/index.ts `decide`'s catch (lines 81–88) with index.ts `shareOf` and `ruleColdSince` (lines 164–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 142–145). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -120,7 +120,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 123–129). */
+  /** index.ts `decideHere` (lines 124–130). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -128,7 +128,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 174–188); the rule never changes here. */
+  /** index.ts `entryFor` (lines 175–189); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -138,10 +138,10 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 196–231): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 197–232): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's relay (lines 204–210). The simulated objects never fail a call as
-   * retryable, so the one retry of lines 213–216 is not mirrored; `rulePeers` (line 218) is kept
+   * aggregates, to its location's relay (lines 206–210). The simulated objects never fail a call as
+   * retryable, so the one retry of line 214 (`retriedOnce`) is not mirrored; `rulePeers` (line 216) is kept
    * per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
@@ -178,7 +178,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 234–242). */
+  /** index.ts `flushEvicted` (lines 235–243). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -189,7 +189,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 248–259). */
+  /** index.ts `sweep` (lines 249–261). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

@@ -51,7 +51,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, location, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 46–84), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict` (lines 47–87), and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;
