@@ -189,7 +189,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 249–261). */
+  /** index.ts `sweep` (lines 249–260). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;
