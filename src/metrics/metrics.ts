@@ -1,4 +1,4 @@
-/** This isolate's counters, rendered in the Prometheus text exposition format. */
+/** This isolate's counters and histograms, rendered in the Prometheus text exposition format. */
 import type { Rule } from "../config/types";
 
 /** Every counter floodgate keeps, with its help text; the names are the exported metric names. */
@@ -37,7 +37,7 @@ interface Histogram {
 }
 
 /**
- * A registry of counters. One lives per isolate (see {@link metrics}); tests make their own.
+ * A registry of counters and histograms. One lives per isolate (see {@link metrics}); tests make their own.
  *
  * @example
  * metrics.count("floodgate_decisions_total", { rule: "login", decision: "denied" });
