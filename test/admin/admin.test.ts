@@ -78,7 +78,7 @@ describe("admin API", () => {
     expect((await admin("state?rule=nope&key=x")).status).toBe(404);
   });
 
-  it("exports this isolate's counters in the Prometheus text format", async () => {
+  it("exports this isolate's counters and histograms in the Prometheus text format", async () => {
     await hit("192.0.2.72");
     const res = await admin("metrics");
     expect(res.headers.get("Content-Type")).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -86,7 +86,10 @@ describe("admin API", () => {
     expect(text).toMatch(/^# TYPE floodgate_decisions_total counter$/m);
     expect(text).toMatch(/^floodgate_decisions_total\{decision="allowed",rule="adm-window"\} \d+$/m);
     expect(text).toMatch(/^floodgate_durable_object_calls_total\{method="decide"\} \d+$/m);
-    for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{[^}]*\})? \d+)$/);
+    expect(text).toMatch(/^# TYPE floodgate_object_wait_seconds histogram$/m);
+    expect(text).toMatch(/^floodgate_object_wait_seconds_count\{mode="strict",rule="adm-window"\} \d+$/m);
+    // A sample's value is a float in Go's syntax, as Prometheus parses it: a histogram's sum has a fraction.
+    for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{[^}]*\})? -?\d+(\.\d+)?(e[+-]?\d+)?)$/);
   });
 
   it("answers 404 to an unknown admin path", async () => {
