@@ -37,6 +37,8 @@ export interface World {
   objects: Map<string, KeyObject>;
   /** the locations' relays, by name (`relayName`): only where the rule aggregates */
   relays: Map<string, RelayObject>;
+  /** relays that restarted: their figures still count */
+  restartedRelays: { name: string; relay: RelayObject }[];
   accounts: Map<string, KeyAccount>;
   totals: RunTotals;
   slots: IsolateBase[];
@@ -52,11 +54,12 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const picks = stream(4);
   const arrivalsRandom = stream(5);
   const nearRandom = stream(6);
+  const relayLives = stream(7);
   const rule = ruleOf(s);
   const policy = policyOf(rule);
   const clock = new Clock(T0);
   const totals = new RunTotals(T0, s.warmupMs);
-  const world: World = { scenario: s, rule, policy, clock, objects: new Map(), relays: new Map(), accounts: new Map(), totals, slots: [], born: 0 };
+  const world: World = { scenario: s, rule, policy, clock, objects: new Map(), relays: new Map(), restartedRelays: [], accounts: new Map(), totals, slots: [], born: 0 };
 
   const objectFor = (name: string): KeyObject => {
     let object = world.objects.get(name);
@@ -88,7 +91,16 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
         totals.call(clock.now);
         deliver(farMs, () => objectFor(objectName), { batch, relayId: name }, onReply);
       };
-      world.relays.set(name, (relay = new RelayObject(clock, T0 + s.warmupMs, send)));
+      const fresh = new RelayObject(clock, T0 + s.warmupMs, send);
+      world.relays.set(name, (relay = fresh));
+      // A relay restarts after a lifetime drawn as an isolate's: the next call meets a fresh one.
+      if (Number.isFinite(s.lifetimeMs)) {
+        clock.after(relayLives.exponential(s.lifetimeMs), () => {
+          world.relays.delete(name);
+          world.restartedRelays.push({ name, relay: fresh });
+          fresh.reset();
+        });
+      }
     }
     return relay;
   };

@@ -17,7 +17,7 @@ import { IsolateBase, type Done, type Link, type Outcome } from "./isolate";
 import type { RunTotals } from "./metrics";
 import type { CallKind, Reply } from "./object";
 
-type SyncError = Extract<NonNullable<Outcome["error"]>, "timeout" | "overloaded" | "queueFull">;
+type SyncError = Extract<NonNullable<Outcome["error"]>, "timeout" | "overloaded" | "queueFull" | "reset">;
 
 /** A sync in flight for one key, and the requests waiting for it (index.ts's `run` promise). */
 interface Flight {
@@ -26,7 +26,7 @@ interface Flight {
 
 /** What onError is answering for when a sync failed: a relay's full queue, its batch's timeout, or an overloaded object. */
 function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
-  return reply.error === "full" ? "queueFull" : reply.error === "timeout" ? "timeout" : "overloaded";
+  return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
 }
 
 /** index.ts `Entry` (lines 47–56); `synced` only tells the report an isolate's first call from the others. */
@@ -140,9 +140,9 @@ export class FastIsolate extends IsolateBase {
   /**
    * index.ts `sync` (lines 197–232): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's relay (lines 206–210). The simulated objects never fail a call as
-   * retryable, so the one retry of line 214 (`retriedOnce`) is not mirrored; `rulePeers` (line 216) is kept
-   * per isolate. `kind` is only for the report.
+   * aggregates, to its location's relay (lines 206–210); `retriedOnce` (line 214) tries once more
+   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 216) is
+   * kept per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
     const clock = this.link.clock;
@@ -161,7 +161,13 @@ export class FastIsolate extends IsolateBase {
       const { rule, objectName } = entry;
       const via = rule.aggregate === "location" ? relayName(this.location, objectName) : undefined;
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
-      this.link.call(this, via ?? objectName, payload, (reply) => {
+      const call = (attempt: number): void =>
+        this.link.call(this, via ?? objectName, payload, (reply) => {
+          // retriedOnce (line 214): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
+          if (!reply.ok && reply.error === "reset" && attempt === 0) return call(1);
+          settle(reply);
+        });
+      const settle = (reply: Reply): void => {
         const at = clock.now;
         if (reply.ok) {
           applyLease(entry.key, entry.rule, reply.lease!, at);
@@ -173,7 +179,8 @@ export class FastIsolate extends IsolateBase {
         }
         if (entry.inflight === flight) entry.inflight = null;
         for (const waiter of flight.waiters) waiter(reply.ok, reply.ok ? undefined : syncError(reply));
-      });
+      };
+      call(0);
     });
     return flight;
   }

@@ -11,7 +11,7 @@ import type { Call, Reply } from "./object";
 export interface Outcome {
   decision: Decision | null;
   waited: boolean;
-  error?: "timeout" | "overloaded" | "unavailable" | "queueFull";
+  error?: "timeout" | "overloaded" | "unavailable" | "queueFull" | "reset";
 }
 
 export type Done = (outcome: Outcome) => void;

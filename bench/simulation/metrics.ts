@@ -85,7 +85,7 @@ export class RunTotals {
   lost = 0;
   /** admitted by the onError policy rather than by a lease or the object */
   admittedOnError = 0;
-  readonly errors: Record<ErrorKind, number> = { timeout: 0, overloaded: 0, unavailable: 0, queueFull: 0 };
+  readonly errors: Record<ErrorKind, number> = { timeout: 0, overloaded: 0, unavailable: 0, queueFull: 0, reset: 0 };
   /** fast syncs by why they were made (see CallKind) */
   readonly callKinds: Record<CallKind, number> = { first: 0, waiting: 0, background: 0, release: 0 };
   /** per second since the start: requests offered, admitted, object calls (all keys) */
@@ -141,6 +141,6 @@ export class RunTotals {
   }
 
   get errorCount(): number {
-    return this.errors.timeout + this.errors.overloaded + this.errors.unavailable + this.errors.queueFull;
+    return this.errors.timeout + this.errors.overloaded + this.errors.unavailable + this.errors.queueFull + this.errors.reset;
   }
 }

@@ -42,10 +42,11 @@ const RETRY_WINDOW_MS = 60_000;
 
 /**
  * An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline
- * PROTOTYPE; from a relay, "full" (its queue refused the sync) and "timeout" (its batch outlived
- * the batch's timeout).
+ * PROTOTYPE; from a relay, "full" (its queue refused the sync), "timeout" (its batch outlived
+ * the batch's timeout) and "reset" (it restarted with the sync waiting there: Cloudflare marks
+ * such an error retryable).
  */
-export type Reply = { ok: true; lease?: Lease; relayed?: Relayed; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" | "full" | "timeout" };
+export type Reply = { ok: true; lease?: Lease; relayed?: Relayed; decided?: Decided[] } | { ok: false; error: "overloaded" | "expired" | "full" | "timeout" | "reset" };
 
 /**
  * Why a fast isolate called: its first sync for the key, a request its lease could not pay for
@@ -148,6 +149,13 @@ export abstract class ObjectThread<S extends ThreadStats> {
     this.queue.push(call);
     this.stats.maxQueued = Math.max(this.stats.maxQueued, queued + 1);
     if (!this.busy) this.serveNext();
+  }
+
+  /** The object restarts: every call waiting on its thread is answered `reply` at once, and the queue is empty. */
+  protected drain(reply: Reply): void {
+    for (const call of this.queue.slice(this.queueHead)) if (call !== "alarm") call.reply(reply);
+    this.queue.length = 0;
+    this.queueHead = 0;
   }
 
   /** What one call does, run when the thread takes it up. */

@@ -23,6 +23,8 @@ export interface RelayStats extends ThreadStats {
   refused: number;
   /** batches that outlived their timeout */
   timedOut: number;
+  /** restarts (1 at most: a restarted relay is a new object) */
+  resets: number;
 }
 
 /** Sends one batch to the key's object (`syncAll`) over the network; `onReply` runs when the answer is back at the relay. */
@@ -31,19 +33,38 @@ export type SendBatch = (objectName: string, batch: Forwarded[], onReply: (reply
 /**
  * The relay object: each isolate's `relay` call costs its thread what any call costs (SERVICE.baseMs),
  * its answer included; sending a batch and handing out its answers ride on the calls and timers
- * around them and are not charged. It never vanishes (nor restarts): the model's limitation.
+ * around them and are not charged. It restarts now and then (see {@link reset}).
  */
 export class RelayObject extends ObjectThread<RelayStats> {
   /** relay.ts keeps a lane per key's object; a relay object is named for one key, so it has one */
   private readonly waiting = new RelayQueue<Waiter>();
   private timer = false;
+  /** the batch in flight: a restart fails its syncs too */
+  private flying: Waiter[] = [];
+  private gone = false;
 
   constructor(
     clock: Clock,
     steadyFrom: number,
     private readonly sendBatch: SendBatch,
   ) {
-    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0 }, steadyFrom);
+    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0, resets: 0 }, steadyFrom);
+  }
+
+  /**
+   * The relay restarts (its isolate evicted, or a deploy), holding nothing: relay.ts stores nothing,
+   * so every sync waiting here, on its thread or for a batch or in the batch in flight, fails as
+   * Cloudflare's reset does (retryable), and the answer of that batch is dropped when it comes. The
+   * key's object has applied it: the isolates resend the same syncs, which it answers without
+   * applying them twice. The next call for this location meets a fresh relay.
+   */
+  reset(): void {
+    this.gone = true;
+    this.stats.resets++;
+    const lost: Reply = { ok: false, error: "reset" };
+    this.drain(lost);
+    for (const w of this.flying) w.reply(lost);
+    while (this.waiting.size > 0) for (const w of this.waiting.take(this.clock.now)) w.reply(lost);
   }
 
   /** relay.ts `forward` (lines 39–50): queue the sync, or refuse it at once when the queue is full. */
@@ -99,9 +120,11 @@ export class RelayObject extends ObjectThread<RelayStats> {
       held = true;
       settled(gapMs);
     };
+    this.flying = batch;
     const answer = (reply: Reply): void => {
-      if (answered) return;
+      if (answered || this.gone) return;
       answered = true;
+      this.flying = [];
       // The simulated object answers every sync with a lease (see KeyObject `syncAll`).
       batch.forEach((w, i) => w.reply(reply.ok ? { ok: true, lease: reply.relayed!.answers[i] as Lease } : reply));
     };

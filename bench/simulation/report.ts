@@ -235,7 +235,7 @@ function modelSection(): string[] {
     `**Relays** (\`aggregate: "location"\`). Isolate slot *k* runs at location *k* mod ${LOCATIONS} (an assumption: Cloudflare has about 300 locations; a key's traffic reaches fewer), and each location has one relay for the key, an object like the key's: one thread, ${SERVICE.baseMs} ms an isolate's call (its answer, handed out when its batch returns, included; sending a batch is not charged), the same queue and overload rule. ` +
       `An isolate's round trip to its relay is drawn once per location, uniform in ${RELAY_RTT.loMs}–${RELAY_RTT.hiMs} ms (an assumption: a relay object is created near the first request that names it, in a nearby data center that hosts Durable Objects; Durable Objects docs, *Data location*); the relay's round trip to the key's object is drawn once per location from the mixture above (its isolates' own, were they to call the key's object directly). ` +
       `A batch of *n* syncs (\`syncAll\`) costs the key's object ${SERVICE.baseMs} ms + ${SERVICE.perSyncMs * 1000} µs a sync (an assumption: the lease code measured 9 µs a sync, and each sync writes its peer row). ` +
-      "An isolate that vanishes leaves its syncs at the relay, which still reach the key's object. Relays never vanish nor restart here: a limitation, since a real relay that restarts loses the syncs in flight and their isolates resend them.",
+      "An isolate that vanishes leaves its syncs at the relay, which still reach the key's object. A relay restarts after a lifetime drawn as an isolate's (an assumption: an object is evicted when idle, and on every deploy): every sync waiting there, queued or in its batch in flight, fails as Cloudflare's reset does, which the isolate tries once more (`retriedOnce`, to a fresh relay), and the key's object, which may have applied that batch, answers the resent syncs without applying them twice.",
     "",
     `**Isolates** live ${LIFETIME_MS / 60_000} minutes on average (exponential), then vanish with whatever they hold (leases unreported, syncs and requests in flight) and a fresh isolate at the same distance takes their traffic; the churn stress uses ${STRESS_LIFETIME_MS / 1000} s. ` +
       "Cloudflare documents that isolates are not necessarily long-lived and may be evicted for resource limits on the machine, the isolate's own limits, or suspicion (Workers docs, *How Workers works*), and publishes no lifetime: the figures are assumptions.",
@@ -250,7 +250,7 @@ function modelSection(): string[] {
       "*objectCallsPerSecondPeak*: calls arriving at one key's object in its busiest second after the warm-up (10 s fast, 2 s strict; the cold start, when every isolate makes its first call, is in `detail.objectCallsPerSecondPeakWithWarmup`). " +
       "*waitedForObject*: share of requests after the warm-up that waited on a call; *wait p50 / p99* (\`detail.waitMs\`): how long those waited, from arrival to decision, median and 99th percentile. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
       "*Calls by kind* (`detail.callsByKind`, and `detail.objectPeakByKind` for the busiest second): an isolate's first sync for the key, a sync for a request its lease could not pay for, a background sync (`syncDue`), a release of an idle or evicted lease; through relays these are the isolates' syncs, and the key's object's calls are the batches. " +
-      "*Relays* (`detail.relay`): the busiest relay's calls in its busiest second after the warm-up, every relay's calls, the mean syncs per batch, and the syncs and batches that failed.",
+      "*Relays* (`detail.relay`): the busiest relay's calls in its busiest second after the warm-up, every relay's calls, the mean syncs per batch, the syncs and batches that failed, and the relays' restarts.",
     "",
   ];
 }
@@ -346,6 +346,8 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
   const refused = rows.reduce((a, r) => a + relayed(r).refused, 0);
   const timedOut = rows.reduce((a, r) => a + relayed(r).timedOut, 0);
   const overloaded = rows.reduce((a, r) => a + relayed(r).overloaded, 0);
+  const restarts = rows.reduce((a, r) => a + relayed(r).restarts, 0);
+  const resets = rows.reduce((a, r) => a + r.detail.errorsByKind.reset, 0);
   return [
     "## Relays: `aggregate: \"location\"`",
     "",
@@ -355,7 +357,7 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
       `The \`-l${MANY_LOCATIONS}\` scenarios repeat those at 4,096 isolates in ${MANY_LOCATIONS} locations (about Cloudflare's count), where each relay hears fewer syncs and the object's pace allows up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} calls a second. ` +
       "*calls/s peak* and *calls per 100* count the key's object's calls (the batches); *waited* counts requests that waited on a sync through their relay; *relay calls/s peak* is the busiest relay's busiest second after the warm-up, *relay calls* all the isolates' calls to their relays, *syncs per batch* their mean over the batches. " +
       `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relayed(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${Math.min(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)}–${Math.max(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)} a batch on average. ` +
-      `Over these runs the relays refused ${n(refused)} syncs for a full queue, ${n(timedOut)} batches outlived their timeout and ${n(overloaded)} calls found a relay overloaded.`,
+      `Over these runs the relays refused ${n(refused)} syncs for a full queue, ${n(timedOut)} batches outlived their timeout, ${n(overloaded)} calls found a relay overloaded and relays restarted ${n(restarts)} times, ${n(resets)} requests getting onError's answer for a sync lost twice that way.`,
     "",
     scenarioTable(rows, { headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"], cells: (r) => [n(relayed(r).callsPerSecondPeak), n(relayed(r).calls), relayed(r).syncsPerBatch.toFixed(2), percent(relayed(r).busy)] }),
     "",

@@ -40,7 +40,7 @@ export interface ScenarioResult {
     objectCallsPerSecondPeakWithWarmup: number;
     /** requests admitted by onError's answer, not by a lease or the object */
     admittedOnError: number;
-    errorsByKind: { timeout: number; overloaded: number; unavailable: number; queueFull: number };
+    errorsByKind: { timeout: number; overloaded: number; unavailable: number; queueFull: number; reset: number };
     lostWithIsolates: number;
     isolatesBorn: number;
     /** fast syncs by why they were made: an isolate's first for the key, a request its lease could not pay for, a background sync, a release */
@@ -71,7 +71,10 @@ export interface ScenarioResult {
 
 /** What the relays did: their calls are the isolates' syncs, their batches the key's object's calls. */
 export interface RelayFigures {
+  /** locations with a relay */
   relays: number;
+  /** relays that restarted during the run (each location's next call met a fresh one) */
+  restarts: number;
   /** the isolates' calls to their relays */
   calls: number;
   /** the busiest relay's calls in its busiest second after the warm-up, and counting the warm-up */
@@ -88,12 +91,13 @@ export interface RelayFigures {
 }
 
 function relayFigures(world: World): RelayFigures | null {
-  if (world.relays.size === 0) return null;
-  const all = [...world.relays.values()].map((r) => r.stats);
+  if (world.relays.size === 0 && world.restartedRelays.length === 0) return null;
+  const all = [...world.relays.values(), ...world.restartedRelays.map((r) => r.relay)].map((r) => r.stats);
   const sum = (f: (x: (typeof all)[number]) => number) => all.reduce((a, x) => a + f(x), 0);
   const batches = sum((x) => x.batches);
   return {
-    relays: all.length,
+    relays: new Set([...world.relays.keys(), ...world.restartedRelays.map((r) => r.name)]).size,
+    restarts: world.restartedRelays.length,
     calls: sum((x) => x.arrived),
     callsPerSecondPeak: Math.max(...all.map((x) => x.steadyPeakPerSecond)),
     callsPerSecondPeakWithWarmup: Math.max(...all.map((x) => x.peakPerSecond)),

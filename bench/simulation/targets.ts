@@ -57,7 +57,7 @@ function whyOverAdmitted(r: ScenarioResult, what: string): string {
   }
   return (
     `${r.name}: ${n(d.admittedOnError)} of the ${n(d.admitted)} admissions were onError's, not a lease's: ${n(r.errors)} requests got no answer in time ` +
-    `(${n(e.timeout)} timed out, ${n(e.overloaded)} refused as overloaded, ${n(e.unavailable)} met an open breaker or backoff${e.queueFull ? `, ${n(e.queueFull)} found their key's queue full` : ""}). onError "local" admits from each isolate's own counter ` +
+    `(${n(e.timeout)} timed out, ${n(e.overloaded)} refused as overloaded, ${n(e.unavailable)} met an open breaker or backoff${e.queueFull ? `, ${n(e.queueFull)} found their key's queue full` : ""}${e.reset ? `, ${n(e.reset)} lost their sync with a restarting relay, twice` : ""}). onError "local" admits from each isolate's own counter ` +
     `up to ⌊limit ÷ peers⌋ a period (peers as the object last told that isolate), starting from its share of what the object last said was free, and refuses while no object of the rule has answered the isolate (src/limiter/local-share.ts); ` +
     `at a cold start the isolates answered first were told of few peers and of units the object was still leasing to the calls queued behind them. ` +
     `The isolate reports those admissions with its next sync and the object counts them then (\`SyncRequest.unleased\`), so they shrink later leases, but they were admitted beside what the leases admitted. ${object}`

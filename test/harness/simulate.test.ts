@@ -1,4 +1,4 @@
-// npm run simulate at smoke-test size: it runs, the same seed gives the same numbers, bad options are refused by name, a failed scenario is reported, relays spare the key's object calls.
+// npm run simulate at smoke-test size: it runs, the same seed gives the same numbers, bad options are refused by name, a failed scenario is reported, relays spare the key's object calls and restart.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -79,6 +79,13 @@ describe("npm run simulate", () => {
     const [direct, relayed] = selectScenarios({ quick: true, isolates: [4096], only, seconds: 20 }).map((s) => runScenario(s, 1));
     expect(relayed!.detail.relay!.syncsPerBatch).toBeGreaterThan(1);
     expect(relayed!.detail.calls).toBeLessThan(direct!.detail.calls / 2);
+  });
+
+  it("restarts relays during a run, losing the syncs waiting there, and the limit still holds", () => {
+    // Isolates and relays live 30 s on average here, so in 40 s most of the 64 relays restart.
+    const [churn] = selectScenarios({ quick: true, isolates: [512], only: ["relay-churn-sw-global-i512-10x"], seconds: 40 }).map((s) => runScenario(s, 1));
+    expect(churn!.detail.relay!.restarts).toBeGreaterThan(10);
+    expect(churn!.maxPerWindowOverLimit).toBeLessThanOrEqual(1.01);
   });
 
   it("reports a scenario that failed as failed, with its error, rather than dropping it", () => {
