@@ -21,6 +21,20 @@ export function checkCost(cost: unknown, fallback: number, where: string): numbe
   return cost as number;
 }
 
+/**
+ * A Cloudflare location as given (`request.cf.colo`, a code like "AMS"), for a rule with
+ * `aggregate: "location"` to sync through that location's relay; `undefined`: none, sync straight
+ * to the key's object. Each location names a relay object, so only short codes are taken: a
+ * client's own string passed here would make one object per value.
+ */
+export function checkLocation(location: unknown, where: string): string | undefined {
+  if (location === undefined) return undefined;
+  if (typeof location !== "string" || !/^[A-Za-z0-9]{1,8}$/.test(location)) {
+    throw new TypeError(`${where}: location must be a Cloudflare location code like "AMS" (request.cf.colo), 1 to 8 letters or digits, got ${describe(location)}`);
+  }
+  return location;
+}
+
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value);
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);

@@ -11,7 +11,9 @@ const RULES = [
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
   { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
   { name: "slots", match: { path: "/slots/*" }, key: "ip", algorithm: "concurrency", limit: 1 },
+  { name: "relayed", match: { path: "/relayed/*" }, key: "ip", limit: 3, period: "1h", mode: "fast", aggregate: "location" },
 ];
+const ADMIN = "binding-test-admin";
 
 /** The caller: a Worker with the binding, whose routes run one kind of call each and answer JSON. */
 const CALLER = `
@@ -22,7 +24,7 @@ export default {
     const settle = (promise) => promise.then((value) => ({ ok: true, value }), (error) => ({ ok: false, error: String(error && error.message || error) }));
     switch (url.pathname) {
       case "/limit": {
-        const calls = Array.from({ length: Number(q("n") ?? 1) }, () => env.FLOODGATE.limit({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
+        const calls = Array.from({ length: Number(q("n") ?? 1) }, () => env.FLOODGATE.limit({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}), ...(q("location") ? { location: q("location") } : {}) }));
         return Response.json(await Promise.all(calls));
       }
       case "/check": {
@@ -51,6 +53,7 @@ export default {
           settle(env.FLOODGATE.limit({ key: "x".repeat(1025) })),
           settle(env.FLOODGATE.limit({ key: "k", cost: 1.5 })),
           settle(env.FLOODGATE.limit({ key: "k", cost: -2 })),
+          settle(env.FLOODGATE.limit({ key: "k", location: "not a colo" })),
           settle(env.FLOODGATE.check("not a request")),
           settle(env.UNNAMED.limit({ key: "k" })),
           settle(env.BROKEN.check(new Request("https://api.example.com/"))),
@@ -85,7 +88,7 @@ beforeAll(async () => {
         modules: true,
         scriptPath: bundle.path,
         compatibilityDate: "2026-04-20",
-        bindings: { RATE_LIMIT_RULES: JSON.stringify(RULES), ORIGIN_URL: `http://127.0.0.1:${origin.port}` },
+        bindings: { RATE_LIMIT_RULES: JSON.stringify(RULES), ORIGIN_URL: `http://127.0.0.1:${origin.port}`, ADMIN_TOKEN: ADMIN },
         durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
       },
       {
@@ -110,6 +113,13 @@ const call = async <T>(path: string): Promise<T> => (await mf.dispatchFetch(`htt
 const originCount = async (tag: string) => ((await (await fetch(`http://127.0.0.1:${origin.port}/__origin/count?tag=${tag}`)).json()) as { count: number }).count;
 
 type Result = LimitResult;
+
+/** The floodgate Worker's own count of its Durable Object calls by `method` (its metrics, where the binding's calls run). */
+async function objectCalls(method: string): Promise<number> {
+  const worker = await mf.getWorker("floodgate");
+  const text = await (await worker.fetch("http://floodgate/__floodgate/metrics", { headers: { Authorization: `Bearer ${ADMIN}` } })).text();
+  return Number(new RegExp(`^floodgate_durable_object_calls_total\\{method="${method}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+}
 
 describe("the Floodgate service binding", () => {
   it("grants exactly 5 of 40 concurrent limit({ key }) calls on a strict rule with limit 5, the rule from props", async () => {
@@ -142,6 +152,13 @@ describe("the Floodgate service binding", () => {
   it("decides a fast rule named in the call from this isolate's lease", async () => {
     const results = await call<Result[]>("/limit?rule=api&key=k-fast&n=5");
     expect(results.filter((r) => r.success)).toHaveLength(3);
+  });
+
+  it("syncs a rule with aggregate: location through the relay of the location the call passes", async () => {
+    const before = await objectCalls("relay");
+    const results = await call<Result[]>("/limit?rule=relayed&key=k-relayed&n=5&location=AMS");
+    expect(results.filter((r) => r.success)).toHaveLength(3);
+    expect(await objectCalls("relay")).toBeGreaterThan(before);
   });
 
   it("checks a request as the proxy would without ever contacting the origin", async () => {
@@ -189,8 +206,9 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/at most 1024 bytes/),
       expect.stringMatching(/cost must be a positive integer, got 1\.5/),
       expect.stringMatching(/cost must be a positive integer, got -2/),
+      expect.stringMatching(/location must be a Cloudflare location code like "AMS"/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 5/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 6/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
     ]);

@@ -3,6 +3,7 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { createGate, limiter } from "../../src/lib";
+import { metrics } from "../../src/metrics/metrics";
 import { originLog } from "../helpers/worker";
 
 const namespace = (env as unknown as Env).LIMITER;
@@ -65,7 +66,21 @@ describe("limiter", () => {
     await expect(api.limit("é".repeat(600))).rejects.toThrow(/at most 1024 bytes of UTF-8, got 1200/);
     await expect(api.limit("k", { cost: 0 })).rejects.toThrow(/cost must be a positive integer, got 0/);
     await expect(api.limit("k", { cost: 2.5 })).rejects.toThrow(/cost must be a positive integer, got 2\.5/);
+    await expect(api.limit("k", { location: "" })).rejects.toThrow(/location must be a Cloudflare location code like "AMS" \(request\.cf\.colo\), 1 to 8 letters or digits, got ""/);
+    await expect(api.limit("k", { location: "203.0.113.7" })).rejects.toThrow(/location must be a Cloudflare location code/);
     expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("syncs a rule with aggregate: location through the relay of the location a call passes, and straight without one", async () => {
+    const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
+    const api = limiter(namespace, { name: "lib-relayed", limit: 100, period: "1h", mode: "fast", aggregate: "location" });
+    const ctx = createExecutionContext();
+    const [relayBefore, syncBefore] = [calls("relay"), calls("sync")];
+    expect((await api.limit("here", { ctx, location: "AMS" })).success).toBe(true);
+    expect(calls("relay")).toBe(relayBefore + 1);
+    expect((await api.limit("elsewhere", { ctx })).success).toBe(true);
+    expect(calls("sync")).toBe(syncBefore + 1);
+    await waitOnExecutionContext(ctx);
   });
 
   it("asks for the ExecutionContext on a fast rule instead of deciding without background syncs", async () => {
