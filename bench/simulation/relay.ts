@@ -23,8 +23,6 @@ export interface RelayStats extends ThreadStats {
   refused: number;
   /** batches that outlived their timeout */
   timedOut: number;
-  /** restarts (1 at most: a restarted relay is a new object) */
-  resets: number;
 }
 
 /** Sends one batch to the key's object (`syncAll`) over the network; `onReply` runs when the answer is back at the relay. */
@@ -48,7 +46,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     steadyFrom: number,
     private readonly sendBatch: SendBatch,
   ) {
-    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0, resets: 0 }, steadyFrom);
+    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0 }, steadyFrom);
   }
 
   /**
@@ -60,7 +58,6 @@ export class RelayObject extends ObjectThread<RelayStats> {
    */
   reset(): void {
     this.gone = true;
-    this.stats.resets++;
     const lost: Reply = { ok: false, error: "reset" };
     this.drain(lost);
     for (const w of this.flying) w.reply(lost);

@@ -4,7 +4,7 @@ import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
-import { inManyLocations, MANY_LOCATIONS, relayOf } from "./scenarios";
+import { inManyLocations, LOCATIONS, MANY_LOCATIONS, relayOf } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 export interface Verdict {
@@ -172,7 +172,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
               `The default: ${smallText}; ${RELAY}: ${relayText}; ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}. ` +
               `The relay scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds. ` +
               (many.text
-                ? `Those figures assume the isolates sit in 64 locations; in ${MANY_LOCATIONS} (Cloudflare's count) the key's object took ${many.text} (${manyMet ? "within 250" : `over 250: ${whyManyLocations(many.worst!)}`}). `
+                ? `Those figures assume the isolates sit in ${LOCATIONS} locations; in ${MANY_LOCATIONS} (Cloudflare's count) the key's object took ${many.text} (${manyMet ? "within 250" : `over 250: ${whyManyLocations(many.worst!)}`}). `
                 : "") +
               (defaultMet ? "The default alone meets it too." : `The default alone still misses at ${over(m.values)}.`)
           : undefined,
