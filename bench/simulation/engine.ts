@@ -10,6 +10,7 @@ import type { IsolateBase, Link } from "./isolate";
 import { drawRtt, legMs, RELAY_RTT } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
 import { KeyObject, type Call, type Reply, type ThreadStats, type ObjectThread } from "./object";
+import { PoolRelayObject, type SendSync } from "./pool-relay";
 import { RelayObject, type SendBatch } from "./relay";
 import { LOCATIONS, type Scenario } from "./scenarios";
 import { StrictIsolate } from "./strict-isolate";
@@ -36,9 +37,9 @@ export interface World {
   clock: Clock;
   objects: Map<string, KeyObject>;
   /** the locations' relays, by name (`relayName`): only where the rule aggregates */
-  relays: Map<string, RelayObject>;
+  relays: Map<string, RelayObject | PoolRelayObject>;
   /** relays that restarted: their figures still count */
-  restartedRelays: { name: string; relay: RelayObject }[];
+  restartedRelays: { name: string; relay: RelayObject | PoolRelayObject }[];
   accounts: Map<string, KeyAccount>;
   totals: RunTotals;
   slots: IsolateBase[];
@@ -83,7 +84,8 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   if (rule.aggregate === "location") {
     for (let k = 0; k < locations; k++) places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs) });
   }
-  const relayFor = (name: string, location: string): RelayObject => {
+  let relaysMade = 0;
+  const relayFor = (name: string, location: string, objectName: string): RelayObject | PoolRelayObject => {
     let relay = world.relays.get(name);
     if (!relay) {
       const { farMs } = places.get(location)!;
@@ -91,7 +93,12 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
         totals.call(clock.now);
         deliver(farMs, () => objectFor(objectName), { batch, relayId: name }, onReply);
       };
-      const fresh = new RelayObject(clock, T0 + s.warmupMs, send);
+      // PROTOTYPE: a relay that leases for its location syncs with the key's object as one peer.
+      const sendSync: SendSync = (request, onReply) => {
+        totals.call(clock.now);
+        deliver(farMs, () => objectFor(objectName), { sync: request, kind: "background" }, onReply);
+      };
+      const fresh = s.pool ? new PoolRelayObject(clock, T0 + s.warmupMs, rule, `${name}#${relaysMade++}`, sendSync) : new RelayObject(clock, T0 + s.warmupMs, send);
       world.relays.set(name, (relay = fresh));
       // A relay restarts after a lifetime drawn as an isolate's: the next call meets a fresh one.
       if (Number.isFinite(s.lifetimeMs)) {
@@ -110,7 +117,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       const reply = (r: Reply) => {
         if (from.alive) onReply(r);
       };
-      if (payload.relay) return deliver(places.get(from.location)!.nearMs, () => relayFor(name, from.location), payload, reply);
+      if (payload.relay) return deliver(places.get(from.location)!.nearMs, () => relayFor(name, from.location, payload.relay!.objectName), payload, reply);
       totals.call(clock.now);
       deliver(from.rttMs, () => objectFor(name), payload, reply);
     },

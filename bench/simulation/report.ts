@@ -61,6 +61,11 @@ function scenarioTable(rows: ScenarioResult[], extra?: Extra): string {
   );
 }
 
+/** A run's bound as its algorithm reads it: the most in a window ÷ limit (sliding window), or the token excess. */
+function boundText(r: ScenarioResult): string {
+  return r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : f3(r.tokenExcess);
+}
+
 /** How long the requests that waited waited, "12 / 340 ms" (median / 99th percentile), or "—" when none did. */
 function waitText(r: ScenarioResult): string {
   const w = r.detail.waitMs;
@@ -101,7 +106,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
       `${scenarios.length} scenarios (${failed.length} failed) in ${info.seconds.toFixed(0)} s of wall time on ${info.machine} (${info.jobs} worker thread${info.jobs === 1 ? "" : "s"}); floodgate at ${info.source}.`,
     "",
     `A deterministic discrete-event simulation that drives floodgate's own code: the algorithms, the fast path's isolate side and the object's lease logic are imported from \`src/\`, not re-implemented, ` +
-      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default design, and a fast rule with \`aggregate: "location"\` (each location's relay forwarding its isolates' syncs to the key's object in batches; [below](#relays-aggregate-location)) at 512 and 4,096 isolates, where the README recommends it. One simulator-only **prototype** (strict calls that carry their deadline) is measured beside it ([below](#prototypes-simulator-only)). ` +
+      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default design, and a fast rule with \`aggregate: "location"\` (each location's relay forwarding its isolates' syncs to the key's object in batches; [below](#relays-aggregate-location)) at 512 and 4,096 isolates, where the README recommends it. Two simulator-only **prototypes** (strict calls that carry their deadline; relays that hold a lease for their location) are measured beside it ([below](#prototypes-simulator-only)). ` +
       `The raw numbers are in [\`simulation.json\`](simulation.json).`,
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
@@ -333,13 +338,48 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
       "",
     );
   }
+  const pooled = proto.filter((p) => p.mode === "fast");
+  if (pooled.length) {
+    const beside = (r: ScenarioResult | undefined, p: ScenarioResult, f: (x: ScenarioResult) => string) => `${cell(r, f)} → ${f(p)}`;
+    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-"));
+    const rows = pooled.map((p) => {
+      const relayed = relayOfProto(p);
+      return [
+        `\`${p.name}\``,
+        beside(relayed, p, boundText),
+        beside(relayed, p, (x) => n(x.objectCallsPerSecondPeak)),
+        beside(relayed, p, (x) => percent(x.underAdmission)),
+        beside(relayed, p, (x) => percent(x.waitedForObject)),
+        beside(relayed, p, waitText),
+      ];
+    });
+    const span = (rows: ScenarioResult[], f: (x: ScenarioResult) => number, format: (x: number) => string) => (rows.length ? `${format(Math.min(...rows.map(f)))}–${format(Math.max(...rows.map(f)))}` : "—");
+    const paired = (rows: ScenarioResult[]) => rows.flatMap((p) => relayOfProto(p) ?? []);
+    const many = pooled.filter((p) => inManyLocations(p.name));
+    const few = pooled.filter((p) => !inManyLocations(p.name));
+    const ones = pooled.filter((p) => p.load === 1);
+    const p50 = (x: ScenarioResult) => x.detail.waitMs?.p50 ?? 0;
+    const summary =
+      `Measured, not tuned. The key's object's busiest second: ${span(few, (x) => x.objectCallsPerSecondPeak, n)} calls in ${LOCATIONS} locations (relays: ${span(paired(few), (x) => x.objectCallsPerSecondPeak, n)}), ` +
+      `${span(many, (x) => x.objectCallsPerSecondPeak, n)} in ${MANY_LOCATIONS} (relays: ${span(paired(many), (x) => x.objectCallsPerSecondPeak, n)}). ` +
+      `At 1× ${span(ones, (x) => x.waitedForObject, percent)} of requests waited (relays: ${span(paired(ones), (x) => x.waitedForObject, percent)}), each for its relay a few ms away: ${span(pooled, p50, (x) => `${Math.round(x)} ms`)} at the median (relays: ${span(paired(pooled), p50, (x) => `${Math.round(x)} ms`)}).`;
+    out.push(
+      "### Relays that hold a lease for their location (fast mode)",
+      "",
+      "bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's `nextSync`, `applyLease`, `syncDue` on its own `LocalKey`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as `aggregate: \"location\"` (relay → prototype):",
+      "",
+      table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
+      "",
+      summary,
+      "",
+    );
+  }
   return out;
 }
 
 /** The relay family: its own table with the relays' figures, and each scenario beside the same one without relays. */
 function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: ChartSpec[]): string[] {
   const relayed = (r: ScenarioResult) => r.detail.relay!;
-  const bound = (r: ScenarioResult) => (r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : f3(r.tokenExcess));
   // A scenario in MANY_LOCATIONS is set beside the same relays in LOCATIONS.
   const pairs = rows.map((r) => ({ r, d: all.find((x) => (inManyLocations(r.name) ? `${x.name}-l${MANY_LOCATIONS}` === r.name : relayOf(x.name) === r.name && x.family !== "relay")) }));
   const beside = (d: ScenarioResult | undefined, r: ScenarioResult, f: (x: ScenarioResult) => string) => `${d ? f(d) : "—"} → ${f(r)}`;
@@ -367,7 +407,7 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
       ["scenario", "max window ÷ limit or token excess", "calls/s peak", "calls per 100", "under-admission", "waited", "errors"],
       pairs.map(({ r, d }) => [
         `\`${r.name}\``,
-        beside(d, r, bound),
+        beside(d, r, boundText),
         beside(d, r, (x) => n(x.objectCallsPerSecondPeak)),
         beside(d, r, (x) => x.objectCallsPer100Requests.toFixed(2)),
         beside(d, r, (x) => percent(x.underAdmission)),

@@ -35,6 +35,8 @@ export interface Scenario {
   dropExpired: boolean;
   /** the rule's `aggregate: "location"`: isolates sync through their location's relay */
   aggregate: boolean;
+  /** PROTOTYPE: each relay holds a lease for its location and answers its isolates from it (bench/simulation/pool-relay.ts) */
+  pool?: boolean;
   /** the rule's timeout; absent: the product's default */
   timeoutMs?: number;
   /** locations the isolates sit in, one relay each where the rule aggregates; absent: LOCATIONS */
@@ -283,6 +285,11 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
+  // PROTOTYPE (simulator only): relays that hold a lease for their location, on the relay scenarios' global keys.
+  out.push(...relays.filter((r) => r.name.startsWith("relay-") && !r.name.startsWith("relay-churn-")).flatMap((r) => {
+    const pooled = { ...r, name: r.name.replace(/^relay-/, "proto-pool-"), family: "prototype" as const, pool: true };
+    return r.isolates === 4_096 ? [pooled, { ...pooled, name: `${pooled.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS }] : [pooled];
+  }));
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {
     for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {

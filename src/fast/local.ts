@@ -289,7 +289,8 @@ function leaseEnd(key: LocalKey): number {
   return key.lots.reduce((end, lot) => Math.max(end, lot.expiresAt), Number.NEGATIVE_INFINITY);
 }
 
-function expireLots(key: LocalKey, now: number): void {
+/** Ends the lots whose lease has run out: the next sync reports what each spent and gives back the rest. */
+export function expireLots(key: LocalKey, now: number): void {
   if (key.lots.every((lot) => lot.expiresAt > now)) return;
   for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
   key.lots = key.lots.filter((lot) => lot.expiresAt > now);

@@ -1,0 +1,196 @@
+/**
+ * PROTOTYPE, simulator only (nothing in src/ does this): a location's relay that holds a lease for
+ * its location, as gubernator's GLOBAL behaviour does, instead of forwarding each sync. It is one
+ * peer of the key's object and syncs as an isolate does, with floodgate's own src/fast/local.ts on
+ * its own LocalKey; it answers its isolates' syncs from the units it holds, carving each a
+ * sub-lease out of one of its lots, and reports upward, against that lot, what they spent.
+ */
+import type { Rule } from "../../src/config/types";
+import type { Lease, SyncRequest } from "../../src/fast/lease";
+import { applyLease, expireLots, freshKey, leaseLeft, nextSync, syncDue, syncFailed, type LocalKey } from "../../src/fast/local";
+import type { Clock } from "./clock";
+import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served } from "./object";
+import type { RelayStats } from "./relay";
+
+/** Sends the relay's own sync to the key's object; `onReply` runs back at the relay. */
+export type SendSync = (request: SyncRequest, onReply: (reply: Reply) => void) => void;
+
+/** Units a member (an isolate) holds from one of the relay's lots. */
+interface Grant {
+  lot: number;
+  units: number;
+}
+
+/** What the relay remembers of one of its isolates. */
+interface Member {
+  /** the highest sync seq whose reports were counted, and its answer once given */
+  seq: number;
+  answer: Lease | undefined;
+  /** sub-leases by the seq that asked for them (the isolate reports against it) */
+  grants: Map<number, Grant>;
+  seenAt: number;
+}
+
+interface Waiting {
+  member: Member;
+  request: SyncRequest;
+  reply(reply: Reply): void;
+}
+
+/** A member seen within this long counts toward the peers the relay reports (for onError's local share). */
+const MEMBER_ACTIVE_MS = 10_000;
+
+export class PoolRelayObject extends ObjectThread<RelayStats> {
+  private readonly key: LocalKey;
+  private readonly members = new Map<string, Member>();
+  private waiting: Waiting[] = [];
+  private inflight = false;
+  private timer = false;
+  private gone = false;
+  private seq = 0;
+
+  constructor(
+    clock: Clock,
+    steadyFrom: number,
+    private readonly rule: Rule,
+    private readonly id: string,
+    private readonly sendSync: SendSync,
+  ) {
+    super(clock, { ...threadStats(), batches: 0, forwarded: 0, refused: 0, timedOut: 0 }, steadyFrom);
+    this.key = freshKey(clock.now);
+  }
+
+  /** The relay restarts: what it holds is lost (the key's object counts it spent once its lots end), and every sync waiting here fails. */
+  reset(): void {
+    this.gone = true;
+    const lost: Reply = { ok: false, error: "reset" };
+    this.drain(lost);
+    for (const w of this.waiting) w.reply(lost);
+    this.waiting = [];
+  }
+
+  protected override serve(call: Call | "alarm"): Served {
+    const { relay, reply } = call as Call;
+    const request = relay!.forwarded.request;
+    const now = this.clock.now;
+    this.stats.forwarded++;
+    let member = this.members.get(request.isolate);
+    if (!member) this.members.set(request.isolate, (member = { seq: 0, answer: undefined, grants: new Map(), seenAt: now }));
+    member.seenAt = now;
+    // A resent sync (the same seq) is answered as before, and its reports are not counted twice.
+    if (request.seq <= member.seq && member.answer) return { reply: { ok: true, lease: member.answer }, serviceMs: SERVICE.baseMs };
+    if (request.seq > member.seq) this.absorb(member, request);
+    const lease = this.carve(member, request, now);
+    if (lease) {
+      this.pump(now);
+      return { reply: { ok: true, lease }, serviceMs: SERVICE.baseMs };
+    }
+    this.waiting.push({ member, request, reply });
+    this.syncUp(now);
+    return { serviceMs: SERVICE.baseMs };
+  }
+
+  /** Counts what the isolate reports: spent units against the lot they came from, unspent ones back to it (or given back upward, once it has ended). */
+  private absorb(member: Member, request: SyncRequest): void {
+    member.seq = request.seq;
+    member.answer = undefined;
+    this.key.demand += request.demand;
+    for (const s of request.unleased ?? []) this.key.unleased.push({ ...s });
+    for (const report of request.reports) {
+      const grant = member.grants.get(report.lease);
+      // A grant this relay never made (one of a relay before a restart): the key's object counts it spent.
+      if (!grant) continue;
+      const lot = this.key.lots.find((l) => l.lease === grant.lot);
+      const spent = report.spent.reduce((a, s) => a + s.units, 0);
+      if (lot) {
+        lot.spent.push(...report.spent.map((s) => ({ ...s })));
+        lot.units += report.unspent;
+      } else {
+        this.key.reports.push({ lease: grant.lot, spent: report.spent.map((s) => ({ ...s })), unspent: report.unspent });
+      }
+      grant.units -= spent + report.unspent;
+      if (grant.units <= 0) member.grants.delete(report.lease);
+    }
+  }
+
+  /** A sub-lease for the isolate from the lot that lasts longest, or undefined when none can pay what its requests need now. */
+  private carve(member: Member, request: SyncRequest, now: number): Lease | undefined {
+    expireLots(this.key, now);
+    const standing = this.key.standing;
+    const lot = this.key.lots.reduce<(typeof this.key.lots)[number] | undefined>((best, l) => (l.units > 0 && (!best || l.expiresAt > best.expiresAt) ? l : best), undefined);
+    const horizon = request.horizonMs;
+    const rate = request.demand / Math.max(request.elapsedMs, horizon);
+    const expected = rate * 1.5 * horizon;
+    const wanted = Math.max(request.need, Math.ceil(expected + Math.sqrt(expected)));
+    const denied = standing !== null && !standing.allowed && now < this.key.blockedUntil;
+    // Until the key's object has answered the relay, it knows nothing to answer with.
+    if (standing === null) return undefined;
+    if (!lot || lot.units < request.need) {
+      if (!denied && !request.release) return undefined;
+      return this.answer(member, request, { seq: request.seq, units: 0, expiresAt: now, standing, peers: this.peers(now), nextSyncAt: now + horizon, saturated: this.key.saturated });
+    }
+    const units = request.release ? 0 : Math.min(lot.units, wanted);
+    lot.units -= units;
+    if (units > 0) member.grants.set(request.seq, { lot: lot.lease, units });
+    // Until the isolate's next sync has had half an interval to come back, and never past the lot: the key's object counts what is unreported at the lot's end.
+    const expiresAt = Math.min(lot.expiresAt, now + 1.5 * horizon);
+    return this.answer(member, request, { seq: request.seq, units, expiresAt, standing: { ...standing, remaining: standing.remaining + leaseLeft(this.key) }, peers: this.peers(now), nextSyncAt: now + horizon, saturated: this.key.saturated });
+  }
+
+  private answer(member: Member, request: SyncRequest, lease: Lease): Lease {
+    member.seq = request.seq;
+    member.answer = lease;
+    return lease;
+  }
+
+  /** The key's object's peers (relays) times the isolates this relay stands for. */
+  private peers(now: number): number {
+    let active = 0;
+    for (const m of this.members.values()) if (m.seenAt >= now - MEMBER_ACTIVE_MS) active++;
+    return Math.max(1, this.key.peers) * Math.max(1, active);
+  }
+
+  /** Syncs upward when the relay's booked call has come or its units run low, or sets the timer for its booked call. */
+  private pump(now: number): void {
+    if (syncDue(this.key, this.rule, now)) return this.syncUp(now);
+    // Nothing booked ahead: the next sync of one of its isolates pumps again.
+    if (this.timer || this.inflight || this.key.nextSyncAt <= now) return;
+    this.timer = true;
+    this.clock.at(this.key.nextSyncAt, () => {
+      this.timer = false;
+      if (!this.gone) this.pump(this.clock.now);
+    });
+  }
+
+  /** One sync of the relay's own with the key's object, asking for what the syncs waiting here need; they are answered from its grant. */
+  private syncUp(now: number): void {
+    if (this.inflight || this.gone) return;
+    this.inflight = true;
+    this.stats.batches++;
+    const need = this.waiting.reduce((a, w) => a + w.request.need, 0);
+    const request = nextSync(this.key, this.rule, { isolate: this.id, nextSeq: () => ++this.seq }, need, now);
+    let over = false;
+    const settle = (reply: Reply): void => {
+      if (over || this.gone) return;
+      over = true;
+      this.inflight = false;
+      const at = this.clock.now;
+      if (reply.ok) applyLease(this.key, this.rule, reply.lease!, at);
+      else syncFailed(this.key, this.rule, at);
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const w of waiting) {
+        const lease = reply.ok ? this.carve(w.member, w.request, at) : undefined;
+        // Units the grant could not cover are not waited for again: the isolate hears the standing and asks anew.
+        w.reply(lease ? { ok: true, lease } : reply.ok ? { ok: true, lease: this.answer(w.member, w.request, { seq: w.request.seq, units: 0, expiresAt: at, standing: this.key.standing!, peers: this.peers(at), nextSyncAt: at + w.request.horizonMs, saturated: this.key.saturated }) } : reply);
+      }
+      this.pump(at);
+    };
+    this.sendSync(request, settle);
+    this.clock.after(this.rule.timeoutMs, () => {
+      if (over) return;
+      this.stats.timedOut++;
+      settle({ ok: false, error: "timeout" });
+    });
+  }
+}
