@@ -52,6 +52,7 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
   constructor(
     clock: Clock,
     steadyFrom: number,
+    /** the key's rule, with the interval the relay syncs at (its isolates keep the rule's own) */
     private readonly rule: Rule,
     private readonly id: string,
     private readonly sendSync: SendSync,

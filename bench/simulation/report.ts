@@ -7,7 +7,7 @@ import type { JobResult } from "./pool";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { AGREEMENT, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, POOL_SLOW_INTERVALS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type Verdict } from "./targets";
 
@@ -341,7 +341,7 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
   const pooled = proto.filter((p) => p.mode === "fast");
   if (pooled.length) {
     const beside = (r: ScenarioResult | undefined, p: ScenarioResult, f: (x: ScenarioResult) => string) => `${cell(r, f)} → ${f(p)}`;
-    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-"));
+    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool\d*-/, "relay-"));
     const rows = pooled.map((p) => {
       const relayed = relayOfProto(p);
       return [
@@ -353,20 +353,32 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
         beside(relayed, p, waitText),
       ];
     });
-    const span = (rows: ScenarioResult[], f: (x: ScenarioResult) => number, format: (x: number) => string) => (rows.length ? `${format(Math.min(...rows.map(f)))}–${format(Math.max(...rows.map(f)))}` : "—");
-    const paired = (rows: ScenarioResult[]) => rows.flatMap((p) => relayOfProto(p) ?? []);
-    const many = pooled.filter((p) => inManyLocations(p.name));
-    const few = pooled.filter((p) => !inManyLocations(p.name));
-    const ones = pooled.filter((p) => p.load === 1);
+    const span = (rows: ScenarioResult[], f: (x: ScenarioResult) => number, format: (x: number) => string): string => {
+      if (!rows.length) return "—";
+      const [lo, hi] = [Math.min(...rows.map(f)), Math.max(...rows.map(f))];
+      return lo === hi ? format(lo) : `${format(lo)}–${format(hi)}`;
+    };
+    const calls = (x: ScenarioResult) => x.objectCallsPerSecondPeak;
     const p50 = (x: ScenarioResult) => x.detail.waitMs?.p50 ?? 0;
-    const summary =
-      `Measured, not tuned. The key's object's busiest second: ${span(few, (x) => x.objectCallsPerSecondPeak, n)} calls in ${LOCATIONS} locations (relays: ${span(paired(few), (x) => x.objectCallsPerSecondPeak, n)}), ` +
-      `${span(many, (x) => x.objectCallsPerSecondPeak, n)} in ${MANY_LOCATIONS} (relays: ${span(paired(many), (x) => x.objectCallsPerSecondPeak, n)}). ` +
-      `At 1× ${span(ones, (x) => x.waitedForObject, percent)} of requests waited (relays: ${span(paired(ones), (x) => x.waitedForObject, percent)}), each for its relay a few ms away: ${span(pooled, p50, (x) => `${Math.round(x)} ms`)} at the median (relays: ${span(paired(pooled), p50, (x) => `${Math.round(x)} ms`)}).`;
+    const ms = (x: number) => `${Math.round(x)} ms`;
+    const at512 = (rows: ScenarioResult[]) => rows.filter((x) => x.isolates === 512 && x.load === 1 && x.algorithm === "sliding-window");
+    /** One design's figures on these scenarios: calls, under-admission at 512 isolates, waits. */
+    const figures = (rows: ScenarioResult[], label: string): string =>
+      `${label}: the key's object's busiest second ${span(rows.filter((p) => !inManyLocations(p.name)), calls, n)} calls in ${LOCATIONS} locations and ${span(rows.filter((p) => inManyLocations(p.name)), calls, n)} in ${MANY_LOCATIONS}; ` +
+      `a sliding window at 512 isolates and 1× admitted ${span(at512(rows), (x) => x.underAdmission, percent)} less than an exact limiter; ` +
+      `at 1× ${span(rows.filter((p) => p.load === 1), (x) => x.waitedForObject, percent)} of requests waited, ${span(rows, p50, ms)} at the median.`;
+    const relayed = all.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
+    const variants = [...new Set(pooled.map((p) => /^proto-pool(\d*)-/.exec(p.name)![1]!))].map((k) => ({ intervals: Number(k || 1), rows: pooled.filter((p) => p.name.startsWith(`proto-pool${k}-`)) }));
+    const summary = [
+      "Measured, not tuned.",
+      figures(relayed, "Relays as src/ has them"),
+      ...variants.map((v) => figures(v.rows, `Pooled, the relay syncing every ${v.intervals === 1 ? "interval" : `${v.intervals} intervals`}`)),
+      "A relay that syncs less often holds its units longer: fewer calls, more units idle.",
+    ].join(" ");
     out.push(
       "### Relays that hold a lease for their location (fast mode)",
       "",
-      "bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's `nextSync`, `applyLease`, `syncDue` on its own `LocalKey`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as `aggregate: \"location\"` (relay → prototype):",
+      `bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it and at its rule's interval (\`proto-pool-\`) or ${POOL_SLOW_INTERVALS} times it (\`proto-pool${POOL_SLOW_INTERVALS}-\`); it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as \`aggregate: "location"\` (relay → prototype):`,
       "",
       table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
       "",
