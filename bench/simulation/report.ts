@@ -61,6 +61,18 @@ function scenarioTable(rows: ScenarioResult[], extra?: Extra): string {
   );
 }
 
+/** A figure of a run beside the same figure of another, "before → after" ("—" for a run that did not happen). */
+function beside(before: ScenarioResult | undefined, after: ScenarioResult, f: (x: ScenarioResult) => string): string {
+  return `${before ? f(before) : "—"} → ${f(after)}`;
+}
+
+/** The range of a figure over runs, "lo–hi" (one value when they agree, "—" for none). */
+function span(rows: ScenarioResult[], f: (x: ScenarioResult) => number, format: (x: number) => string): string {
+  if (!rows.length) return "—";
+  const [lo, hi] = [Math.min(...rows.map(f)), Math.max(...rows.map(f))];
+  return lo === hi ? format(lo) : `${format(lo)}–${format(hi)}`;
+}
+
 /** A run's bound as its algorithm reads it: the most in a window ÷ limit (sliding window), or the token excess. */
 function boundText(r: ScenarioResult): string {
   return r.maxPerWindowOverLimit !== null ? f3(r.maxPerWindowOverLimit) : f3(r.tokenExcess);
@@ -316,7 +328,6 @@ function strictSections(ceiling: ScenarioResult[], rtt: ScenarioResult[], limite
 }
 
 function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): string[] {
-  const cell = (r: ScenarioResult | undefined, f: (x: ScenarioResult) => string) => (r ? f(r) : "—");
   const out: string[] = ["## Prototypes (simulator only)", "", "**Not floodgate's behaviour: nothing in `src/` does this.** Each wraps floodgate's code in bench/simulation/ and is measured on the same traffic.", ""];
   const deadline = proto.filter((p) => p.mode === "strict");
   if (deadline.length) {
@@ -324,9 +335,9 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
       const today = all.find((r) => r.family === "strict-ceiling" && r.isolates === p.isolates && Math.abs(r.detail.offeredPerSecond - p.detail.offeredPerSecond) / p.detail.offeredPerSecond < 0.05);
       return [
         `${n(p.isolates)} isolates, ${n(p.detail.offeredPerSecond)}/s offered`,
-        `${cell(today, (r) => n(r.detail.servedPerSecond))} → ${n(p.detail.servedPerSecond)}`,
-        `${cell(today, (r) => percent(r.errors / Math.max(1, r.detail.requests)))} → ${percent(p.errors / Math.max(1, p.detail.requests))}`,
-        `${cell(today, (r) => percent(r.detail.objectBusy))} → ${percent(p.detail.objectBusy)}`,
+        beside(today, p, (x) => n(x.detail.servedPerSecond)),
+        beside(today, p, (x) => percent(x.errors / Math.max(1, x.detail.requests))),
+        beside(today, p, (x) => percent(x.detail.objectBusy)),
       ];
     });
     out.push(
@@ -340,7 +351,6 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
   }
   const pooled = proto.filter((p) => p.mode === "fast");
   if (pooled.length) {
-    const beside = (r: ScenarioResult | undefined, p: ScenarioResult, f: (x: ScenarioResult) => string) => `${cell(r, f)} → ${f(p)}`;
     const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool\d*-/, "relay-"));
     const rows = pooled.map((p) => {
       const relayed = relayOfProto(p);
@@ -353,11 +363,6 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
         beside(relayed, p, waitText),
       ];
     });
-    const span = (rows: ScenarioResult[], f: (x: ScenarioResult) => number, format: (x: number) => string): string => {
-      if (!rows.length) return "—";
-      const [lo, hi] = [Math.min(...rows.map(f)), Math.max(...rows.map(f))];
-      return lo === hi ? format(lo) : `${format(lo)}–${format(hi)}`;
-    };
     const calls = (x: ScenarioResult) => x.objectCallsPerSecondPeak;
     const p50 = (x: ScenarioResult) => x.detail.waitMs?.p50 ?? 0;
     const ms = (x: number) => `${Math.round(x)} ms`;
@@ -394,7 +399,6 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
   const relayed = (r: ScenarioResult) => r.detail.relay!;
   // A scenario in MANY_LOCATIONS is set beside the same relays in LOCATIONS.
   const pairs = rows.map((r) => ({ r, d: all.find((x) => (inManyLocations(r.name) ? `${x.name}-l${MANY_LOCATIONS}` === r.name : relayOf(x.name) === r.name && x.family !== "relay")) }));
-  const beside = (d: ScenarioResult | undefined, r: ScenarioResult, f: (x: ScenarioResult) => string) => `${d ? f(d) : "—"} → ${f(r)}`;
   const refused = rows.reduce((a, r) => a + relayed(r).refused, 0);
   const timedOut = rows.reduce((a, r) => a + relayed(r).timedOut, 0);
   const overloaded = rows.reduce((a, r) => a + relayed(r).overloaded, 0);
@@ -408,7 +412,7 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
       `The isolates sit in ${LOCATIONS} locations, so the key's object hears from at most ${LOCATIONS} relays, each at most once per ${relayGap(LOCATIONS)} ms once paced: ${n((LOCATIONS * 1000) / relayGap(LOCATIONS))} calls a second at most. ` +
       `The \`-l${MANY_LOCATIONS}\` scenarios repeat those at 4,096 isolates in ${MANY_LOCATIONS} locations (about Cloudflare's count), where each relay hears fewer syncs and the object's pace allows up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} calls a second. ` +
       "*calls/s peak* and *calls per 100* count the key's object's calls (the batches); *waited* counts requests that waited on a sync through their relay; *relay calls/s peak* is the busiest relay's busiest second after the warm-up, *relay calls* all the isolates' calls to their relays, *syncs per batch* their mean over the batches. " +
-      `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relayed(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${Math.min(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)}–${Math.max(...rows.map((r) => relayed(r).syncsPerBatch)).toFixed(2)} a batch on average. ` +
+      `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relayed(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${span(rows, (r) => relayed(r).syncsPerBatch, (x) => x.toFixed(2))} a batch on average. ` +
       `Over these runs the relays refused ${n(refused)} syncs for a full queue, ${n(timedOut)} batches outlived their timeout, ${n(overloaded)} calls found a relay overloaded and relays restarted ${n(restarts)} times, ${n(resets)} requests getting onError's answer for a sync lost twice that way.`,
     "",
     scenarioTable(rows, { headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"], cells: (r) => [n(relayed(r).callsPerSecondPeak), n(relayed(r).calls), relayed(r).syncsPerBatch.toFixed(2), percent(relayed(r).busy)] }),
