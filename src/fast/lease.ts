@@ -76,9 +76,15 @@ const ROOMY = 8;
 /** The most a key far from its limit spares an isolate beyond its demand, as a multiple of that demand or its need. */
 const SLACK_PER_DEMAND = 8;
 
-/** How long past its booked call a quiet isolate's lease lasts: this many of its mean gaps between requests, at most this many intervals. */
-const QUIET_GAPS = 3;
-const QUIET_INTERVALS = 4;
+/**
+ * How long past its booked call a quiet isolate's lease lasts: this many of its mean gaps between
+ * requests (its next request comes later than that one time in a thousand, for Poisson arrivals),
+ * but no later than this many intervals after the grant, how long a lease outlives a reset
+ * (PRODUCT.md); or, for a call booked further off than that (thousands of isolates), this many past it.
+ */
+const QUIET_GAPS = 7;
+const QUIET_UNTIL_INTERVALS = 10;
+const QUIET_PAST_BOOKED_INTERVALS = 4;
 
 /** Whether `free` units left after granting `granted` to each of `peers` isolates make the key roomy. */
 export function isRoomy(free: number, granted: number, peers: number): boolean {
@@ -171,10 +177,11 @@ export function grantLease(
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
-  // request has most likely come (a few of its mean gaps, up to a few intervals), or it would end
+  // request has almost surely come (seven of its mean gaps, up to ten intervals from now), or it would end
   // unused and the request would wait on a call. Not for a rule with a block: an isolate that never
   // saw the denial must hear of the block within an interval, not admit its next request first.
-  const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
+  const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
+  const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };

@@ -41,11 +41,24 @@ describe("leases", () => {
     expect(second.peers.peers.get("a")?.rate).toBeCloseTo(0.0014, 6);
   });
 
-  it("lets a quiet isolate's lease last until its next request has most likely come after its booked call", () => {
-    // One unit in the first 2 s interval: a request every 2 s on average, so three gaps, 6 s, past the call booked at 2 s.
+  it("lets a quiet isolate's lease last until its next request has almost surely come after its booked call", () => {
+    // One unit in the first 2 s interval: a request every 2 s on average, so seven gaps, 14 s, past the call booked at 2 s.
     const quiet = grantLease(window, undefined, indexPeers(), sync({ demand: 1, need: 0 }), T0);
     expect(quiet.lease.nextSyncAt).toBe(T0 + 2_000);
-    expect(quiet.lease.expiresAt).toBe(T0 + 8_000);
+    expect(quiet.lease.expiresAt).toBe(T0 + 16_000);
+  });
+
+  it("ends a very quiet isolate's lease ten intervals after the grant, how long a lease may outlive a reset", () => {
+    // One unit in a minute: seven gaps would be seven minutes.
+    const rare = grantLease(window, undefined, indexPeers(), sync({ demand: 1, elapsedMs: 60_000, need: 0 }), T0);
+    expect(rare.lease.expiresAt).toBe(T0 + 20_000);
+  });
+
+  it("lets a quiet isolate whose call is booked past ten intervals keep its lease four intervals past that call", () => {
+    // The key's call budget is booked 30 s ahead (thousands of isolates): the lease must outlast that call.
+    const far = grantLease(window, undefined, indexPeers(), sync({ demand: 1, need: 0 }), T0, 0, T0 + 30_000);
+    expect(far.lease.expiresAt).toBe(far.lease.nextSyncAt + 8_000);
+    expect(far.lease.nextSyncAt).toBeGreaterThan(T0 + 30_000);
   });
 
   it("ends a quiet isolate's lease half an interval after its booked call when the rule has a block, so it hears of a block before admitting again", () => {

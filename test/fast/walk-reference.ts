@@ -12,8 +12,9 @@ import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../..
 import { bookSync, isSaturated, sustainedRate } from "../../src/fast/schedule";
 
 const SLACK_PER_DEMAND = 8;
-const QUIET_GAPS = 3;
-const QUIET_INTERVALS = 4;
+const QUIET_GAPS = 7;
+const QUIET_UNTIL_INTERVALS = 10;
+const QUIET_PAST_BOOKED_INTERVALS = 4;
 
 export function leasePolicy(asked: Policy, isolate: string, peers: ReadonlyMap<string, Peer>, now: number, heard: readonly Policy[] = []): Policy {
   let strictest = asked;
@@ -104,10 +105,11 @@ export function grantLease(
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
-  // request has most likely come (a few of its mean gaps, up to a few intervals), or it would end
+  // request has almost surely come (seven of its mean gaps, up to ten intervals from now), or it would end
   // unused and the request would wait on a call. Not for a rule with a block: an isolate that never
   // saw the denial must hear of the block within an interval, not admit its next request first.
-  const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, QUIET_INTERVALS * sync.horizonMs);
+  const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
+  const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };
