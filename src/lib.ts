@@ -3,7 +3,7 @@ import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
-import { checkCost, checkKey, checkLocation } from "./limiter/arguments";
+import { checkCost, checkKey, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, standing } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
@@ -26,6 +26,8 @@ export interface LimitCallOptions {
   ctx?: Pick<ExecutionContext, "waitUntil">;
   /** the request's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
   location?: string;
+  /** the request's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay */
+  continent?: string;
   /**
    * a gcra rule with a `delay` below its `burst` holds a call past it until it conforms: `limit`
    * resolves that much later. Aborting this signal while held gives the units back and rejects
@@ -64,10 +66,10 @@ export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter
     async limit(key, options = {}) {
       const checked = checkKey(key, where("limit"));
       const cost = checkCost(options.cost, defaultCost, where("limit"));
-      const location = checkLocation(options.location, where("limit"));
+      const from = checkWhereabouts(options, where("limit"));
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
-      const { decision, release } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...(location ? { location } : {}) }, parsed, checked, cost, options.signal);
+      const { decision, release } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...from }, parsed, checked, cost, options.signal);
       return limitResult(parsed, decision, release);
     },
     async peek(key) {

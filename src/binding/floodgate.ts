@@ -5,7 +5,7 @@ import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkLocation } from "../limiter/arguments";
+import { checkCost, checkKey, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, standing, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
@@ -22,9 +22,11 @@ export interface LimitOptions {
   cost?: number;
   /** the caller's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
   location?: string;
+  /** the caller's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay */
+  continent?: string;
 }
 
-export type KeyOptions = Omit<LimitOptions, "cost" | "location">;
+export type KeyOptions = Omit<LimitOptions, "cost" | "location" | "continent">;
 
 /**
  * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
@@ -45,8 +47,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key } = this.resolve(options, "limit");
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
-    const location = checkLocation(options.location, "limit");
-    const { decision, release } = await limitKey({ ...this.context(), ...(location ? { location } : {}) }, rule, key, cost);
+    const from = checkWhereabouts(options, "limit");
+    const { decision, release } = await limitKey({ ...this.context(), ...from }, rule, key, cost);
     return limitResult(rule, decision, release);
   }
 
@@ -85,7 +87,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
 
   /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */
   private resolve(options: unknown, method: string): { rule: Rule; key: string } {
-    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { rule?, key${method === "limit" ? ", cost?, location?" : ""} }, got ${options === null ? "null" : typeof options}`);
+    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { rule?, key${method === "limit" ? ", cost?, location?, continent?" : ""} }, got ${options === null ? "null" : typeof options}`);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method), key: checkKey(key, method) };
   }

@@ -17,7 +17,7 @@ const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
-const AGGREGATE: Choices<"none" | "location"> = ["none", "location"];
+const AGGREGATE: Choices<"none" | "location" | "continent"> = ["none", "location", "continent"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
@@ -65,8 +65,8 @@ export interface RuleDescription {
   mode: Mode;
   /** fast mode only, e.g. "1s" */
   sync?: string;
-  /** fast mode only, when set: "location" */
-  aggregate?: "location";
+  /** fast mode only, when set: "location" or "continent" */
+  aggregate?: "location" | "continent";
   onError: OnError;
   timeout: string;
   /** only for rules whose key has an `ip` part */
@@ -232,7 +232,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
-  if (aggregate === "location") rule.aggregate = aggregate;
+  if (aggregate !== "none") rule.aggregate = aggregate;
   return rule;
 }
 
@@ -413,9 +413,9 @@ function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
   return parseDurationField(value, at, "sync");
 }
 
-function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | "location" {
+function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | "location" | "continent" {
   const aggregate = parseChoice(value, AGGREGATE, at, "aggregate");
-  if (aggregate === "location" && mode !== "fast") {
+  if (aggregate !== "none" && mode !== "fast") {
     fail(at, "aggregate", `aggregate applies to fast mode only (a strict rule's every decision is its object's); remove it, or set "mode": "fast"`);
   }
   return aggregate;

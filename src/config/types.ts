@@ -45,9 +45,10 @@ export interface Rule {
   syncMs: number;
   /**
    * fast mode: "location" sends the isolate's syncs through a relay object for its location
-   * (`request.cf.colo`), which forwards them to the key's object in batches; absent: straight to it
+   * (`request.cf.colo`), which forwards them to the key's object in batches, "continent" through
+   * one for its continent (`request.cf.continent`); absent: straight to it
    */
-  aggregate?: "location";
+  aggregate?: "location" | "continent";
   /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */
   onError: OnError;
   /** how long a decision waits for the Durable Object before `onError` applies */

@@ -10,7 +10,7 @@ import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease } from "./lease";
-import { relayName } from "./relay";
+import { relayFor, type Whereabouts } from "./relay";
 import {
   admittedUnleased,
   applyLease,
@@ -56,11 +56,9 @@ interface Entry {
 }
 
 /** What a fast decision needs from the request it serves. */
-export interface FastContext {
+export interface FastContext extends Whereabouts {
   namespace: Env["LIMITER"];
   waitUntil(promise: Promise<unknown>): void;
-  /** the request's Cloudflare location: a rule with `aggregate: "location"` syncs through its relay (./relay) */
-  location?: string;
 }
 
 /** The number of keys this isolate tracks; FAST_MAX_KEYS changes it. */
@@ -202,8 +200,8 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
     const request = nextSync(entry.key, entry.rule, self(), Math.max(need, entry.waiting), Date.now(), release);
     try {
       const { rule, objectName } = entry;
-      // Without a location (the binding's RPC carries none) a rule that aggregates syncs straight to its object.
-      const via = rule.aggregate === "location" && context.location !== undefined ? relayName(context.location, objectName) : undefined;
+      // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.
+      const via = relayFor(rule.aggregate, context, objectName);
       const stub = limiterStub(context.namespace, via ?? objectName);
       const call = (): Promise<Lease> => {
         metrics.count("floodgate_durable_object_calls_total", { method: via ? "relay" : "sync" });

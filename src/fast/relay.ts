@@ -106,11 +106,29 @@ export function relayDeadline(now: number, timeoutMs: number): number {
 }
 
 /**
- * The relay object for `objectName` in `location`: `@<colo>/<objectName>`. A key's object is named
- * `<rule>/<key>`, and a rule's name cannot start with `@`, so the two never meet.
+ * The relay object for `objectName` in `place` (a colo, or a continent): `@<place>/<objectName>`. A
+ * key's object is named `<rule>/<key>`, and a rule's name cannot start with `@`, so the two never meet.
  */
-export function relayName(location: string, objectName: string): string {
-  return `@${location}/${objectName}`;
+export function relayName(place: string, objectName: string): string {
+  return `@${place}/${objectName}`;
+}
+
+/** Where a request comes from, as Cloudflare says (`request.cf`). */
+export interface Whereabouts {
+  /** `request.cf.colo`, a data center's code like "AMS" */
+  location?: string;
+  /** `request.cf.continent`, a code like "EU" */
+  continent?: string;
+}
+
+/**
+ * The relay a rule's sync goes through from `from`: its colo's for `aggregate: "location"`, its
+ * continent's for `"continent"`; undefined (straight to the key's object) for a rule that does not
+ * aggregate, or when the caller did not say where it is.
+ */
+export function relayFor(aggregate: "location" | "continent" | undefined, from: Whereabouts, objectName: string): string | undefined {
+  const place = aggregate === "location" ? from.location : aggregate === "continent" ? from.continent : undefined;
+  return place === undefined ? undefined : relayName(place, objectName);
 }
 
 /** The gap a key's object asks of each of `relays` relays calling it: their share of RELAY_CALLS_PER_SECOND, within RELAY_GAP_MS and MAX_RELAY_GAP_MS. */

@@ -1,4 +1,5 @@
 /** The arguments code passes to limit, peek and reset, checked at the door with messages that say what to pass. */
+import type { Whereabouts } from "../fast/relay";
 import { MAX_KEY_BYTES } from "../routing/key";
 
 /**
@@ -22,17 +23,23 @@ export function checkCost(cost: unknown, fallback: number, where: string): numbe
 }
 
 /**
- * A Cloudflare location as given (`request.cf.colo`, a code like "AMS"), for a rule with
- * `aggregate: "location"` to sync through that location's relay; `undefined`: none, sync straight
- * to the key's object. Each location names a relay object, so only short codes are taken: a
- * client's own string passed here would make one object per value.
+ * Where a call comes from as given: `location` (`request.cf.colo`, a code like "AMS") for a rule
+ * with `aggregate: "location"` to sync through that location's relay, `continent`
+ * (`request.cf.continent`, like "EU") for one with `aggregate: "continent"`; either left out: such
+ * a rule syncs straight to the key's object. Each names a relay object, so only short codes are
+ * taken: a client's own string passed here would make one object per value.
  */
-export function checkLocation(location: unknown, where: string): string | undefined {
-  if (location === undefined) return undefined;
-  if (typeof location !== "string" || !/^[A-Za-z0-9]{1,8}$/.test(location)) {
-    throw new TypeError(`${where}: location must be a Cloudflare location code like "AMS" (request.cf.colo), 1 to 8 letters or digits, got ${describe(location)}`);
-  }
-  return location;
+export function checkWhereabouts(options: { location?: unknown; continent?: unknown }, where: string): Whereabouts {
+  const { location, continent } = options;
+  return {
+    ...(location !== undefined ? { location: checkPlace(location, where, "location", '"AMS" (request.cf.colo), 1 to 8 letters or digits', /^[A-Za-z0-9]{1,8}$/) } : {}),
+    ...(continent !== undefined ? { continent: checkPlace(continent, where, "continent", '"EU" (request.cf.continent), 2 letters or digits', /^[A-Za-z0-9]{2}$/) } : {}),
+  };
+}
+
+function checkPlace(place: unknown, where: string, option: string, like: string, shape: RegExp): string {
+  if (typeof place !== "string" || !shape.test(place)) throw new TypeError(`${where}: ${option} must be a Cloudflare ${option} code like ${like}, got ${describe(place)}`);
+  return place;
 }
 
 function describe(value: unknown): string {

@@ -16,27 +16,31 @@ import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
 import { QueueFullError } from "../strict/coalescer";
+import type { Whereabouts } from "../fast/relay";
 
 /**
  * Where decisions are made: the RateLimiter namespace, and the request's `waitUntil`, which keeps
  * background work (fast syncs, refunds, a batch other requests wait on) alive past the response.
  * Without it, strict calls are made one by one rather than batched, and fast rules cannot run.
  */
-export interface LimiterContext {
+export interface LimiterContext extends Whereabouts {
   namespace: Env["LIMITER"];
   waitUntil?: (promise: Promise<unknown>) => void;
   /** the `ANALYTICS` dataset and its settings, when bound */
   analytics?: AnalyticsSettings;
   /** `ANALYTICS_HASH_KEY`: keys in log lines are hashed under it when it is set */
   hashKey?: string;
-  /** the Cloudflare location serving the request (`request.cf.colo`), where a rule with `aggregate: "location"` syncs through */
-  location?: string;
 }
 
-/** The context with the location of the request it serves, when Cloudflare says (`request.cf.colo`). */
+/** The context with where the request it serves comes from, as far as Cloudflare says (`request.cf.colo`, `request.cf.continent`). */
 export function locatedAt(context: LimiterContext, request: Request): LimiterContext {
-  const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
-  return context.location === undefined && typeof colo === "string" && colo !== "" ? { ...context, location: colo } : context;
+  const cf = request.cf as { colo?: unknown; continent?: unknown } | undefined;
+  const given = (value: unknown) => typeof value === "string" && value !== "";
+  return {
+    ...context,
+    ...(context.location === undefined && given(cf?.colo) ? { location: cf!.colo as string } : {}),
+    ...(context.continent === undefined && given(cf?.continent) ? { continent: cf!.continent as string } : {}),
+  };
 }
 
 /** The context of a request to the floodgate Worker (the proxy or the binding), with what its settings record decisions to. */
@@ -165,9 +169,9 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
 }
 
 function fastContext(context: LimiterContext): FastContext {
-  const { namespace, waitUntil, location } = context;
+  const { namespace, waitUntil, location, continent } = context;
   if (!waitUntil) throw new TypeError("a fast rule needs the request's ExecutionContext (ctx) for its background syncs");
-  return { namespace, waitUntil, ...(location !== undefined ? { location } : {}) };
+  return { namespace, waitUntil, ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };
 }
 
 function countError(kind: string): (error: unknown) => void {

@@ -656,10 +656,12 @@ describe("failure handling and fast mode", () => {
     expect(only([rule({ mode: "fast", aggregate: "none" })]).aggregate).toBeUndefined();
     expect(only([rule({ mode: "fast", aggregate: "location" })]).aggregate).toBe("location");
     expect(describeRule(only([rule({ mode: "fast", aggregate: "location" })]))).toMatchObject({ aggregate: "location" });
+    expect(only([rule({ mode: "fast", aggregate: "continent" })]).aggregate).toBe("continent");
+    expect(describeRule(only([rule({ mode: "fast", aggregate: "continent" })]))).toMatchObject({ aggregate: "continent" });
   });
 
-  it("rejects aggregate: location on a strict rule", () => {
-    const error = errorFor([rule({ aggregate: "location" })]);
+  it.each(["location", "continent"])("rejects aggregate: %s on a strict rule", (aggregate) => {
+    const error = errorFor([rule({ aggregate })]);
     expect(error.field).toBe("rules[0].aggregate");
     expect(error.message).toContain("fast mode only");
   });

@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import type { SyncRequest } from "../../src/fast/lease";
@@ -148,6 +148,18 @@ describe("a location's relay in the real runtime", () => {
     expect(await originLog("relay-rule")).toHaveLength(5);
     expect(calls("relay") - relayed).toBeGreaterThan(0);
     expect(calls("sync") - direct).toBe(0);
+  });
+
+  it("is, for a rule with aggregate: continent, the relay of the request's continent, not of its location", async () => {
+    const rules = [{ name: "relay-continent", mode: "fast", limit: 5, period: "1h", aggregate: "continent", key: "global" }];
+    const request = new Request("http://floodgate.test/relay-continent/x", { headers: { "CF-Connecting-IP": "192.0.2.82" }, cf: { colo: "LHR", continent: "EU" } });
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    expect((await send(request, { rules })).status).toBe(200);
+    expect(calls("relay") - relayed).toBeGreaterThan(0);
+    expect(calls("sync") - direct).toBe(0);
+    const isRelay = (name: string) => runInDurableObject(stub(name), (object) => (object as unknown as { relayed?: unknown }).relayed !== undefined);
+    expect(await isRelay(relayName("EU", "relay-continent/global"))).toBe(true);
+    expect(await isRelay(relayName("LHR", "relay-continent/global"))).toBe(false);
   });
 
   it("syncs straight to the key's object when the request names no location", async () => {

@@ -1,12 +1,17 @@
 // The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { createGate, limiter } from "../../src/lib";
+import { relayName } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
+import { durableObjectName } from "../../src/routing/key";
 import { originLog } from "../helpers/worker";
 
 const namespace = (env as unknown as Env).LIMITER;
+const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
+/** Whether the object of that name has forwarded syncs as a relay. */
+const isRelay = (name: string) => runInDurableObject(namespace.get(namespace.idFromName(name)), (object) => (object as unknown as { relayed?: unknown }).relayed !== undefined);
 
 describe("limiter", () => {
   it("throws at construction with the proxy parser's message naming the field", () => {
@@ -68,11 +73,11 @@ describe("limiter", () => {
     await expect(api.limit("k", { cost: 2.5 })).rejects.toThrow(/cost must be a positive integer, got 2\.5/);
     await expect(api.limit("k", { location: "" })).rejects.toThrow(/location must be a Cloudflare location code like "AMS" \(request\.cf\.colo\), 1 to 8 letters or digits, got ""/);
     await expect(api.limit("k", { location: "203.0.113.7" })).rejects.toThrow(/location must be a Cloudflare location code/);
+    await expect(api.limit("k", { continent: "Europe" })).rejects.toThrow(/continent must be a Cloudflare continent code like "EU" \(request\.cf\.continent\), 2 letters or digits, got "Europe"/);
     expect((await api.peek("k")).remaining).toBe(3);
   });
 
   it("syncs a rule with aggregate: location through the relay of the location a call passes, and straight without one", async () => {
-    const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
     const api = limiter(namespace, { name: "lib-relayed", limit: 100, period: "1h", mode: "fast", aggregate: "location" });
     const ctx = createExecutionContext();
     const [relayBefore, syncBefore] = [calls("relay"), calls("sync")];
@@ -81,6 +86,18 @@ describe("limiter", () => {
     expect((await api.limit("elsewhere", { ctx })).success).toBe(true);
     expect(calls("sync")).toBe(syncBefore + 1);
     await waitOnExecutionContext(ctx);
+  });
+
+  it("syncs a rule with aggregate: continent through the relay of the continent a call passes, not of its location", async () => {
+    const api = limiter(namespace, { name: "lib-continent", limit: 100, period: "1h", mode: "fast", aggregate: "continent" });
+    const ctx = createExecutionContext();
+    const relayBefore = calls("relay");
+    expect((await api.limit("here", { ctx, location: "AMS", continent: "EU" })).success).toBe(true);
+    await waitOnExecutionContext(ctx);
+    expect(calls("relay")).toBe(relayBefore + 1);
+    const name = await durableObjectName("lib-continent", "here");
+    expect(await isRelay(relayName("EU", name))).toBe(true);
+    expect(await isRelay(relayName("AMS", name))).toBe(false);
   });
 
   it("asks for the ExecutionContext on a fast rule instead of deciding without background syncs", async () => {
