@@ -7,7 +7,7 @@ import { mix32, Random } from "../lib/random";
 import { Clock, hash32 } from "./clock";
 import { FastIsolate } from "./fast-isolate";
 import type { IsolateBase, Link } from "./isolate";
-import { drawRtt, legMs, RELAY_RTT } from "./latency";
+import { CONTINENT_RTT, CONTINENTS, continentAt, drawRtt, legMs, RELAY_RTT } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
 import { KeyObject, type Call, type Reply, type ThreadStats, type ObjectThread } from "./object";
 import { PoolRelayObject, type SendSync } from "./pool-relay";
@@ -25,7 +25,7 @@ const DRAIN_MS = 5_000;
 /** The rule as floodgate's parser builds it from the scenario: every default (sync, timeout unless the scenario sets one, buckets) is the product's. */
 export function ruleOf(s: Scenario): Rule {
   const timeout = s.timeoutMs === undefined ? {} : { timeout: `${s.timeoutMs}ms` };
-  const aggregate = s.aggregate ? { aggregate: "location" } : {};
+  const aggregate = s.aggregate !== "none" ? { aggregate: s.aggregate } : {};
   return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout, ...aggregate }]).rules[0]!;
 }
 
@@ -77,18 +77,32 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   };
 
   // Where the rule aggregates, each location's round trip to the key's object is drawn once from the
-  // mixture (its relay's, and its isolates' were they to call directly), and its relay's from RELAY_RTT.
-  const places = new Map<string, { farMs: number; nearMs: number }>();
+  // mixture (its isolates', were they to call directly), with its round trip to its relay (RELAY_RTT
+  // for its own, CONTINENT_RTT for its continent's) and the place that relay serves; each relay's
+  // round trip to the key's object is drawn from the mixture too (a location's relay: its location's).
+  const places = new Map<string, { farMs: number; nearMs: number; continent: string; hub: string }>();
+  const hubs = new Map<string, number>();
   const locations = s.locations ?? LOCATIONS;
   const locationOf = (slot: number) => `loc-${slot % locations}`;
   if (rule.aggregate === "location") {
-    for (let k = 0; k < locations; k++) places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs) });
+    for (let k = 0; k < locations; k++) {
+      const farMs = drawRtt(s.rtt, rtts);
+      places.set(locationOf(k), { farMs, nearMs: nearRandom.uniform(RELAY_RTT.loMs, RELAY_RTT.hiMs), continent: continentAt(k, locations), hub: locationOf(k) });
+      hubs.set(locationOf(k), farMs);
+    }
+  }
+  if (rule.aggregate === "continent") {
+    for (let k = 0; k < locations; k++) {
+      const continent = continentAt(k, locations);
+      places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(CONTINENT_RTT.loMs, CONTINENT_RTT.hiMs), continent, hub: continent });
+    }
+    for (const { code } of CONTINENTS) hubs.set(code, drawRtt(s.rtt, rtts));
   }
   let relaysMade = 0;
-  const relayFor = (name: string, location: string, objectName: string): RelayObject | PoolRelayObject => {
+  const relayFor = (name: string, hub: string, objectName: string): RelayObject | PoolRelayObject => {
     let relay = world.relays.get(name);
     if (!relay) {
-      const { farMs } = places.get(location)!;
+      const farMs = hubs.get(hub)!;
       const send: SendBatch = (objectName, batch, onReply) => {
         totals.call(clock.now);
         deliver(farMs, () => objectFor(objectName), { batch, relayId: name }, onReply);
@@ -119,7 +133,10 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       const reply = (r: Reply) => {
         if (from.alive) onReply(r);
       };
-      if (payload.relay) return deliver(places.get(from.location)!.nearMs, () => relayFor(name, from.location, payload.relay!.objectName), payload, reply);
+      if (payload.relay) {
+        const { nearMs, hub } = places.get(from.location)!;
+        return deliver(nearMs, () => relayFor(name, hub, payload.relay!.objectName), payload, reply);
+      }
       totals.call(clock.now);
       deliver(from.rttMs, () => objectFor(name), payload, reply);
     },
@@ -130,7 +147,8 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const spawn = (slot: number, rttMs: number): void => {
     const id = `iso-${slot}-${world.born++}`;
     const location = locationOf(slot);
-    const isolate = s.mode === "fast" ? new FastIsolate(id, location, rttMs, link, totals) : new StrictIsolate(id, location, rttMs, link, s.coalesce);
+    const continent = places.get(location)?.continent ?? continentAt(slot % locations, locations);
+    const isolate = s.mode === "fast" ? new FastIsolate(id, location, continent, rttMs, link, totals) : new StrictIsolate(id, location, continent, rttMs, link, s.coalesce);
     world.slots[slot] = isolate;
     if (Number.isFinite(s.lifetimeMs)) {
       clock.after(lifetimes.exponential(s.lifetimeMs), () => {

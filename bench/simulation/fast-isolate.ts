@@ -3,14 +3,14 @@
  * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and
  * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
  * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
- * of index.ts named. A rule with `aggregate: "location"` syncs through its location's relay
- * (`relayName`, src/fast/relay.ts), as index.ts does.
+ * of index.ts named. A rule with `aggregate` syncs through its location's or its continent's relay
+ * (`relayFor`, src/fast/relay.ts), as index.ts does.
  */
 import type { Decision } from "../../src/algorithms";
 import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
 import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
-import { relayName } from "../../src/fast/relay";
+import { relayFor } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link, type Outcome } from "./isolate";
@@ -55,11 +55,12 @@ export class FastIsolate extends IsolateBase {
   constructor(
     id: string,
     location: string,
+    continent: string,
     rttMs: number,
     link: Link,
     private readonly totals?: RunTotals,
   ) {
-    super(id, location, rttMs, link);
+    super(id, location, continent, rttMs, link);
     let seq = 0;
     this.sender = { isolate: id, nextSeq: () => ++seq };
     this.table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
@@ -159,7 +160,7 @@ export class FastIsolate extends IsolateBase {
       entry.synced = true;
       this.totals?.callKind(why);
       const { rule, objectName } = entry;
-      const via = rule.aggregate === "location" ? relayName(this.location, objectName) : undefined;
+      const via = relayFor(rule.aggregate, this, objectName);
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {

@@ -34,6 +34,8 @@ export abstract class IsolateBase {
     readonly id: string,
     /** the Cloudflare location serving its requests (`request.cf.colo`) */
     readonly location: string,
+    /** that location's continent (`request.cf.continent`) */
+    readonly continent: string,
     /** its round trip to the key's object */
     readonly rttMs: number,
     protected readonly link: Link,

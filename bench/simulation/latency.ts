@@ -33,6 +33,38 @@ export const MIXED_RTT: readonly RttBand[] = [
  */
 export const RELAY_RTT = { loMs: 1, hiMs: 10 } as const;
 
+/**
+ * The continents a key's locations are spread over, by share of the locations (Cloudflare's
+ * `request.cf.continent` codes; Antarctica has none): an assumption, roughly where Cloudflare's
+ * cities are. With `aggregate: "continent"` each continent has one relay for the key.
+ */
+export const CONTINENTS: readonly { code: string; share: number }[] = [
+  { code: "NA", share: 0.3 },
+  { code: "EU", share: 0.3 },
+  { code: "AS", share: 0.25 },
+  { code: "SA", share: 0.07 },
+  { code: "OC", share: 0.04 },
+  { code: "AF", share: 0.04 },
+];
+
+/**
+ * The round trip between a location and its continent's relay, drawn once per location: uniform in
+ * this band (an assumption). The relay sits near the first request that named it, somewhere on the
+ * continent: WonderProxy's tables put Milan–Zurich at 11 ms, Paris–Milan at 21 ms and Dallas–Fremont
+ * at 44 ms; a continent's far corners are further.
+ */
+export const CONTINENT_RTT = { loMs: 10, hiMs: 60 } as const;
+
+/** The continent of location `k` of `locations`: the first locations are CONTINENTS[0]'s, by share. */
+export function continentAt(k: number, locations: number): string {
+  let acc = 0;
+  for (const { code, share } of CONTINENTS) {
+    acc += share * locations;
+    if (k < acc) return code;
+  }
+  return CONTINENTS[CONTINENTS.length - 1]!.code;
+}
+
 /** Per-call variation of each leg: uniform between these factors of half the isolate's round trip. */
 export const JITTER = [0.9, 1.25] as const;
 

@@ -4,7 +4,7 @@ import type { RttModel } from "./latency";
 import { OptionError, type Options } from "./options";
 import type { Shape } from "./traffic";
 
-export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "relay" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
+export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "relay" | "continent" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
 
 export interface Scenario {
   name: string;
@@ -33,8 +33,8 @@ export interface Scenario {
   coalesce: boolean;
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
-  /** the rule's `aggregate: "location"`: isolates sync through their location's relay */
-  aggregate: boolean;
+  /** the rule's `aggregate`: isolates sync through their location's relay, or their continent's */
+  aggregate: "none" | "location" | "continent";
   /**
    * PROTOTYPE: each relay holds a lease for its location and answers its isolates from it
    * (bench/simulation/pool-relay.ts), syncing with the key's object every this many of the rule's
@@ -65,6 +65,11 @@ export const MANY_LOCATIONS = 300;
 
 /** PROTOTYPE: the slower of the pooled relays syncs with the key's object every this many intervals. */
 export const POOL_SLOW_INTERVALS = 4;
+
+/** The scenario that repeats one of the default design with `aggregate: "continent"`: `continent-…` for `fast-…`, `continent-churn-…` for `churn-…`. */
+export function continentOf(scenario: string): string {
+  return scenario.replace(/^fast-/, "continent-").replace(/^churn-/, "continent-churn-");
+}
 
 /** Whether a scenario is one of the MANY_LOCATIONS repeats (`…-l300`). */
 export function inManyLocations(name: string): boolean {
@@ -132,7 +137,7 @@ const base = {
   rtt: "mixed" as RttModel,
   coalesce: true,
   dropExpired: false,
-  aggregate: false,
+  aggregate: "none" as const,
 };
 
 /**
@@ -239,8 +244,10 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   }
   // The global keys past 64 isolates again, with `aggregate: "location"`: each location's relay forwards its isolates' syncs.
   const relayed = out.filter((r) => (r.family === "global-fast" && r.isolates >= 512) || (r.family === "churn" && r.algorithm === "sliding-window"));
-  const relays = relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: true }));
+  const relays = relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: "location" as const }));
   out.push(...relays, ...relays.filter((r) => r.isolates === 4_096).map((r) => ({ ...r, name: `${r.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS })));
+  // And with `aggregate: "continent"`, the isolates in MANY_LOCATIONS: one relay per continent.
+  out.push(...relayed.map((r) => ({ ...r, name: continentOf(r.name), family: "continent" as const, aggregate: "continent" as const, locations: MANY_LOCATIONS })));
   // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
   const clientLimit = 600;
   const harmonic = Array.from({ length: 100_000 }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
@@ -313,7 +320,7 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
 }
 
 /** The families, in report order. */
-export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "relay", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
+export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "relay", "continent", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
 
 /**
  * The scenarios a run's options ask for. `only` items are scenario names, family names, or globs

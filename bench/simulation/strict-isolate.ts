@@ -43,12 +43,13 @@ export class StrictIsolate extends IsolateBase {
   constructor(
     id: string,
     location: string,
+    continent: string,
     rttMs: number,
     link: Link,
     /** false: each request calls alone, as decideStrict does without a waitUntil */
     private readonly coalesce: boolean,
   ) {
-    super(id, location, rttMs, link);
+    super(id, location, continent, rttMs, link);
   }
 
   /** src/strict/index.ts `decideStrict` (lines 47–87), and src/limiter/index.ts `decide`'s onError on failure. */

@@ -4,7 +4,7 @@ import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
-import { inManyLocations, LOCATIONS, MANY_LOCATIONS, relayOf } from "./scenarios";
+import { continentOf, inManyLocations, LOCATIONS, MANY_LOCATIONS } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 export interface Verdict {
@@ -12,7 +12,7 @@ export interface Verdict {
   measured: string;
   /** undefined: no scenario of this run reads it */
   met: boolean | undefined;
-  /** which design's figures decided the verdict, where relay scenarios ran */
+  /** which design's figures decided the verdict, where the recommended design's scenarios ran */
   basis?: string;
   /** why the default design misses it, or why the recommended one does */
   why?: string;
@@ -65,27 +65,28 @@ function whyOverAdmitted(r: ScenarioResult, what: string): string {
 }
 
 const RELAY = '`aggregate: "location"`';
+const CONTINENT = '`aggregate: "continent"`';
 
 /**
  * The design the README recommends at each isolate count, as rows: each row of the default design
- * replaced by its relay scenario where one ran (512 and 4,096 isolates, the churn stress's sliding
- * window), the default's own elsewhere.
+ * replaced by its `aggregate: "continent"` scenario where one ran (512 and 4,096 isolates, the churn
+ * stress's sliding window), the default's own elsewhere.
  */
-function recommended(defaults: ScenarioResult[], relays: ScenarioResult[]): ScenarioResult[] {
-  const byName = new Map(relays.map((r) => [r.name, r]));
-  return defaults.map((d) => byName.get(relayOf(d.name)) ?? d);
+function recommended(defaults: ScenarioResult[], continents: ScenarioResult[]): ScenarioResult[] {
+  const byName = new Map(continents.map((r) => [r.name, r]));
+  return defaults.map((d) => byName.get(continentOf(d.name)) ?? d);
 }
 
-/** "the default at 8, 64 and `aggregate: "location"` at 512, 4,096": which design each isolate count of `rows` was read on. */
+/** "the default at 8, 64 and `aggregate: "continent"` at 512, 4,096": which design each isolate count of `rows` was read on. */
 function readOn(rows: ScenarioResult[]): string {
-  const counts = (relay: boolean) => [...new Set(rows.filter((r) => (r.family === "relay") === relay).map((r) => r.isolates))].sort((a, b) => a - b).map(n).join(", ");
-  const parts = [counts(false) && `the default at ${counts(false)}`, counts(true) && `${RELAY} at ${counts(true)}`].filter(Boolean);
+  const counts = (aggregated: boolean) => [...new Set(rows.filter((r) => (r.family === "continent") === aggregated).map((r) => r.isolates))].sort((a, b) => a - b).map(n).join(", ");
+  const parts = [counts(false) && `the default at ${counts(false)}`, counts(true) && `${CONTINENT} at ${counts(true)}`].filter(Boolean);
   return `read on ${parts.join(" and ")} isolates`;
 }
 
-/** The basis of a verdict read on `rows` of both designs, where it missed, and how the default alone fares; nothing when no relay scenario ran. */
+/** The basis of a verdict read on `rows` of both designs, where it missed, and how the default alone fares; nothing when no continent scenario ran. */
 function basisOf(rows: ScenarioResult[], defaultMet: boolean | undefined, missed: string[] = []): string | undefined {
-  if (!rows.some((r) => r.family === "relay")) return undefined;
+  if (!rows.some((r) => r.family === "continent")) return undefined;
   return `${readOn(rows)}; ${missed.length ? `missed at ${missed.join(", ")}; ` : ""}the default alone ${defaultMet ? "meets it too" : "misses it"}`;
 }
 
@@ -96,7 +97,7 @@ function overAt(rows: ScenarioResult[], value: (r: ScenarioResult) => number, ma
   return [...worst]
     .filter(([, r]) => value(r) > max)
     .sort((a, b) => a[0] - b[0])
-    .map(([i, r]) => `${n(i)} (${r.family === "relay" ? RELAY : "the default"}: ${format(value(r))})`);
+    .map(([i, r]) => `${n(i)} (${r.family === "continent" ? CONTINENT : "the default"}: ${format(value(r))})`);
 }
 
 /** "8: name · 64: name": the scenario with the most calls in a second at each isolate count. */
@@ -107,16 +108,17 @@ function busiest(rows: ScenarioResult[]): string {
 }
 
 export function verdicts(results: ScenarioResult[]): Verdict[] {
-  const today = results.filter((r) => r.family !== "prototype" && r.family !== "relay");
-  const relays = results.filter((r) => r.family === "relay");
-  // The scenarios in MANY_LOCATIONS are read by the calls target alone, as what its verdict leans on.
-  const relayGlobal = relays.filter((r) => !r.name.startsWith("relay-churn-") && !inManyLocations(r.name));
-  const manyLocations = relays.filter((r) => inManyLocations(r.name));
+  const today = results.filter((r) => r.family !== "prototype" && r.family !== "relay" && r.family !== "continent");
+  const continents = results.filter((r) => r.family === "continent");
+  const continentGlobal = continents.filter((r) => !r.name.startsWith("continent-churn-"));
+  // Location relays are the alternative, set beside the recommended design by the calls target alone.
+  const relays = results.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
+  const relaysIn = (many: boolean) => relays.filter((r) => inManyLocations(r.name) === many);
   const out: Verdict[] = [];
   const ok = (values: Map<number, number>, max: number) => (values.size === 0 ? undefined : [...values.values()].every((v) => v <= max));
   const all = (rows: ScenarioResult[], good: (r: ScenarioResult) => boolean) => (rows.length ? rows.every(good) : undefined);
-  /** " · `aggregate: "location"`: …", or nothing when no relay scenario ran */
-  const withRelays = (text: string) => (text ? ` · ${RELAY}: ${text}` : "");
+  /** " · `aggregate: "continent"`: …", or nothing when no continent scenario ran */
+  const withContinents = (text: string) => (text ? ` · ${CONTINENT}: ${text}` : "");
 
   for (const [algorithm, label, field, max] of [
     ["sliding-window", "fast sliding window, every isolate count, 10× load: maxPerWindowOverLimit ≤ 1.01", "maxPerWindowOverLimit", THRESHOLD.window],
@@ -124,15 +126,15 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
   ] as const) {
     const value = (r: ScenarioResult) => r[field] ?? 0;
     const rows = today.filter((r) => r.family === "global-fast" && r.algorithm === algorithm && r.load === 10);
-    const relayed = relayGlobal.filter((r) => r.algorithm === algorithm && r.load === 10);
+    const aggregated = continentGlobal.filter((r) => r.algorithm === algorithm && r.load === 10);
     const m = byIsolates(rows, value, (x) => x.toFixed(3));
     const defaultMet = ok(m.values, max);
-    const rec = recommended(rows, relayed);
+    const rec = recommended(rows, aggregated);
     const met = all(rec, (r) => value(r) <= max);
     const worst = met === false ? [...rec].sort((a, b) => value(b) - value(a))[0] : defaultMet === false ? m.worst : undefined;
     out.push({
       target: label,
-      measured: m.text ? `${m.text} (worst of 10×, 10× skewed, flash crowd)${withRelays(byIsolates(relayed, value, (x) => x.toFixed(3)).text)}` : "not run",
+      measured: m.text ? `${m.text} (worst of 10×, 10× skewed, flash crowd)${withContinents(byIsolates(aggregated, value, (x) => x.toFixed(3)).text)}` : "not run",
       met,
       ...optional("basis", basisOf(rec, defaultMet, overAt(rec, value, max, (x) => x.toFixed(3)))),
       ...(worst ? { why: whyOverAdmitted(worst, `${field} ${f3(worst[field])}`) } : {}),
@@ -141,40 +143,40 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.mode === "fast" && r.family !== "churn");
-    const relayed = relayGlobal;
     const m = byIsolates(rows, (r) => r.objectCallsPerSecondPeak, n);
     const defaultMet = ok(m.values, THRESHOLD.callsPerSecond);
-    const rec = recommended(rows, relayed);
+    const rec = recommended(rows, continentGlobal);
     const r = byIsolates(rec, (x) => x.objectCallsPerSecondPeak, n);
     const recMet = ok(r.values, THRESHOLD.callsPerSecond);
     const rw = recMet === false ? r.worst : undefined;
-    // The relays must not buy their calls with the bound: every relay scenario, the churn stress's included, keeps it.
-    const worstWindow = Math.max(0, ...relays.map((x) => x.maxPerWindowOverLimit ?? 0));
-    const worstExcess = Math.max(0, ...relays.map((x) => x.tokenExcess ?? 0));
+    // The continents' relays must not buy their calls with the bound: every such scenario, the churn stress's included, keeps it.
+    const worstWindow = Math.max(0, ...continents.map((x) => x.maxPerWindowOverLimit ?? 0));
+    const worstExcess = Math.max(0, ...continents.map((x) => x.tokenExcess ?? 0));
     const boundsKept = worstWindow <= THRESHOLD.window && worstExcess <= THRESHOLD.excess;
-    const many = byIsolates(manyLocations, (x) => x.objectCallsPerSecondPeak, n);
-    const manyMet = ok(many.values, THRESHOLD.callsPerSecond) ?? true;
-    const met = recMet === undefined ? undefined : recMet && (relays.length === 0 || (boundsKept && manyMet));
-    const relayText = byIsolates(relayed, (x) => x.objectCallsPerSecondPeak, n).text;
-    const relayCounts = new Set(relayed.map((x) => x.isolates));
-    const smallText = [...m.values].filter(([i]) => !relayCounts.has(i)).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)}: ${n(v)}`).join(" · ");
-    const busiestRelay = byIsolates(relayed, (x) => x.detail.relay?.callsPerSecondPeak ?? 0, n).text;
+    const met = recMet === undefined ? undefined : recMet && (continents.length === 0 || boundsKept);
+    const continentText = byIsolates(continentGlobal, (x) => x.objectCallsPerSecondPeak, n).text;
+    const aggregatedCounts = new Set(continentGlobal.map((x) => x.isolates));
+    const smallText = [...m.values].filter(([i]) => !aggregatedCounts.has(i)).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)}: ${n(v)}`).join(" · ");
+    const busiestRelay = byIsolates(continentGlobal, (x) => x.detail.relay?.callsPerSecondPeak ?? 0, n).text;
     const over = (values: Map<number, number>) => [...values].filter(([, v]) => v > THRESHOLD.callsPerSecond).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)} (${n(v)})`).join(" and ");
+    // Location relays, beside: in LOCATIONS, and in MANY_LOCATIONS as the continents' relays run.
+    const located = byIsolates(relaysIn(false), (x) => x.objectCallsPerSecondPeak, n);
+    const many = byIsolates(relaysIn(true), (x) => x.objectCallsPerSecondPeak, n);
+    const manyOver = many.worst !== undefined && many.worst.objectCallsPerSecondPeak > THRESHOLD.callsPerSecond;
+    const locationText = located.text || many.text ? ` Beside it, ${RELAY} (one relay per location) took ${[located.text && `${located.text} in ${LOCATIONS} locations`, many.text && `${many.text} in ${MANY_LOCATIONS}`].filter(Boolean).join(" and ")}${manyOver ? `: ${whyManyLocations(many.worst!)}` : ""}.` : "";
     const w = m.worst;
     out.push({
       target: "object calls per key per second ≤ 250 at every isolate count, 4,096 included",
-      measured: m.text ? `${m.text} (busiest second after the 10 s warm-up; every fast scenario)${withRelays(relayText && `${relayText} (the key's object; the busiest relay in its busiest second: ${busiestRelay})`)}` : "not run",
+      measured: m.text ? `${m.text} (busiest second after the 10 s warm-up; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
       met,
       ...optional(
         "basis",
-        relays.length && recMet !== undefined
-          ? `met when, at each isolate count, the design the README recommends for it stays within 250 (the default at 8–64 isolates, ${RELAY} at 512 and 4,096) and every relay scenario keeps the bounds (maxPerWindowOverLimit ≤ 1.01, tokenExcess ≤ 0.01). ` +
-              `The default: ${smallText}; ${RELAY}: ${relayText}; ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}. ` +
-              `The relay scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds. ` +
-              (many.text
-                ? `Those figures assume the isolates sit in ${LOCATIONS} locations; in ${MANY_LOCATIONS} (Cloudflare's count) the key's object took ${many.text} (${manyMet ? "within 250" : `over 250: ${whyManyLocations(many.worst!)}`}). `
-                : "") +
-              (defaultMet ? "The default alone meets it too." : `The default alone still misses at ${over(m.values)}.`)
+        continents.length && recMet !== undefined
+          ? `met when, at each isolate count, the design the README recommends for it stays within 250 (the default at 8–64 isolates, ${CONTINENT} at 512 and 4,096) and every ${CONTINENT} scenario keeps the bounds (maxPerWindowOverLimit ≤ 1.01, tokenExcess ≤ 0.01). ` +
+              `The default: ${smallText}; ${CONTINENT}: ${continentText}; ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}. ` +
+              `The ${CONTINENT} scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds.` +
+              locationText +
+              (defaultMet ? " The default alone meets it too." : ` The default alone still misses at ${over(m.values)}.`)
           : undefined,
       ),
       ...(defaultMet === false && w
@@ -185,14 +187,11 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
               `an isolate's first call and a request whose lease cannot pay for it are not booked. Over the whole run, ${n(w.detail.calls)} calls for ${n(w.detail.requests)} requests ` +
               `(${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run. ` +
               `The object was busy ${percent(w.detail.objectBusy)} of the run with up to ${n(w.detail.objectMaxPeers)} peers. The busiest scenario at each count: ${busiest(rows)}.` +
-              (rw?.detail.relay ? ` With ${RELAY}, ${whyRelayCalls(rw)}` : "") +
-              (!manyMet ? ` With ${RELAY} in ${MANY_LOCATIONS} locations, ${whyManyLocations(many.worst!)}.` : ""),
+              (rw?.detail.relay ? ` With ${CONTINENT}, ${whyRelayCalls(rw)}` : ""),
           }
         : rw?.detail.relay
           ? { why: whyRelayCalls(rw) }
-          : !manyMet && met === false
-            ? { why: `In ${MANY_LOCATIONS} locations, ${whyManyLocations(many.worst!)}.` }
-            : {}),
+          : {}),
     });
   }
 
@@ -219,16 +218,16 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "global-fast" && r.load === 1 && r.isolates === 512);
-    const relayed = relayGlobal.filter((r) => r.load === 1 && r.isolates === 512);
+    const aggregated = continentGlobal.filter((r) => r.load === 1 && r.isolates === 512);
     const text = rows.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · ");
     const defaultMet = all(rows, (r) => r.underAdmission <= THRESHOLD.under);
-    const rec = recommended(rows, relayed);
+    const rec = recommended(rows, aggregated);
     const met = all(rec, (r) => r.underAdmission <= THRESHOLD.under);
     const worstOf = (list: ScenarioResult[]) => [...list].sort((a, b) => b.underAdmission - a.underAdmission)[0];
     const worst = met === false ? worstOf(rec) : defaultMet === false ? worstOf(rows) : undefined;
     out.push({
       target: "1× load, 512 isolates: underAdmission ≤ 5 %",
-      measured: text ? `${text}${withRelays(relayed.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · "))}` : "not run (needs 512 isolates)",
+      measured: text ? `${text}${withContinents(aggregated.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · "))}` : "not run (needs 512 isolates)",
       met,
       ...optional("basis", basisOf(rec, defaultMet, overAt(rec, (r) => r.underAdmission, THRESHOLD.under, percent))),
       ...(worst
@@ -236,7 +235,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
             why:
               `${worst.name}: admitted ${n(worst.detail.admitted)} where an exact limiter admits ${n(worst.detail.exactAdmitted)}; ${n(worst.errors)} requests got onError's answer. ` +
               `${n(worst.detail.calls)} calls: ${callKinds(worst.detail.callsByKind)}; the object held up to ${n(worst.detail.objectMaxPeers)} peers. ` +
-              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call (mean + √mean) and lasts half an interval past it (a quiet isolate's, up to 4), and its units count as taken until the isolate reports them, ` +
+              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call (mean + √mean) and lasts half an interval past it (a quiet isolate's, up to seven of its mean gaps), and its units count as taken until the isolate reports them, ` +
               `so units leased but not yet spent are not there for the others.`,
           }
         : {}),
@@ -245,16 +244,16 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "global-fast" && r.name.endsWith("-1x"));
-    const relayed = relayGlobal.filter((r) => r.name.endsWith("-1x"));
+    const aggregated = continentGlobal.filter((r) => r.name.endsWith("-1x"));
     const m = byIsolates(rows, (r) => r.waitedForObject, (x) => percent(x));
     const defaultMet = ok(m.values, THRESHOLD.waited);
-    const rec = recommended(rows, relayed);
+    const rec = recommended(rows, aggregated);
     const r = byIsolates(rec, (x) => x.waitedForObject, (x) => percent(x));
     const met = ok(r.values, THRESHOLD.waited);
     const w = defaultMet === false ? m.worst : met === false ? r.worst : undefined;
     out.push({
       target: "1× load, steady state: waitedForObject ≤ 1 % (every isolate count)",
-      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the 10 s warm-up)${withRelays(byIsolates(relayed, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
+      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the 10 s warm-up)${withContinents(byIsolates(aggregated, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
       met,
       ...optional("basis", basisOf(rec, defaultMet, overAt(rec, (x) => x.waitedForObject, THRESHOLD.waited, percent))),
       ...(w
@@ -271,7 +270,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "churn");
-    const relayed = relays.filter((r) => r.name.startsWith("relay-churn-"));
+    const aggregated = continents.filter((r) => r.name.startsWith("continent-churn-"));
     const calm = (r: ScenarioResult) => today.find((t) => t.family === "global-fast" && t.isolates === r.isolates && t.algorithm === r.algorithm && t.name.endsWith(`-${r.load}x`));
     const checksOf = (list: ScenarioResult[]) =>
       list.map((r) => {
@@ -286,18 +285,18 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const missedIn = (checks: ReturnType<typeof checksOf>) => checks.flatMap((c) => c.parts.filter(([, good]) => !good).map(([what]) => `${c.r.name}: ${what}`));
     const checks = checksOf(rows);
     const defaultMet = rows.length ? missedIn(checks).length === 0 : undefined;
-    const rec = recommended(rows, relayed);
+    const rec = recommended(rows, aggregated);
     const recMissed = missedIn(checksOf(rec));
     const met = rec.length ? recMissed.length === 0 : undefined;
     const missed = missedIn(checks);
     out.push({
       target: "isolates vanishing with their leases (512 isolates living 30 s on average) break none of the above",
-      measured: `${text(checks) || "not run"}${withRelays(text(checksOf(relayed)))}`,
+      measured: `${text(checks) || "not run"}${withContinents(text(checksOf(aggregated)))}`,
       met,
       ...optional(
         "basis",
-        relayed.length && rec.length
-          ? `read on ${rec.map((x) => `\`${x.name}\``).join(", ")} (${RELAY} where it ran); ${recMissed.length ? `missed: ${recMissed.join("; ")}; ` : ""}the default alone ${defaultMet ? "meets it too" : "misses it"}`
+        aggregated.length && rec.length
+          ? `read on ${rec.map((x) => `\`${x.name}\``).join(", ")} (${CONTINENT} where it ran); ${recMissed.length ? `missed: ${recMissed.join("; ")}; ` : ""}the default alone ${defaultMet ? "meets it too" : "misses it"}`
           : undefined,
       ),
       ...(defaultMet === false
