@@ -68,7 +68,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 85–108). */
+  /** index.ts `decideFast` (lines 83–106). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -82,7 +82,7 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 97–101): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 95–99): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
@@ -102,7 +102,7 @@ export class FastIsolate extends IsolateBase {
         settled = true;
         return this.attempt(entry, rule, cost, 1, done);
       }
-      // Lines 105–106: requests queued behind the same syncs spent their grants first.
+      // Lines 103–104: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
     });
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
@@ -113,7 +113,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 81–88) with index.ts `shareOf` and `ruleColdSince` (lines 164–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 142–145). */
+  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 162–171): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 140–143). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -121,7 +121,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 124–130). */
+  /** index.ts `decideHere` (lines 122–128). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -129,7 +129,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 175–189); the rule never changes here. */
+  /** index.ts `entryFor` (lines 173–187); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -139,10 +139,10 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 197–232): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 195–230): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's relay (lines 206–210); `retriedOnce` (line 214) tries once more
-   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 216) is
+   * aggregates, to its location's or continent's relay (lines 203–209); `retriedOnce` (line 212) tries once more
+   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 214) is
    * kept per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
@@ -164,7 +164,7 @@ export class FastIsolate extends IsolateBase {
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {
-          // retriedOnce (line 214): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
+          // retriedOnce (line 212): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
           if (!reply.ok && reply.error === "reset" && attempt === 0) return call(1);
           settle(reply);
         });
@@ -186,7 +186,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 235–243). */
+  /** index.ts `flushEvicted` (lines 233–241). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -197,7 +197,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 249–260). */
+  /** index.ts `sweep` (lines 247–258). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;
