@@ -1,6 +1,6 @@
 /** The report's charts, as the bench's ChartSpecs (rendered by bench/lib/svg.ts into bench/charts/simulation/). */
 import type { ChartSpec } from "../lib/section";
-import { relayOf } from "./scenarios";
+import { continentOf, relayOf } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 /** A per-second series as chart points, second by second. */
@@ -21,6 +21,7 @@ function overIsolates(name: string, rows: ScenarioResult[], value: (r: ScenarioR
 export function charts(results: ScenarioResult[]): ChartSpec[] {
   const global = results.filter((r) => r.family === "global-fast");
   const relayed = results.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
+  const continental = results.filter((r) => r.family === "continent" && !r.name.startsWith("continent-churn-"));
   const out: ChartSpec[] = [];
   const algorithms = ["sliding-window", "token-bucket"];
   const isolates = [...new Set(global.map((r) => r.isolates))].sort((a, b) => a - b);
@@ -32,6 +33,7 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
     ]);
     series.push(
       ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: location (worst of 1×, 10×, flash crowd)`, relayed.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
+      ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: continent (worst of 1×, 10×, flash crowd)`, continental.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
       { name: "target: 250", points: isolates.map((i) => [i, 250]) },
     );
     out.push({ file: "calls-per-second", title: "Object calls per key per second (busiest second after the warm-up)", kind: "line", xLabel: "isolates", yLabel: "calls per second to the key's object", series: series.filter((s) => s.points.length) });
@@ -67,9 +69,10 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
     });
   }
 
-  // The flash crowd at the most isolates, with and without relays: the key's object's calls each second.
+  // The flash crowd at the most isolates, with and without relays (location, and continent where it ran): the key's object's calls each second.
   const relayFlash = relayed.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => b.isolates - a.isolates)[0];
   const plainFlash = relayFlash && global.find((r) => relayOf(r.name) === relayFlash.name);
+  const continentFlash = plainFlash && continental.find((r) => r.name === continentOf(plainFlash.name));
   if (relayFlash && plainFlash) {
     out.push({
       file: "relay-flash",
@@ -80,6 +83,7 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
       series: [
         { name: "default", points: seconds(plainFlash.detail.callsPerSecond) },
         { name: "aggregate: location", points: seconds(relayFlash.detail.callsPerSecond) },
+        ...(continentFlash ? [{ name: "aggregate: continent", points: seconds(continentFlash.detail.callsPerSecond) }] : []),
         { name: "target: 250", points: [[0, 250], [relayFlash.detail.simulatedSeconds, 250]] },
       ],
     });

@@ -1,13 +1,13 @@
 /** bench/SIMULATION.md: the targets with verdicts, the model and where its figures come from, one section per family, and how to reproduce. */
 import { percent, table } from "../lib/stats";
 import type { ChartSpec } from "../lib/section";
-import { JITTER, MIXED_RTT, RELAY_RTT } from "./latency";
+import { CONTINENT_RTT, continentAt, CONTINENTS, JITTER, MIXED_RTT, RELAY_RTT } from "./latency";
 import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { AGREEMENT, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, POOL_SLOW_INTERVALS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, continentOf, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, POOL_SLOW_INTERVALS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type Verdict } from "./targets";
 
@@ -61,9 +61,9 @@ function scenarioTable(rows: ScenarioResult[], extra?: Extra): string {
   );
 }
 
-/** A figure of a run beside the same figure of another, "before → after" ("—" for a run that did not happen). */
-function beside(before: ScenarioResult | undefined, after: ScenarioResult, f: (x: ScenarioResult) => string): string {
-  return `${before ? f(before) : "—"} → ${f(after)}`;
+/** A figure of a run beside the same figure of one or more others, "before → after" ("—" for a run that did not happen). */
+function beside(before: ScenarioResult | undefined | (ScenarioResult | undefined)[], after: ScenarioResult, f: (x: ScenarioResult) => string): string {
+  return [...[before].flat(), after].map((x) => (x ? f(x) : "—")).join(" → ");
 }
 
 /** The range of a figure over runs, "lo–hi" (one value when they agree, "—" for none). */
@@ -118,7 +118,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
       `${scenarios.length} scenarios (${failed.length} failed) in ${info.seconds.toFixed(0)} s of wall time on ${info.machine} (${info.jobs} worker thread${info.jobs === 1 ? "" : "s"}); floodgate at ${info.source}.`,
     "",
     `A deterministic discrete-event simulation that drives floodgate's own code: the algorithms, the fast path's isolate side and the object's lease logic are imported from \`src/\`, not re-implemented, ` +
-      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default design, and a fast rule with \`aggregate: "location"\` (each location's relay forwarding its isolates' syncs to the key's object in batches; [below](#relays-aggregate-location)) at 512 and 4,096 isolates, where the README recommends it. Two simulator-only **prototypes** (strict calls that carry their deadline; relays that hold a lease for their location) are measured beside it ([below](#prototypes-simulator-only)). ` +
+      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default design, and a fast rule with \`aggregate: "continent"\` (each continent's relay forwarding its isolates' syncs to the key's object in batches; [below](#continental-relays-aggregate-continent)) at 512 and 4,096 isolates, where the README recommends it, with the alternative, \`aggregate: "location"\` (a relay per location; [below](#relays-aggregate-location)), measured too. Two simulator-only **prototypes** (strict calls that carry their deadline; relays that hold a lease for their location) are measured beside it ([below](#prototypes-simulator-only)). ` +
       `The raw numbers are in [\`simulation.json\`](simulation.json).`,
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
@@ -132,14 +132,14 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     `${met} of ${read} met.`,
     "",
-    "Each target is read for the design the README recommends at each isolate count: the default up to 64 isolates, `aggregate: \"location\"` at 512 and 4,096 (where its scenarios ran); the verdict says which design's figures decided it.",
+    "Each target is read for the design the README recommends at each isolate count: the default up to 64 isolates, `aggregate: \"continent\"` at 512 and 4,096 (where its scenarios ran; `aggregate: \"location\"`, the alternative, is measured beside it below); the verdict says which design's figures decided it.",
     "",
     table(
       ["target", "measured", "verdict"],
       verdicts.map((v) => [v.target, v.measured, `${v.met === undefined ? "not read" : v.met ? "met" : "**missed**"}${v.basis ? `: ${v.basis}` : ""}`]),
     ),
     "",
-    ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met only with relays; the default misses" : "Missed"}: ${v.target}.** ${v.why}`]),
+    ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met only with `aggregate: \"continent\"`; the default misses" : "Missed"}: ${v.target}.** ${v.why}`]),
     "",
   );
   if (failed.length) {
@@ -192,6 +192,8 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   }
   const relay = family("relay");
   if (relay.length) out.push(...relaySection(relay, results, charts));
+  const continent = family("continent");
+  if (continent.length) out.push(...continentSection(continent, results));
   const perClient = family("per-client");
   if (perClient.length) {
     out.push(
@@ -224,13 +226,18 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   return out.join("\n");
 }
 
+/** How many of the continent scenarios' MANY_LOCATIONS locations are on continent `code`. */
+function continentLocations(code: string): number {
+  return Array.from({ length: MANY_LOCATIONS }, (_, k) => continentAt(k, MANY_LOCATIONS)).filter((c) => c === code).length;
+}
+
 function modelSection(): string[] {
   return [
     "## The model",
     "",
     "**What runs is floodgate's.** Each rule is built by floodgate's config parser (`parseConfig`), so sync interval, timeout, buckets and onError are the product's defaults. " +
       "Each isolate keeps real `LocalKey`s and calls `freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and `surrender` (src/fast/local.ts) on floodgate's own `LruTable`; " +
-      "a rule with `aggregate: \"location\"` names its location's relay with `relayName`, and each relay queues and batches with floodgate's own `RelayQueue` (src/fast/relay.ts); " +
+      "a rule with `aggregate: \"location\"` or `\"continent\"` names its location's or its continent's relay with `relayFor`, and each relay queues and batches with floodgate's own `RelayQueue` (src/fast/relay.ts); " +
       "each key's object calls `grantLease` (src/fast/lease.ts), `leasePolicy`, `settlePins`, `putPeer`, `removePeer` on its peer index (src/fast/peer-index.ts), `isLive`, `lastPinEnds` (src/fast/peer.ts) and the algorithms' `decide`, `peek`, `carryOver`; strict isolates use floodgate's `DenialCache`, `Breakers` and `RuleBreaker`. " +
       "What cannot be imported is mirrored in a few lines, each naming the lines it mirrors: the object's `sync`, `syncAll`, `decide` and `alarm` bodies (src/durable-object/rate-limiter.ts extends `DurableObject` from `cloudflare:workers`, which Node cannot load), the relay's `forward`, `pump` and `send` (src/durable-object/relay.ts, on timers and promises), " +
       "the promise-and-`Date.now()` shells of src/fast/index.ts (`decideFast`, `sync`, `sweep`, `flushEvicted`) and of src/strict/coalescer.ts and index.ts, and onError's `local` answer (its table is module state, one per isolate). Time is a parameter of every floodgate function, so the simulated clock drives them directly.",
@@ -253,6 +260,11 @@ function modelSection(): string[] {
       `An isolate's round trip to its relay is drawn once per location, uniform in ${RELAY_RTT.loMs}–${RELAY_RTT.hiMs} ms (an assumption: a relay object is created near the first request that names it, in a nearby data center that hosts Durable Objects; Durable Objects docs, *Data location*); the relay's round trip to the key's object is drawn once per location from the mixture above (its isolates' own, were they to call the key's object directly). ` +
       `A batch of *n* syncs (\`syncAll\`) costs the key's object ${SERVICE.baseMs} ms + ${SERVICE.perSyncMs * 1000} µs a sync (an assumption: the lease code measured 9 µs a sync, and each sync writes its peer row). ` +
       "An isolate that vanishes leaves its syncs at the relay, which still reach the key's object. A relay restarts after a lifetime drawn as an isolate's (an assumption: an object is evicted when idle, and on every deploy): every sync waiting there, queued or in its batch in flight, fails as Cloudflare's reset does, which the isolate tries once more (`retriedOnce`, to a fresh relay), and the key's object, which may have applied that batch, answers the resent syncs without applying them twice.",
+    "",
+    `**Continental relays** (\`aggregate: "continent"\`). The continent scenarios run their isolates in ${MANY_LOCATIONS} locations (slot *k* at location *k* mod ${MANY_LOCATIONS}), spread over the continents (\`request.cf.continent\`) by share of the locations, an assumption (roughly where Cloudflare's cities are): ` +
+      `${CONTINENTS.map(({ code, share }) => `${code} ${+(share * 100).toFixed(1)} % (${continentLocations(code)} locations)`).join(", ")}. Each continent has one relay for the key. ` +
+      `A location's round trip to its continent's relay is drawn once per location, uniform in ${CONTINENT_RTT.loMs}–${CONTINENT_RTT.hiMs} ms (an assumption: the relay sits near the first request that named it, somewhere on the continent; WonderProxy, *Miles per Millisecond*: Milan–Zurich 11 ms, Paris–Milan 21 ms, Dallas–Fremont 44 ms, and a continent's far corners are further); ` +
+      "each relay's round trip to the key's object is drawn once per relay from the mixture above. Otherwise as the location relays: the same object model for the relay and the key's object, the same batches, pacing, overload rule and restarts.",
     "",
     `**Isolates** live ${LIFETIME_MS / 60_000} minutes on average (exponential), then vanish with whatever they hold (leases unreported, syncs and requests in flight) and a fresh isolate at the same distance takes their traffic; the churn stress uses ${STRESS_LIFETIME_MS / 1000} s. ` +
       "Cloudflare documents that isolates are not necessarily long-lived and may be evicted for resource limits on the machine, the isolate's own limits, or suspicion (Workers docs, *How Workers works*), and publishes no lifetime: the figures are assumptions.",
@@ -394,28 +406,40 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
   return out;
 }
 
+/** A run's relay figures: set on every run whose rule aggregates. */
+const relaysOf = (r: ScenarioResult) => r.detail.relay!;
+
+/** The relay runs' columns beside the scenario table's. */
+const RELAY_COLUMNS: Extra = {
+  headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"],
+  cells: (r) => [n(relaysOf(r).callsPerSecondPeak), n(relaysOf(r).calls), relaysOf(r).syncsPerBatch.toFixed(2), percent(relaysOf(r).busy)],
+};
+
+/** What went wrong at the relays of `rows`, summed: "the relays refused … that way." */
+function relayTrouble(rows: ScenarioResult[]): string {
+  const sum = (f: (r: ScenarioResult) => number) => n(rows.reduce((a, r) => a + f(r), 0));
+  return (
+    `the relays refused ${sum((r) => relaysOf(r).refused)} syncs for a full queue, ${sum((r) => relaysOf(r).timedOut)} batches outlived their timeout, ${sum((r) => relaysOf(r).overloaded)} calls found a relay overloaded ` +
+    `and relays restarted ${sum((r) => relaysOf(r).restarts)} times, ${sum((r) => r.detail.errorsByKind.reset)} requests getting onError's answer for a sync lost twice that way.`
+  );
+}
+
 /** The relay family: its own table with the relays' figures, and each scenario beside the same one without relays. */
 function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: ChartSpec[]): string[] {
-  const relayed = (r: ScenarioResult) => r.detail.relay!;
   // A scenario in MANY_LOCATIONS is set beside the same relays in LOCATIONS.
   const pairs = rows.map((r) => ({ r, d: all.find((x) => (inManyLocations(r.name) ? `${x.name}-l${MANY_LOCATIONS}` === r.name : relayOf(x.name) === r.name && x.family !== "relay")) }));
-  const refused = rows.reduce((a, r) => a + relayed(r).refused, 0);
-  const timedOut = rows.reduce((a, r) => a + relayed(r).timedOut, 0);
-  const overloaded = rows.reduce((a, r) => a + relayed(r).overloaded, 0);
-  const restarts = rows.reduce((a, r) => a + relayed(r).restarts, 0);
-  const resets = rows.reduce((a, r) => a + r.detail.errorsByKind.reset, 0);
   return [
     "## Relays: `aggregate: \"location\"`",
     "",
-    `The global keys at 512 and 4,096 isolates, and the churn stress's sliding window, again with the rule's \`aggregate: "location"\` (src/fast/relay.ts, src/durable-object/relay.ts): each isolate syncs through its location's relay, which sends the syncs waiting there to the key's object as one \`syncAll\`, one batch in flight, at most ${RELAY_BATCH} syncs each, and refuses a sync at once when ${n(RELAY_QUEUE)} wait. ` +
+    `The global keys at 512 and 4,096 isolates, and the churn stress's sliding window, again with the rule's \`aggregate: "location"\` (src/fast/relay.ts, src/durable-object/relay.ts), the alternative to \`aggregate: "continent"\` ([below](#continental-relays-aggregate-continent)): each isolate syncs through its location's relay, which sends the syncs waiting there to the key's object as one \`syncAll\`, one batch in flight, at most ${RELAY_BATCH} syncs each, and refuses a sync at once when ${n(RELAY_QUEUE)} wait. ` +
       `Batches leave a relay at least its gap apart: ${RELAY_GAP_MS} ms (\`RELAY_GAP_MS\`) until the key's object answers one, then what the object asks for, its share of ${RELAY_CALLS_PER_SECOND} calls a second among the relays it heard from in the last ${RELAY_ACTIVE_MS / 1000} s, at most ${MAX_RELAY_GAP_MS} ms (\`relayGap\`, \`RelayBook\`). ` +
       `The isolates sit in ${LOCATIONS} locations, so the key's object hears from at most ${LOCATIONS} relays, each at most once per ${relayGap(LOCATIONS)} ms once paced: ${n((LOCATIONS * 1000) / relayGap(LOCATIONS))} calls a second at most. ` +
       `The \`-l${MANY_LOCATIONS}\` scenarios repeat those at 4,096 isolates in ${MANY_LOCATIONS} locations (about Cloudflare's count), where each relay hears fewer syncs and the object's pace allows up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} calls a second. ` +
       "*calls/s peak* and *calls per 100* count the key's object's calls (the batches); *waited* counts requests that waited on a sync through their relay; *relay calls/s peak* is the busiest relay's busiest second after the warm-up, *relay calls* all the isolates' calls to their relays, *syncs per batch* their mean over the batches. " +
-      `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relayed(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${span(rows, (r) => relayed(r).syncsPerBatch, (x) => x.toFixed(2))} a batch on average. ` +
-      `Over these runs the relays refused ${n(refused)} syncs for a full queue, ${n(timedOut)} batches outlived their timeout, ${n(overloaded)} calls found a relay overloaded and relays restarted ${n(restarts)} times, ${n(resets)} requests getting onError's answer for a sync lost twice that way.`,
+      `A relay sends a sync at once when it has sent nothing for its gap, and no relay here took more than ${n(Math.max(...rows.map((r) => relaysOf(r).callsPerSecondPeak)))} calls in a second after the warm-up, so few syncs met in a batch: ${span(rows, (r) => relaysOf(r).syncsPerBatch, (x) => x.toFixed(2))} a batch on average. ` +
+      `Over these runs ${relayTrouble(rows)}`,
     "",
-    scenarioTable(rows, { headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"], cells: (r) => [n(relayed(r).callsPerSecondPeak), n(relayed(r).calls), relayed(r).syncsPerBatch.toFixed(2), percent(relayed(r).busy)] }),
+    scenarioTable(rows, RELAY_COLUMNS),
     "",
     `Each beside the same scenario without relays (default → \`aggregate: "location"\`), and each \`-l${MANY_LOCATIONS}\` beside the same relays in ${LOCATIONS} locations (${LOCATIONS} → ${MANY_LOCATIONS}):`,
     "",
@@ -433,6 +457,73 @@ function relaySection(rows: ScenarioResult[], all: ScenarioResult[], charts: Cha
     ),
     "",
     img(charts, "relay-flash"),
+  ];
+}
+
+/** The continent family: its own table with the relays' figures, and each scenario beside the default design's and the location relays'. */
+function continentSection(rows: ScenarioResult[], all: ScenarioResult[]): string[] {
+  const relays = CONTINENTS.length;
+  const named = (name: string) => all.find((x) => x.name === name);
+  // A continent scenario's location relays are its name with `relay-` for `continent-`; the repeat in MANY_LOCATIONS first, where the continent scenarios run.
+  const runs = rows.map((r) => {
+    const location = r.name.replace(/^continent-/, "relay-");
+    return { r, d: all.find((x) => continentOf(x.name) === r.name && x.family !== "continent"), l: named(`${location}-l${MANY_LOCATIONS}`) ?? named(location) };
+  });
+  const locations = runs.flatMap(({ l }) => (l ? [l] : []));
+  const defaults = runs.flatMap(({ d }) => (d ? [d] : []));
+  const batch = (r: ScenarioResult) => relaysOf(r).syncsPerBatch;
+  const calls = (r: ScenarioResult) => r.objectCallsPerSecondPeak;
+  const most = (f: (r: ScenarioResult) => number) => [...rows].sort((a, b) => f(b) - f(a))[0]!;
+  const busiest = most((r) => relaysOf(r).callsPerSecondPeak);
+  const coldest = most((r) => relaysOf(r).callsPerSecondPeakWithWarmup);
+  const failing = rows.filter((r) => r.errors > 0);
+  const whyFailed = (r: ScenarioResult) =>
+    Object.entries(r.detail.errorsByKind)
+      .filter(([, v]) => v > 0)
+      .map(([kind, v]) => `${kind} ${n(v)}`)
+      .join(", ");
+  const inLocations = (many: boolean) => locations.filter((l) => inManyLocations(l.name) === many);
+  const against = [
+    defaults.length && `${span(defaults, calls, n)} in the default design`,
+    inLocations(false).length && `${span(inLocations(false), calls, n)} through location relays in ${LOCATIONS} locations`,
+    inLocations(true).length && `${span(inLocations(true), calls, n)} in ${MANY_LOCATIONS}`,
+  ].filter(Boolean);
+  return [
+    "## Continental relays: `aggregate: \"continent\"`",
+    "",
+    `The same scenarios again with the rule's \`aggregate: "continent"\`, the design the README recommends at 512 and 4,096 isolates: each isolate syncs through its continent's relay (\`request.cf.continent\`), the same relay code as \`aggregate: "location"\`, its isolates in ${MANY_LOCATIONS} locations over ${relays} continents. ` +
+      `It cuts the key's object's calls twice over. The key's object hears from at most ${relays} relays, so it paces each at the shortest gap, ${relayGap(relays)} ms: ${n((relays * 1000) / relayGap(relays))} calls a second at most, however many locations there are. ` +
+      `Location relays in ${MANY_LOCATIONS} locations would each need a gap of ${n(Math.ceil((MANY_LOCATIONS * 1000) / RELAY_CALLS_PER_SECOND))} ms to keep within ${RELAY_CALLS_PER_SECOND} calls a second, but the gap stops at ${MAX_RELAY_GAP_MS} ms (\`MAX_RELAY_GAP_MS\`, so a sync is still answered in time), which lets them send up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} a second; ${relays} relays never reach that cap. ` +
+      `And each relay hears a whole continent's syncs, so more of them meet in a batch: ${span(rows, batch, (x) => x.toFixed(2))} a batch on average${locations.length ? `, against ${span(locations, batch, (x) => x.toFixed(2))} through the location relays beside them` : ""}. ` +
+      "The relay columns read as for the location relays: the busiest relay's busiest second after the warm-up, the isolates' calls to their relays, the mean syncs a batch, the busiest relay's busy share of its thread.",
+    "",
+    scenarioTable(rows, RELAY_COLUMNS),
+    "",
+    `Each beside the same scenario of the default design and through location relays (default → \`aggregate: "location"\` → \`aggregate: "continent"\`); the location relays' run is the \`-l${MANY_LOCATIONS}\` repeat where one ran, in the same ${MANY_LOCATIONS} locations as the continent scenarios, otherwise the run in ${LOCATIONS} (*location relays in*):`,
+    "",
+    table(
+      ["scenario", "location relays in", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99", "errors"],
+      runs.map(({ r, d, l }) => [
+        `\`${r.name}\``,
+        l ? n(inManyLocations(l.name) ? MANY_LOCATIONS : LOCATIONS) : "—",
+        beside([d, l], r, boundText),
+        beside([d, l], r, (x) => n(x.objectCallsPerSecondPeak)),
+        beside([d, l], r, (x) => percent(x.underAdmission)),
+        beside([d, l], r, (x) => percent(x.waitedForObject)),
+        beside([d, l], r, waitText),
+        beside([d, l], r, (x) => n(x.errors)),
+      ]),
+      ["l", "r", "r", "r", "r", "r", "r", "r"],
+    ),
+    "",
+    `Through continental relays the key's object took ${span(rows, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}.`,
+    "",
+    `**The limitation: one relay per continent takes every sync of that continent's isolates for the key.** The busiest continental relay here took ${n(relaysOf(busiest).callsPerSecondPeak)} calls in its busiest second after the warm-up (\`${busiest.name}\`, busy ${percent(relaysOf(busiest).busy)} of its thread), ` +
+      `and ${n(relaysOf(coldest).callsPerSecondPeakWithWarmup)} counting the warm-up, when every isolate makes its first sync (\`${coldest.name}\`)${locations.length ? `; no location relay beside them took more than ${n(Math.max(...locations.map((l) => relaysOf(l).callsPerSecondPeakWithWarmup)))}, warm-up included` : ""}. ` +
+      `A relay is an object too, at ${SERVICE.baseMs} ms an isolate's call about ${n(1000 / SERVICE.baseMs)} calls a second (Cloudflare's soft limit per object): a key whose one continent sends it more syncs a second than that makes its continent's relay the hot object, queueing, then refusing syncs (at ${n(RELAY_QUEUE)} waiting) or answering "overloaded", where location relays spread the same syncs over the continent's locations. ` +
+      `${failing.length ? `Requests that got onError's answer through continental relays: ${failing.map((r) => `\`${r.name}\` ${n(r.errors)} (${whyFailed(r)})`).join(", ")}.` : "No request through a continental relay got onError's answer."} ` +
+      `Over these runs ${relayTrouble(rows)}`,
+    "",
   ];
 }
 
