@@ -38,6 +38,8 @@ export interface ClusterOptions {
    * `request.cf.colo = locations[i % locations.length]`. Absent: Miniflare's placeholder.
    */
   locations?: string[];
+  /** The continent each front runs in, likewise: `request.cf.continent = continents[i % continents.length]`. */
+  continents?: string[];
 }
 
 /** One front Worker, reached over its own loopback socket. */
@@ -144,10 +146,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       return fetcher.fetch(target.href, init as never) as unknown as Promise<Response>;
     };
     const located = (i: number, init: RequestInit = {}): RequestInit => {
-      if (!options.locations?.length) return init;
+      const { locations = [], continents = [] } = options;
+      if (locations.length === 0 && continents.length === 0) return init;
+      const cf = { ...(locations.length ? { colo: locations[i % locations.length] } : {}), ...(continents.length ? { continent: continents[i % continents.length] } : {}) };
       // Miniflare reads a request's `cf` from this header on a front's socket.
       const headers = new Headers(init.headers);
-      headers.set("MF-CF-Blob", JSON.stringify({ colo: options.locations[i % options.locations.length] }));
+      headers.set("MF-CF-Blob", JSON.stringify(cf));
       return { ...init, headers };
     };
     const fronts = urls.map((url, i): Front => ({ name: frontName(i), url, fetch: (input, init) => send(url, input, located(i, init), viaProxy(i)) }));

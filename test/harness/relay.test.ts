@@ -1,4 +1,4 @@
-// aggregate: "location" in workerd: isolates in locations a round trip from the real RateLimiter, one global fast key through their relays.
+// aggregate: "location" and "continent" in workerd: isolates in locations a round trip from the real RateLimiter, one global fast key through their relays.
 import { expect, it } from "vitest";
 import { RELAY_GAP_MS, relayName } from "../../src/fast/relay";
 import { useClusterFixture } from "./fixture";
@@ -36,6 +36,26 @@ it("holds the limit while the key's object hears only from its locations' relays
   expect(root.syncAll, seen).toBeLessThan(forwarded);
   // One batch in flight per relay, at least RELAY_GAP_MS apart (some slack for the run's start and end).
   expect(root.syncAll!, seen).toBeLessThanOrEqual(LOCATIONS.length * (DURATION_MS / RELAY_GAP_MS + 5));
+});
+
+it("holds the limit while the key's object hears only from its continent's relay, not its locations'", { timeout: 60_000 }, async () => {
+  const continental = { ...rule, name: "continental", aggregate: "continent" };
+  const colos = ["AMS", "FRA", "CDG", "LHR"];
+  const cluster = await harness.start({ isolates: 16, rules: [continental], objectDelayMs: 50, locations: colos, continents: ["EU"] });
+  const tag = "continental";
+  const result = await drive(cluster, { durationMs: PERIOD_MS, ratePerSecond: (10 * LIMIT * 1000) / PERIOD_MS, path: (n) => `/${tag}/${n}` });
+  expect(result.errors, result.errorSamples.join("\n")).toBe(0);
+  const windows = await perWindow(tag);
+  const root = await cluster.received("continental/global");
+  const europe = await cluster.received(relayName("EU", "continental/global"));
+  const byColo = await Promise.all(colos.map((colo) => cluster.received(relayName(colo, "continental/global"))));
+  const seen = JSON.stringify({ windows, root, europe, byColo, sent: result.sent, allowed: result.allowed });
+  expect(Math.max(...windows) / LIMIT, seen).toBeLessThanOrEqual(1.05);
+  expect(root.sync ?? 0, seen).toBe(0);
+  expect(europe.relay, seen).toBeGreaterThan(0);
+  expect(byColo.every((r) => (r.relay ?? 0) === 0), seen).toBe(true);
+  // Sixteen isolates' syncs, fewer batches: the continent's relay sends them together.
+  expect(root.syncAll, seen).toBeLessThan(europe.relay!);
 });
 
 it("sends a slow key's object one batch of a relay at a time, though the batches time out", { timeout: 60_000 }, async () => {
