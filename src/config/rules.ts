@@ -6,7 +6,7 @@ import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { parseIpList } from "../routing/cidr";
 import { ConfigError, show, type RuleRef } from "./errors";
-import type { Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
+import type { Aggregate, Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
@@ -17,7 +17,7 @@ const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
-const AGGREGATE: Choices<"none" | "location" | "continent"> = ["none", "location", "continent"];
+const AGGREGATE: Choices<"none" | Aggregate> = ["none", "location", "continent"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
@@ -66,7 +66,7 @@ export interface RuleDescription {
   /** fast mode only, e.g. "1s" */
   sync?: string;
   /** fast mode only, when set: "location" or "continent" */
-  aggregate?: "location" | "continent";
+  aggregate?: Aggregate;
   onError: OnError;
   timeout: string;
   /** only for rules whose key has an `ip` part */
@@ -413,7 +413,7 @@ function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
   return parseDurationField(value, at, "sync");
 }
 
-function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | "location" | "continent" {
+function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | Aggregate {
   const aggregate = parseChoice(value, AGGREGATE, at, "aggregate");
   if (aggregate !== "none" && mode !== "fast") {
     fail(at, "aggregate", `aggregate applies to fast mode only (a strict rule's every decision is its object's); remove it, or set "mode": "fast"`);

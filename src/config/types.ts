@@ -12,6 +12,9 @@ export type Cost = { units: number } | { header: string };
 
 export type Mode = "strict" | "fast";
 
+/** How a fast rule's isolates reach the key's object: through one relay per location (`request.cf.colo`) or per continent (`request.cf.continent`). */
+export type Aggregate = "location" | "continent";
+
 /** What a rule decides when its Durable Object fails or is slower than `timeout`. */
 export type OnError = "local" | "allow" | "deny";
 
@@ -48,7 +51,7 @@ export interface Rule {
    * (`request.cf.colo`), which forwards them to the key's object in batches, "continent" through
    * one for its continent (`request.cf.continent`); absent: straight to it
    */
-  aggregate?: "location" | "continent";
+  aggregate?: Aggregate;
   /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */
   onError: OnError;
   /** how long a decision waits for the Durable Object before `onError` applies */

@@ -1,5 +1,6 @@
 /** A location's relay for one key: its isolates' syncs, forwarded to the key's object together, one batch in flight at a time. */
 import type { Policy } from "../algorithms";
+import type { Aggregate } from "../config/types";
 import type { Lease, SyncRequest } from "./lease";
 
 /**
@@ -126,7 +127,7 @@ export interface Whereabouts {
  * continent's for `"continent"`; undefined (straight to the key's object) for a rule that does not
  * aggregate, or when the caller did not say where it is.
  */
-export function relayFor(aggregate: "location" | "continent" | undefined, from: Whereabouts, objectName: string): string | undefined {
+export function relayFor(aggregate: Aggregate | undefined, from: Whereabouts, objectName: string): string | undefined {
   const place = aggregate === "location" ? from.location : aggregate === "continent" ? from.continent : undefined;
   return place === undefined ? undefined : relayName(place, objectName);
 }

@@ -35,12 +35,10 @@ export interface LimiterContext extends Whereabouts {
 /** The context with where the request it serves comes from, as far as Cloudflare says (`request.cf.colo`, `request.cf.continent`). */
 export function locatedAt(context: LimiterContext, request: Request): LimiterContext {
   const cf = request.cf as { colo?: unknown; continent?: unknown } | undefined;
-  const given = (value: unknown) => typeof value === "string" && value !== "";
-  return {
-    ...context,
-    ...(context.location === undefined && given(cf?.colo) ? { location: cf!.colo as string } : {}),
-    ...(context.continent === undefined && given(cf?.continent) ? { continent: cf!.continent as string } : {}),
-  };
+  const given = (value: unknown, known: string | undefined) => (known === undefined && typeof value === "string" && value !== "" ? value : undefined);
+  const location = given(cf?.colo, context.location);
+  const continent = given(cf?.continent, context.continent);
+  return location === undefined && continent === undefined ? context : { ...context, ...(location ? { location } : {}), ...(continent ? { continent } : {}) };
 }
 
 /** The context of a request to the floodgate Worker (the proxy or the binding), with what its settings record decisions to. */
