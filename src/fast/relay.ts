@@ -35,8 +35,13 @@ export const RELAY_HOLD_MS = 5_000;
 /** A relay counts as calling a key's object for this long after its last batch. */
 export const RELAY_ACTIVE_MS = 10_000;
 
-/** The most syncs one batch carries: the object's call costs a few µs more per sync. */
-export const RELAY_BATCH = 128;
+/**
+ * The most syncs one batch carries: the object's call costs a few µs more per sync. A continent's
+ * relay at a cold start hears from a thousand isolates within a second, and with one batch in
+ * flight it forwards at most this many a round trip: at 128 a batch the simulation's syncs missed
+ * their timeout there, at 512 none did.
+ */
+export const RELAY_BATCH = 512;
 
 /** The most syncs a relay holds for its key; past it a sync is refused at once, and its rule's onError decides. */
 export const RELAY_QUEUE = 1_024;
