@@ -4,6 +4,8 @@ import { cpus } from "node:os";
 export interface Options {
   quick: boolean;
   seed: number;
+  /** seeds the targets are read on, from `seed` up: the scenarios they read run once more for each after the first */
+  seeds: number;
   /** isolate counts for the families that sweep them; undefined: 8, 64, 512 and 4,096 */
   isolates: number[] | undefined;
   /** scenario names, family names, or globs with `*`; undefined: every scenario */
@@ -21,6 +23,8 @@ export const USAGE = `usage: npm run simulate -- [options]
 
   --quick              shorter runs and fewer strict loads: under a minute, indicative only
   --seed <n>           the random seed (a non-negative integer; default 1)
+  --seeds <n>          read the targets on this many seeds, from --seed up: the scenarios they read
+                       run again with each (1 to 10; default 3, or 1 with --quick)
   --isolates <list>    isolate counts for the families that sweep them, e.g. 8,64 (default 8,64,512,4096)
   --only <list>        scenario names, family names or globs, e.g. global-fast or 'strict-hot-*'
   --out <dir>          where SIMULATION.md, simulation.json and charts/simulation/ go (default bench/)
@@ -36,7 +40,7 @@ export class OptionError extends Error {
 const MAX_ISOLATES = 20_000;
 
 export function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { quick: false, seed: 1, isolates: undefined, only: undefined, out: undefined, jobs: Math.max(1, Math.min(2, cpus().length)), seconds: undefined, help: false };
+  const options: Options = { quick: false, seed: 1, seeds: 0, isolates: undefined, only: undefined, out: undefined, jobs: Math.max(1, Math.min(2, cpus().length)), seconds: undefined, help: false };
   const seen = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -60,6 +64,9 @@ export function parseOptions(argv: readonly string[]): Options {
       case "--seed":
         options.seed = integer("--seed", value(), 0, 2 ** 32 - 1, "a non-negative integer below 2^32, e.g. --seed 7");
         break;
+      case "--seeds":
+        options.seeds = integer("--seeds", value(), 1, 10, "how many seeds to read the targets on, 1 to 10, e.g. --seeds 3");
+        break;
       case "--isolates":
         options.isolates = list("--isolates", value()).map((v) => integer("--isolates", v, 1, MAX_ISOLATES, `positive integers up to ${MAX_ISOLATES.toLocaleString("en-US")} separated by commas, e.g. --isolates 8,64`));
         break;
@@ -79,9 +86,11 @@ export function parseOptions(argv: readonly string[]): Options {
         options.seconds = number("--seconds", value(), 1, 3_600, "simulated seconds between 1 and 3600, e.g. --seconds 20");
         break;
       default:
-        throw new OptionError(`${arg}: unknown option; the options are --quick, --seed, --isolates, --only, --out, --jobs, --seconds and --help`);
+        throw new OptionError(`${arg}: unknown option; the options are --quick, --seed, --seeds, --isolates, --only, --out, --jobs, --seconds and --help`);
     }
   }
+  if (options.seeds === 0) options.seeds = options.quick ? 1 : 3;
+  if (options.seed + options.seeds - 1 > 2 ** 32 - 1) throw new OptionError(`--seeds: ${options.seeds} seeds from --seed ${options.seed} go past 2^32 - 1; give a smaller --seed or fewer --seeds`);
   return options;
 }
 

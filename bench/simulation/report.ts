@@ -9,7 +9,7 @@ import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND,
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
 import { AGREEMENT, continentOf, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, POOL_SLOW_INTERVALS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
-import { callKinds, type Verdict } from "./targets";
+import { callKinds, type SeedVerdicts, type Verdict } from "./targets";
 
 export interface RunInfo {
   command: string;
@@ -103,7 +103,7 @@ function ceilings(rows: ScenarioResult[], group: (r: ScenarioResult) => string):
   });
 }
 
-export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: RunInfo, verdicts: Verdict[], charts: ChartSpec[]): string {
+export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: RunInfo, verdicts: Verdict[], charts: ChartSpec[], seeds: SeedVerdicts[] = []): string {
   const results = jobs.flatMap((j) => (j.ok ? [j.result] : []));
   const failed = jobs.filter((j): j is Extract<JobResult, { ok: false }> => !j.ok);
   const family = (f: string) => results.filter((r) => r.family === f);
@@ -123,7 +123,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
       `A key asked for more than ${SATURATION} × what it sustains, whose free units would not last an interval, is saturated: its booked calls are spaced to hand out about ${SATURATED_UNITS_PER_CALL} units each, but each isolate still calls at least 4 times a period and at least once a minute. ` +
-      "A lease lasts until the isolate's booked call plus half an interval (a quiet isolate's, three of its mean gaps between requests, up to 4 intervals, since it calls with its first request after that time) and is sized to its demand until then (mean + √mean, the demand read over one interval at least); every caller gets its share of the larger of what is free now and what the key frees until its next call, and a key far from its limit spares a cold isolate at most 8 times its demand (`grantLease`, src/fast/lease.ts). " +
+      "A lease lasts until the isolate's booked call plus half an interval (a quiet isolate's, seven of its mean gaps between requests, no later than ten intervals from the grant or four past a call booked further off, since it calls with its first request after that time) and is sized to its demand until then (mean + √mean, the demand read over one interval at least); every caller gets its share of the larger of what is free now and what the key frees until its next call, and a key far from its limit spares a cold isolate at most 8 times its demand (`grantLease`, src/fast/lease.ts). " +
       "The isolate syncs in the background when its booked time comes, or sooner only if its lease would run out before it; a saturated key's emptied lease denies from the isolate's cache until its booked call (`syncDue`, `decideLocally`, src/fast/local.ts). " +
       "What onError admits while the object cannot be reached is reported with the next sync and counted by the object then (`SyncRequest.unleased`); onError `local` starts from the isolate's share of what the object last said was free, and refuses while none of the rule's objects has answered the isolate (src/limiter/local-share.ts). " +
       `The object keeps one SQLite row per peer, so a sync writes its own isolate's row, not every peer; it reads the peers' pins, demand and policies from running figures kept as their rows change (src/fast/peer-index.ts), not by walking them, and a peer is forgotten ${PEER_TTL_MS / 1000} s after its last or booked sync.`,
@@ -141,6 +141,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met only with `aggregate: \"continent\"`; the default misses" : "Missed"}: ${v.target}.** ${v.why}`]),
     "",
+    ...acrossSeeds(seeds),
   );
   if (failed.length) {
     out.push("## Failed scenarios", "", "These scenarios did not run to the end; their error is below and they are missing from every table.", "");
@@ -224,6 +225,28 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
   );
   return out.join("\n");
+}
+
+/** The targets read again on each further seed: one column a seed, and which verdicts differ. */
+function acrossSeeds(seeds: SeedVerdicts[]): string[] {
+  if (seeds.length < 2) return [];
+  const [first] = seeds as [SeedVerdicts, ...SeedVerdicts[]];
+  const on = (s: SeedVerdicts, target: string) => s.verdicts.find((v) => v.target === target)?.met;
+  const mark = (met: boolean | undefined) => (met === undefined ? "not read" : met ? "met" : "**missed**");
+  const differing = first.verdicts.filter((v) => seeds.some((s) => on(s, v.target) !== v.met));
+  const read = first.verdicts.filter((v) => v.met !== undefined).length;
+  const failed = seeds.slice(1).flatMap((s) => s.failed.map((name) => `\`${name}\` (seed ${s.seed})`));
+  return [
+    "### The same targets on other seeds",
+    "",
+    `Every scenario the targets read ran again with seed${seeds.length > 2 ? "s" : ""} ${seeds.slice(1).map((s) => s.seed).join(", ")}, and the targets were read on each seed's runs as on seed ${first.seed}'s above (each seed's figures are in \`simulation.json\`, \`acrossSeeds\`). ` +
+      `Met: ${seeds.map((s) => `${s.verdicts.filter((v) => v.met === true).length} of ${read} on seed ${s.seed}`).join(", ")}. ` +
+      (differing.length ? `Not the same on every seed: ${differing.map((v) => v.target).join("; ")}.` : "Every verdict is the same on every seed.") +
+      (failed.length ? ` Failed on a further seed, and left out of its reading: ${failed.join(", ")}.` : ""),
+    "",
+    table(["target", ...seeds.map((s) => `seed ${s.seed}`)], first.verdicts.map((v) => [v.target, ...seeds.map((s) => mark(on(s, v.target)))])),
+    "",
+  ];
 }
 
 /** How many of the continent scenarios' MANY_LOCATIONS locations are on continent `code`. */

@@ -18,6 +18,22 @@ export interface Verdict {
   why?: string;
 }
 
+/** The verdicts read on one seed's runs, for the report's reading across seeds. */
+export interface SeedVerdicts {
+  seed: number;
+  verdicts: Verdict[];
+  /** scenarios the targets read that failed on this seed */
+  failed: string[];
+}
+
+/**
+ * Whether the targets read this scenario: every fast one but the location relays' and the
+ * prototypes', which are set beside them. Strict scenarios have targets of their own in the README.
+ */
+export function readByTargets(s: Pick<ScenarioResult, "mode" | "family">): boolean {
+  return s.mode === "fast" && s.family !== "relay" && s.family !== "prototype";
+}
+
 const THRESHOLD = { window: 1.01, excess: 0.01, callsPerSecond: 250, per100: 2, under: 0.05, waited: 0.01 } as const;
 
 const n = (x: number) => Math.round(x).toLocaleString("en-US");

@@ -21,7 +21,8 @@ function simulate(args: string[]): { status: number | null; stderr: string; out:
   return { status: run.status, stderr: run.stderr, out };
 }
 
-const json = (out: string) => JSON.parse(readFileSync(join(out, "simulation.json"), "utf8")) as { scenarios: Record<string, unknown>[]; targets: unknown[]; run: unknown };
+const json = (out: string) =>
+  JSON.parse(readFileSync(join(out, "simulation.json"), "utf8")) as { scenarios: Record<string, unknown>[]; targets: unknown[]; acrossSeeds: { seed: number; targets: unknown[] }[]; run: unknown };
 /** One fast and one strict scenario, 12 simulated seconds each. */
 const TINY = ["--only", "fast-sw-global-i8-1x,fast-tb-global-i8-10x,strict-hot-i8-1000rps", "--isolates", "8", "--seconds", "12"];
 
@@ -47,6 +48,16 @@ describe("npm run simulate", () => {
     expect(existsSync(join(out, "charts/simulation/calls-per-second.svg"))).toBe(true);
   }, 30_000);
 
+  it("reads the targets again on the next seeds, running again the scenarios they read", () => {
+    const { status, stderr, out } = simulate([...TINY, "--seed", "3", "--seeds", "2"]);
+    expect(status, stderr).toBe(0);
+    const { acrossSeeds, targets } = json(out);
+    expect(acrossSeeds.map((s) => s.seed)).toEqual([3, 4]);
+    expect(acrossSeeds[1]!.targets).toHaveLength(targets.length);
+    expect(stderr).toContain("seed 4: the 2 scenarios the targets read");
+    expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain("### The same targets on other seeds");
+  }, 30_000);
+
   it("gives the same scenarios for the same seed, in worker threads or not, and others for another seed", () => {
     const a = simulate([...TINY, "--seed", "3"]);
     const b = simulate([...TINY, "--seed", "3", "--jobs", "1"]);
@@ -63,6 +74,8 @@ describe("npm run simulate", () => {
     [["--isolates", "8,,64"], "--isolates"],
     [["--seed", "-1"], "--seed"],
     [["--seed"], "--seed"],
+    [["--seeds", "0"], "--seeds"],
+    [["--seeds", "11"], "--seeds"],
     [["--only", "no-such-scenario"], "--only"],
     [["--quick=yes"], "--quick"],
     [["--frobnicate"], "--frobnicate"],
