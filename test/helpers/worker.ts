@@ -1,5 +1,5 @@
 // Drives the real Worker (and through it the real RateLimiter objects) with chosen bindings.
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { inject } from "vitest";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
@@ -41,4 +41,10 @@ export async function send(request: Request, bindings: Partial<Env> & { rules?: 
 /** What the origin recorded for requests under `/<tag>/`. */
 export async function originLog(tag: string): Promise<{ method: string; url: string; headers: Record<string, string>; bodyBytes: number; bodySha256: string; chunks: number }[]> {
   return (await fetch(`${originUrl()}/__origin/log?tag=${tag}`)).json();
+}
+
+/** Whether the RateLimiter object of that name has forwarded syncs as a relay (a rule's `aggregate`). */
+export function isRelay(name: string): Promise<boolean> {
+  const namespace = (env as unknown as Env).LIMITER;
+  return runInDurableObject(namespace.get(namespace.idFromName(name)), (object) => (object as unknown as { relayed?: unknown }).relayed !== undefined);
 }

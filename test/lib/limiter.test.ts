@@ -1,17 +1,15 @@
 // The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { createGate, limiter } from "../../src/lib";
 import { relayName } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
-import { originLog } from "../helpers/worker";
+import { isRelay, originLog } from "../helpers/worker";
 
 const namespace = (env as unknown as Env).LIMITER;
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
-/** Whether the object of that name has forwarded syncs as a relay. */
-const isRelay = (name: string) => runInDurableObject(namespace.get(namespace.idFromName(name)), (object) => (object as unknown as { relayed?: unknown }).relayed !== undefined);
 
 describe("limiter", () => {
   it("throws at construction with the proxy parser's message naming the field", () => {
