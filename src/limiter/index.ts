@@ -117,8 +117,8 @@ export interface Held {
  * Decides `cost` units for `key` under `rule`: from this isolate's cached denial when it has one,
  * otherwise by the rule's mode, and counted in the metrics. The whole of `limit` for the binding,
  * the library and the middleware. A decision that holds the request (gcra's `delay`) resolves
- * once the hold is over; if `signal` aborts first, the units are given back and this rejects with
- * the signal's reason. An admission under a concurrency rule comes with its `release`.
+ * once the hold is over; if `signal` aborts first, the units are given back, then this rejects
+ * with the signal's reason. An admission under a concurrency rule comes with its `release`.
  */
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal): Promise<Held> {
   const now = Date.now();
@@ -127,7 +127,8 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
   if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: taken.decision, ...releaseOf([{ ask, taken }], context) };
-  void giveBack(ask, taken, context);
+  // Given back before rejecting, so a caller that retries at once finds the units free.
+  await giveBack(ask, taken, context);
   throw signal!.reason;
 }
 
