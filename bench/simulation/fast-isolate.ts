@@ -9,7 +9,7 @@
 import type { Decision } from "../../src/algorithms";
 import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
-import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, releasable, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { relayFor } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
@@ -29,7 +29,7 @@ function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
   return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
 }
 
-/** index.ts `Entry` (lines 47–56); `synced` only tells the report an isolate's first call from the others. */
+/** index.ts `Entry` (lines 48–57); `synced` only tells the report an isolate's first call from the others. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -68,7 +68,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 83–106). */
+  /** index.ts `decideFast` (lines 84–107). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -82,7 +82,7 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 95–99): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 96–100): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
@@ -102,7 +102,7 @@ export class FastIsolate extends IsolateBase {
         settled = true;
         return this.attempt(entry, rule, cost, 1, done);
       }
-      // Lines 103–104: requests queued behind the same syncs spent their grants first.
+      // Lines 105–106: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
     });
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
@@ -113,7 +113,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 162–171): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 140–143). */
+  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 163–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 141–144). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -121,7 +121,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 122–128). */
+  /** index.ts `decideHere` (lines 123–129). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -129,7 +129,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 173–187); the rule never changes here. */
+  /** index.ts `entryFor` (lines 174–188); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -139,10 +139,10 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 195–230): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 196–231): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's or continent's relay (lines 203–209); `retriedOnce` (line 212) tries once more
-   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 214) is
+   * aggregates, to its location's or continent's relay (lines 204–210); `retriedOnce` (line 213) tries once more
+   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 215) is
    * kept per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
@@ -164,7 +164,7 @@ export class FastIsolate extends IsolateBase {
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {
-          // retriedOnce (line 212): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
+          // retriedOnce (line 213): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
           if (!reply.ok && reply.error === "reset" && attempt === 0) return call(1);
           settle(reply);
         });
@@ -186,7 +186,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 233–241). */
+  /** index.ts `flushEvicted` (lines 234–242). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -197,15 +197,14 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 247–258). */
+  /** index.ts `sweep` (lines 248–258). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;
     let budget = 32;
     for (const entry of this.table.values()) {
       if (budget === 0) break;
-      const idle = entry.key.demand === 0 && now - entry.key.lastSyncAt >= entry.rule.syncMs;
-      if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now)) continue;
+      if (entry.inflight || !releasable(entry.key, entry.rule, now)) continue;
       budget--;
       this.sync(entry, 0, true, "release");
     }

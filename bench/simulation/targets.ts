@@ -58,7 +58,7 @@ export function callKinds(k: ScenarioResult["detail"]["callsByKind"]): string {
     [k.first, "an isolate's first for the key"],
     [k.waiting, "for a request its isolate's lease could not pay for"],
     [k.background, "background syncs (`syncDue`: the booked time, or a lease that would run out before it)"],
-    [k.release, "releases of idle or evicted leases"],
+    [k.release, "releases of idle keys' ended leases or of evicted keys'"],
   ];
   return parts.filter(([v]) => v > 0).map(([v, what]) => `${n(v)} ${what}`).join(", ") || "none";
 }

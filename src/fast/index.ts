@@ -23,6 +23,7 @@ import {
   leaseLeft,
   nextSync,
   refundLocally,
+  releasable,
   surrender,
   syncDue,
   syncFailed,
@@ -250,8 +251,7 @@ function sweep(context: FastContext, now: number): void {
   let budget = 32;
   for (const entry of table.values()) {
     if (budget === 0) break;
-    const idle = entry.key.demand === 0 && now - entry.key.lastSyncAt >= entry.rule.syncMs;
-    if (entry.inflight || !idle || !syncDue(entry.key, entry.rule, now)) continue;
+    if (entry.inflight || !releasable(entry.key, entry.rule, now)) continue;
     budget--;
     void sync(context, entry, 0, true).catch(() => undefined);
   }

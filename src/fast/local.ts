@@ -131,6 +131,17 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   return (now - key.lastSyncAt) * 4 >= rule.syncMs && low && !key.saturated && now >= key.blockedUntil;
 }
 
+/**
+ * Whether the sweep should give the key's lease back, asking for none: nothing asked of it for an
+ * interval or more since its last sync, a sync due, and no lease still running. A quiet isolate's
+ * lease is made to outlast the gaps between its requests; given back while it runs, the next
+ * request would wait on a call.
+ */
+export function releasable(key: LocalKey, rule: Rule, now: number): boolean {
+  const idle = key.demand === 0 && now - key.lastSyncAt >= rule.syncMs;
+  return idle && !key.lots.some((lot) => lot.expiresAt > now) && syncDue(key, rule, now);
+}
+
 /** Whether less than half the lease is left and, at the pace of its demand since the last sync, it runs out before the booked call. */
 function runsOutBeforeNextSync(key: LocalKey, left: number, now: number): boolean {
   if (key.granted === 0) return false;

@@ -10,6 +10,7 @@ import {
   leaseLeft,
   nextSync,
   refundLocally,
+  releasable,
   surrender,
   syncDue,
   syncFailed,
@@ -23,6 +24,8 @@ const T0_BUCKET = T0 - (T0 % 60_000);
 const fast = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000 });
 /** The object's view of a key far from its limit: 90,000 of 100,000 left, against 100 leased. */
 const ROOMY = { allowed: true, limit: 100_000, remaining: 90_000, resetAt: T0 + 60_000, moreAt: T0 + 1, retryAfter: 0 };
+/** The object's view of a key near its limit: 10 left, against 5 leased. */
+const NEAR = { allowed: true, limit: 100, remaining: 10, resetAt: T0 + 60_000, moreAt: T0 + 1, retryAfter: 0 };
 /** One sender for the whole file: its sequence only rises, as an isolate's does. */
 const from = isolate();
 const lease = (seq: number, units: number, overrides: Partial<Lease> = {}): Lease => ({
@@ -108,6 +111,23 @@ describe("a fast key in one isolate", () => {
     decideLocally(key, fast, 1, T0 + 10);
     expect(syncDue(key, fast, T0 + 999)).toBe(false);
     expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
+  });
+
+  it("keeps the lease of a key idle since its last sync while the lease runs, rather than giving it back", () => {
+    const key = leased(5, { expiresAt: T0 + 8_000, standing: NEAR });
+    expect(syncDue(key, fast, T0 + 2_000)).toBe(true);
+    expect(releasable(key, fast, T0 + 2_000)).toBe(false);
+  });
+
+  it("gives back the lease of a key idle since its last sync once the lease has ended", () => {
+    const key = leased(5, { expiresAt: T0 + 8_000, standing: NEAR });
+    expect(releasable(key, fast, T0 + 8_000)).toBe(true);
+  });
+
+  it("keeps the lease of a key asked of since its last sync", () => {
+    const key = leased(5, { expiresAt: T0 + 8_000, standing: NEAR });
+    decideLocally(key, fast, 1, T0 + 9_000);
+    expect(releasable(key, fast, T0 + 9_500)).toBe(false);
   });
 
   it("skips the periodic sync while the key is far from its limit, the lease is healthy and it admitted nothing since its last call", () => {
