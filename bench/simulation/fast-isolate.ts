@@ -1,6 +1,6 @@
 /**
  * One isolate in fast mode. Every decision about a key is floodgate's own src/fast/local.ts
- * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and
+ * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased`, `releasable` and
  * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
  * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
  * of index.ts named. A rule with `aggregate` syncs through its location's or its continent's relay
