@@ -58,7 +58,10 @@ export interface Lease {
   peers: number;
   /** when the isolate should call next: the object books every isolate's calls from one budget per key (see ./schedule) */
   nextSyncAt: number;
-  /** the key is asked for well past its limit: once this lease is spent, the isolate waits for `nextSyncAt` rather than calling sooner */
+  /**
+   * the key has no units to spare (asked for well past its limit, or this grant was cut short by
+   * what is free): once this lease is spent, the isolate waits for `nextSyncAt` rather than calling sooner
+   */
   saturated: boolean;
   /**
    * the isolate's earlier leases were granted under a less restrictive policy than this one (a limit
@@ -184,7 +187,11 @@ export function grantLease(
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };
+  // A grant cut short by what is free leaves the key nothing to spare until it frees more: units
+  // freed before this isolate's booked call belong to the isolates whose calls come first, and
+  // asking for them sooner would only make its next request wait on a call to be refused.
+  const exhausted = !sync.release && units < wanted;
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}) };
   putPeer(peers, sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };

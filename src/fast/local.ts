@@ -44,7 +44,7 @@ export interface LocalKey {
   lastSyncAt: number;
   /** the call the object booked for this isolate: the periodic sync waits for it */
   nextSyncAt: number;
-  /** the object found the key saturated: an emptied lease waits for `nextSyncAt` (see ./schedule) */
+  /** the object has no units to spare (see Lease's `saturated`): an emptied lease waits for `nextSyncAt` (see ./schedule) */
   saturated: boolean;
   /** units `onError` admitted while the object could not be reached, for the next sync to report */
   unleased: Spent[];
@@ -219,10 +219,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // grant while the key has room, leave the isolate free to ask again.
   const denied = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
-  // take them from an isolate whose turn it is.
+  // take them from an isolate whose turn it is. The booked call itself runs in the background,
+  // started by the first request after its time, which is denied with the rest until the answer
+  // comes (within the rule's timeout) rather than waiting on it: the units are for whoever comes next.
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
-  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;
+  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt + rule.timeoutMs, frees) : denied;
 }
 
 /**

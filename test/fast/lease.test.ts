@@ -199,6 +199,30 @@ describe("leases at scale", () => {
   });
 });
 
+describe("leases at a key with nothing to spare", () => {
+  /** Isolate "a" holds 98 of the window's 100; "b", asking at a pace the key sustains, finds 2 free. */
+  const crowded = () => grantLease(window, undefined, indexPeers(), sync({ need: 98 }), T0);
+  const modest = (overrides: Partial<SyncRequest> = {}) => sync({ isolate: "b", demand: 2, elapsedMs: 1_000, need: 0, ...overrides });
+
+  it("tells an isolate whose grant was cut short by what is free to wait for its booked call once its lease is spent", () => {
+    const a = crowded();
+    const { lease } = grantLease(window, a.state, a.peers, modest(), T0 + 1_000);
+    expect(lease.units).toBe(2);
+    expect(lease.saturated).toBe(true);
+  });
+
+  it("leaves an isolate whose grant the key paid in full free to call again when its lease runs low", () => {
+    const { lease } = grantLease(window, undefined, indexPeers(), modest(), T0);
+    expect(lease.saturated).toBe(false);
+  });
+
+  it("does not hold an isolate that gives its lease back: a release asks for nothing", () => {
+    const a = crowded();
+    const { lease } = grantLease(window, a.state, a.peers, modest({ release: true }), T0 + 1_000);
+    expect(lease.saturated).toBe(false);
+  });
+});
+
 describe("leases under a block", () => {
   const blocking: Policy = { ...window, blockMs: 600_000 };
 

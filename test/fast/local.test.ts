@@ -257,11 +257,25 @@ describe("a fast key in one isolate", () => {
     expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
   });
 
-  it("denies a saturated key from its cache once the lease is spent, until its booked call", () => {
+  it("denies a saturated key from its cache once the lease is spent, until its booked call has had the rule's timeout to be answered", () => {
     const key = leased(1, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: true });
-    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 });
+    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 + fast.timeoutMs });
     expect(syncDue(key, fast, T0 + 20)).toBe(false);
+  });
+
+  it("denies the request that finds a saturated key's lease spent at its booked time, and has that call made in the background", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache" });
+    expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
+  });
+
+  it("takes the next lease of a saturated key as soon as its booked call is answered", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    decideLocally(key, fast, 1, T0 + 5_000);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 5_000);
+    applyLease(key, fast, lease(seq, 3, { saturated: true, nextSyncAt: T0 + 10_000, expiresAt: T0 + 11_000 }), T0 + 5_050);
+    expect(decideLocally(key, fast, 1, T0 + 5_060)).toMatchObject({ allowed: true, reason: "local" });
   });
 });
 

@@ -112,7 +112,8 @@ export function grantLease(
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated, ...(revoke ? { revoke } : {}) };
+  const exhausted = !sync.release && units < wanted;
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}) };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
