@@ -85,10 +85,15 @@ export function relayOf(scenario: string): string {
 export interface Sizes {
   /** the global key's limit per 60 s */
   globalLimit: number;
-  /** simulated time of a fast run below 2,048 isolates, and at or above it (where the object's own code, O(peers) a sync, dominates the run time) */
+  /** simulated time of a fast run below 2,048 isolates, and at or above it (a period less: those runs take most of the run time) */
   fastMs: number;
   fastLargeMs: number;
   churnMs: number;
+  /**
+   * what the steady-state figures of a global fast key leave out: its first period, while a window
+   * that started empty fills (waits and refusals come once it is full, and stay)
+   */
+  fastWarmupMs: number;
   strictMs: number;
   perClientMs: number;
   strictOffered: number[];
@@ -102,9 +107,10 @@ type Variant = "1x" | "10x" | "10x-skewed" | "flash";
 
 export const FULL: Sizes = {
   globalLimit: 30_000,
-  fastMs: 80_000,
-  fastLargeMs: 65_000,
-  churnMs: 60_000,
+  fastMs: 240_000,
+  fastLargeMs: 150_000,
+  churnMs: 240_000,
+  fastWarmupMs: 60_000,
   strictMs: 10_000,
   perClientMs: 80_000,
   strictOffered: [500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000],
@@ -118,6 +124,7 @@ export const QUICK: Sizes = {
   fastMs: 40_000,
   fastLargeMs: 20_000,
   churnMs: 40_000,
+  fastWarmupMs: 10_000,
   strictMs: 4_000,
   perClientMs: 40_000,
   strictOffered: [1_000, 4_000, 16_000],
@@ -174,12 +181,13 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   const L = sizes.globalLimit;
   const P = 60_000;
   const fastMs = (isolates: number) => (isolates >= 2_048 ? sizes.fastLargeMs : sizes.fastMs);
-  // A flash crowd: the limit's rate, then within 5 s ten times it, held 30 s (a third of a large run), then back.
-  const flash = (durationMs: number): Shape => ({ kind: "flash", basePerSecond: (L * 1000) / P, peakPerSecond: (10 * L * 1000) / P, startMs: durationMs / 6, rampMs: 5_000, holdMs: durationMs / 3 });
+  const warmupMs = sizes.fastWarmupMs;
+  // A flash crowd: the limit's rate, then, a sixth of the way past the warm-up, within 5 s ten times it, held a third of the run, then back.
+  const flash = (durationMs: number): Shape => ({ kind: "flash", ...flashTiming(durationMs, warmupMs), basePerSecond: (L * 1000) / P, peakPerSecond: (10 * L * 1000) / P, rampMs: 5_000 });
   for (const algorithm of algorithms) {
     for (const isolates of counts) {
       const durationMs = fastMs(isolates);
-      const one = { ...base, family: "global-fast" as const, mode: "fast" as const, algorithm, isolates, limit: L, periodMs: P, durationMs };
+      const one = { ...base, family: "global-fast" as const, mode: "fast" as const, algorithm, isolates, limit: L, periodMs: P, durationMs, warmupMs };
       const id = `fast-${short(algorithm)}-global-i${isolates}`;
       for (const variant of isolates >= 512 ? sizes.largeVariants : sizes.variants) {
         if (variant === "1x") out.push({ ...one, name: `${id}-1x`, load: 1, shape: steady(L, P, 1) });
@@ -203,6 +211,7 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
         periodMs,
         shape: steady(limit, periodMs, 10),
         durationMs: sizes.fastMs,
+        warmupMs,
       });
     }
   }
@@ -238,6 +247,7 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
         periodMs: P,
         shape: steady(L, P, load),
         durationMs: sizes.churnMs,
+        warmupMs,
         lifetimeMs: STRESS_LIFETIME_MS,
       });
     }
@@ -319,6 +329,11 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   return out;
 }
 
+/** When a flash crowd of a run `durationMs` long comes, and how long it holds: a sixth of the way past the warm-up, a third of the run. */
+function flashTiming(durationMs: number, warmupMs: number): { startMs: number; holdMs: number } {
+  return { startMs: warmupMs + (durationMs - warmupMs) / 6, holdMs: durationMs / 3 };
+}
+
 /** The families, in report order. */
 export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "relay", "continent", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
 
@@ -340,7 +355,10 @@ export function selectScenarios(options: Pick<Options, "quick" | "isolates" | "o
   }
   if (options.seconds !== undefined) {
     const ms = options.seconds * 1000;
-    list = list.map((s) => ({ ...s, durationMs: ms, warmupMs: Math.min(s.warmupMs, ms / 4), shape: s.shape.kind === "flash" ? { ...s.shape, startMs: ms / 6, holdMs: ms / 3 } : s.shape }));
+    list = list.map((s) => {
+      const warmupMs = Math.min(s.warmupMs, ms / 4);
+      return { ...s, durationMs: ms, warmupMs, shape: s.shape.kind === "flash" ? { ...s.shape, ...flashTiming(ms, warmupMs) } : s.shape };
+    });
   }
   return list;
 }

@@ -183,7 +183,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const w = m.worst;
     out.push({
       target: "object calls per key per second ≤ 250 at every isolate count, 4,096 included",
-      measured: m.text ? `${m.text} (busiest second after the 10 s warm-up; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
+      measured: m.text ? `${m.text} (busiest second after the warm-up, the key's first period; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
       met,
       ...optional(
         "basis",
@@ -269,14 +269,14 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const w = defaultMet === false ? m.worst : met === false ? r.worst : undefined;
     out.push({
       target: "1× load, steady state: waitedForObject ≤ 1 % (every isolate count)",
-      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the 10 s warm-up)${withContinents(byIsolates(aggregated, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
+      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the warm-up: the key's first period, while its window fills)${withContinents(byIsolates(aggregated, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
       met,
       ...optional("basis", basisOf(rec, defaultMet, overAt(rec, (x) => x.waitedForObject, THRESHOLD.waited, percent))),
       ...(w
         ? {
             why:
               `${w.name}: ${percent(w.waitedForObject)} of requests waited on a call. With ${n(w.detail.offeredPerSecond)} requests a second over ${n(w.isolates)} isolates each sees ` +
-              `${(w.detail.offeredPerSecond / w.isolates).toFixed(2)} a second. A request waits when its isolate has no lease for the key yet (its first request) or its lease cannot pay for it. ` +
+              `${(w.detail.offeredPerSecond / w.isolates).toFixed(2)} a second. A request waits when its isolate has no lease for the key yet (its first request) or its lease cannot pay for it while the key had units to spare at the isolate's last grant (a key with none denies until the isolate's booked call is answered). ` +
               `${n(w.detail.calls)} calls (${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run, ` +
               `and the first request of each born after the start waits whatever the lease design: ${percent((w.detail.isolatesBorn - w.isolates) / Math.max(1, w.detail.requests))} of requests.`,
           }
