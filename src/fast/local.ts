@@ -99,8 +99,23 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
     spend(key, cost, slotOf(rule, now));
     return standing(key, rule, true, now, "local");
   }
-  if (now < key.blockedUntil) return standing(key, rule, false, now, "cache");
+  if (now < key.blockedUntil) return standing(key, rule, false, now, "cache", key.blockedUntil);
+  const until = heldUntil(key, rule, cost);
+  if (now < until) return standing(key, rule, false, now, "cache", until);
   return undefined;
+}
+
+/**
+ * Until when a busy isolate of a saturated key, its lease spent, keeps denying once its booked
+ * time has come: while the booked call, which the first request after that time starts in the
+ * background, is answered (within the rule's timeout). Its units are the isolate's share of what
+ * the key freed, for whichever request comes next; a request made to wait on the call would
+ * mostly be refused at the end of it. Busy: a sync is on its way, or the isolate was asked for more
+ * since its last sync than the request now deciding; a quiet isolate's request waits on the call,
+ * as any does, since its key may have freed units long before. 0 when not held.
+ */
+function heldUntil(key: LocalKey, rule: Rule, cost: number): number {
+  return key.saturated && (key.outbox !== null || key.demand > cost) ? key.nextSyncAt + rule.timeoutMs : 0;
 }
 
 /**
@@ -219,12 +234,10 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // grant while the key has room, leave the isolate free to ask again.
   const denied = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
-  // take them from an isolate whose turn it is. The booked call itself runs in the background,
-  // started by the first request after its time, which is denied with the rest until the answer
-  // comes (within the rule's timeout) rather than waiting on it: the units are for whoever comes next.
+  // take them from an isolate whose turn it is (and see `held` for the booked call itself).
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
-  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt + rule.timeoutMs, frees) : denied;
+  key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;
 }
 
 /**
@@ -335,8 +348,8 @@ function record(spent: Spent[], slot: number, units: number): void {
   else spent.push({ at: slot, units });
 }
 
-/** A decision in the shared shape, from the lease left and the object's last word. */
-function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache"): Decision {
+/** A decision in the shared shape, from the lease left and the object's last word; a denial holds until `until`. */
+function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache", until = now): Decision {
   const global = key.standing;
   const decision: Decision = {
     allowed,
@@ -345,7 +358,7 @@ function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reas
     resetAt: Math.max(global?.resetAt ?? now, now),
     // What the object last said; once that has passed, this isolate cannot tell and says "now".
     moreAt: Math.max(global?.moreAt ?? now, now),
-    retryAfter: allowed ? 0 : Math.max(1, key.blockedUntil - now),
+    retryAfter: allowed ? 0 : Math.max(1, until - now),
     reason,
   };
   return decision;

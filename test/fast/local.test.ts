@@ -257,17 +257,31 @@ describe("a fast key in one isolate", () => {
     expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
   });
 
-  it("denies a saturated key from its cache once the lease is spent, until its booked call has had the rule's timeout to be answered", () => {
+  it("denies a saturated key from its cache once the lease is spent, until its booked call", () => {
     const key = leased(1, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: true });
-    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 + fast.timeoutMs });
+    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 });
     expect(syncDue(key, fast, T0 + 20)).toBe(false);
   });
 
-  it("denies the request that finds a saturated key's lease spent at its booked time, and has that call made in the background", () => {
+  it("denies a busy isolate's request that finds a saturated key's lease spent at its booked time, and has that call made in the background", () => {
     const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
-    expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache" });
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache", retryAfter: fast.timeoutMs });
     expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
+  });
+
+  it("denies a saturated key's requests while its booked call is on its way", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    decideLocally(key, fast, 1, T0 + 10);
+    decideLocally(key, fast, 1, T0 + 5_000);
+    nextSync(key, fast, from, 0, T0 + 5_000);
+    expect(decideLocally(key, fast, 1, T0 + 5_010)).toMatchObject({ allowed: false, reason: "cache" });
+  });
+
+  it("lets a quiet isolate's request wait on the call once a saturated key's booked time has come", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    expect(decideLocally(key, fast, 1, T0 + 5_500)).toBeUndefined();
   });
 
   it("takes the next lease of a saturated key as soon as its booked call is answered", () => {
