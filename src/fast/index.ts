@@ -112,7 +112,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
  */
 export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   const entry = table.peek(objectName);
-  if (entry === undefined || !deniedLocally(entry.key, cost, now)) return undefined;
+  if (entry === undefined || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
 }
 

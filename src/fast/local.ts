@@ -84,11 +84,13 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 }
 
 /**
- * Whether the object's denial of the key holds and the lease cannot pay for `cost`: then
- * {@link decideLocally} denies it from the cache, and no other rule need ask its object either.
+ * Whether the object's denial of the key holds, or a busy isolate's hold at its booked call (see
+ * `heldUntil`), and the lease cannot pay for `cost`: then {@link decideLocally} denies it from the
+ * cache, and no other rule need ask its object either.
  */
-export function deniedLocally(key: LocalKey, cost: number, now: number): boolean {
-  return now < key.blockedUntil && leaseLeft(key) < cost;
+export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: number): boolean {
+  // The request is not counted in `demand` yet: any demand at all makes the isolate busy.
+  return leaseLeft(key) < cost && (now < key.blockedUntil || now < heldUntil(key, rule, 0));
 }
 
 /** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
@@ -234,7 +236,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // grant while the key has room, leave the isolate free to ask again.
   const denied = lease.units === 0 && !lease.standing.allowed ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
-  // take them from an isolate whose turn it is (and see `held` for the booked call itself).
+  // take them from an isolate whose turn it is (and see `heldUntil` for the booked call itself).
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
   key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;

@@ -5,6 +5,7 @@ import {
   applyLease,
   COLD_REFUSAL_MS,
   decideLocally,
+  deniedLocally,
   freshKey,
   knownShare,
   leaseLeft,
@@ -277,6 +278,13 @@ describe("a fast key in one isolate", () => {
     decideLocally(key, fast, 1, T0 + 5_000);
     nextSync(key, fast, from, 0, T0 + 5_000);
     expect(decideLocally(key, fast, 1, T0 + 5_010)).toMatchObject({ allowed: false, reason: "cache" });
+  });
+
+  it("reports a busy isolate's hold at a saturated key's booked time as a cached denial, so no other rule need ask its object", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    expect(deniedLocally(key, fast, 1, T0 + 5_000)).toBe(false);
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(deniedLocally(key, fast, 1, T0 + 5_000)).toBe(true);
   });
 
   it("lets a quiet isolate's request wait on the call once a saturated key's booked time has come", () => {
