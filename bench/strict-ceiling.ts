@@ -12,7 +12,7 @@ import { WORKER_BUILD } from "../test/harness/worker-build";
 import { openLoop, type Sample } from "./lib/open-loop";
 import { ROOT, WORK } from "./lib/paths";
 import type { ChartSpec, RunOptions, Section } from "./lib/section";
-import { median, percent, table, times } from "./lib/stats";
+import { median, percent, quantile, table, times } from "./lib/stats";
 import { byLabel } from "./lib/workers";
 
 /** The fixture's rules answer by onError after this long (its `timeout`), as the proxy rules below do. */
@@ -197,8 +197,8 @@ function stepOf(samples: Sample[], at: Omit<Step, "sent" | "served" | "onErrorSh
   const admitted = samples.filter((s) => s.status === 200).length;
   const onError = samples.filter((s) => s.status === onErrorStatus).length;
   const lost = samples.length - admitted - onError;
-  const latencies = samples.map((s) => s.latencyMs).sort((a, b) => a - b);
-  const quantile = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  const latencies = samples.map((s) => s.latencyMs);
+  const p99Ms = quantile(latencies, 0.99);
   const onErrorShare = onError / samples.length;
   const lostShare = lost / samples.length;
   return {
@@ -207,11 +207,11 @@ function stepOf(samples: Sample[], at: Omit<Step, "sent" | "served" | "onErrorSh
     served: admitted / seconds,
     onErrorShare,
     lostShare,
-    p50Ms: quantile(0.5),
-    p99Ms: quantile(0.99),
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms,
     callsPerDecision: where.variant === "baseline" ? null : calls / Math.max(1, admitted),
     // A queue building up before floodgate's code runs (in workerd, on a saturated core) is past any timeout's reach: the p99 catches it.
-    holds: onErrorShare + lostShare < MAX_FAILED && quantile(0.99) < TIMEOUT_MS,
+    holds: onErrorShare + lostShare < MAX_FAILED && p99Ms < TIMEOUT_MS,
   };
 }
 
