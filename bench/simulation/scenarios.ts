@@ -85,7 +85,7 @@ export function relayOf(scenario: string): string {
 export interface Sizes {
   /** the global key's limit per 60 s */
   globalLimit: number;
-  /** simulated time of a fast run below 2,048 isolates, and at or above it (a period less: those runs take most of the run time) */
+  /** simulated time of a fast run below 2,048 isolates, and at or above it (shorter: those runs take most of the run time) */
   fastMs: number;
   fastLargeMs: number;
   churnMs: number;

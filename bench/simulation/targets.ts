@@ -183,7 +183,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const w = m.worst;
     out.push({
       target: "object calls per key per second ≤ 250 at every isolate count, 4,096 included",
-      measured: m.text ? `${m.text} (busiest second after the warm-up, the key's first period; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
+      measured: m.text ? `${m.text} (busiest second after the warm-up, a global key's first period; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
       met,
       ...optional(
         "basis",
