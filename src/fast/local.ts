@@ -90,7 +90,7 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
  */
 export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: number): boolean {
   // The request is not counted in `demand` yet: any demand at all makes the isolate busy.
-  return leaseLeft(key) < cost && (now < key.blockedUntil || now < heldUntil(key, rule, 0));
+  return leaseLeft(key) < cost && now < cachedUntil(key, rule, 0, now);
 }
 
 /** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
@@ -101,10 +101,17 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
     spend(key, cost, slotOf(rule, now));
     return standing(key, rule, true, now, "local");
   }
-  if (now < key.blockedUntil) return standing(key, rule, false, now, "cache", key.blockedUntil);
-  const until = heldUntil(key, rule, cost);
-  if (now < until) return standing(key, rule, false, now, "cache", until);
-  return undefined;
+  const until = cachedUntil(key, rule, cost, now);
+  return now < until ? standing(key, rule, false, now, "cache", until) : undefined;
+}
+
+/**
+ * Until when the isolate denies the key from its cache, as seen at `now`: the object's denial while
+ * it holds, otherwise a busy isolate's hold at its booked call; not after `now` when neither does.
+ * `counted`: the units of the request deciding that `demand` already holds.
+ */
+function cachedUntil(key: LocalKey, rule: Rule, counted: number, now: number): number {
+  return now < key.blockedUntil ? key.blockedUntil : heldUntil(key, rule, counted);
 }
 
 /**
@@ -116,8 +123,8 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
  * since its last sync than the request now deciding; a quiet isolate's request waits on the call,
  * as any does, since its key may have freed units long before. 0 when not held.
  */
-function heldUntil(key: LocalKey, rule: Rule, cost: number): number {
-  return key.saturated && (key.outbox !== null || key.demand > cost) ? key.nextSyncAt + rule.timeoutMs : 0;
+function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
+  return key.saturated && (key.outbox !== null || key.demand > counted) ? key.nextSyncAt + rule.timeoutMs : 0;
 }
 
 /**
