@@ -61,6 +61,22 @@ export async function freePort(): Promise<number> {
  * }
  */
 export async function startWranglerDev(options: WranglerDevOptions): Promise<WranglerDev> {
+  // freePort's ports are free when chosen, not reserved: another test's workerd may bind one first.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(options);
+    } catch (error) {
+      if (attempt === PORT_ATTEMPTS || !(error instanceof PortTakenError)) throw error;
+    }
+  }
+}
+
+/** How many times {@link startWranglerDev} picks fresh ports when one it chose was taken meanwhile. */
+const PORT_ATTEMPTS = 3;
+
+class PortTakenError extends Error {}
+
+async function launch(options: WranglerDevOptions): Promise<WranglerDev> {
   const { persistTo, vars, readyTimeoutMs = 30_000 } = options;
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const args = [
@@ -100,7 +116,8 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     await ready(dev, child, readyTimeoutMs);
   } catch (error) {
     await dev.kill();
-    throw new Error(`wrangler dev did not start: ${error instanceof Error ? error.message : String(error)}\n${output.slice(-2_000)}`);
+    const Failure = output.includes("Address already in use") ? PortTakenError : Error;
+    throw new Failure(`wrangler dev did not start: ${error instanceof Error ? error.message : String(error)}\n${output.slice(-2_000)}`);
   }
   return dev;
 }
