@@ -89,6 +89,23 @@ const QUIET_GAPS = 7;
 const QUIET_UNTIL_INTERVALS = 10;
 const QUIET_PAST_BOOKED_INTERVALS = 4;
 
+/**
+ * What one call of an isolate with `share` of a key's demand may take, at most: its share of what is
+ * free now, or of what the key frees until its next call `untilCall` ms on if that is more (a key at
+ * its limit, whose units come free a few at a time: the isolates call in turn, each once a booked
+ * interval). The second comes with room for demand that comes in bursts: two standard deviations of
+ * a Poisson count of that mean, so the lease runs dry before the call about one time in forty
+ * rather than one in two, and the request after it waits on the call; but no more than the share
+ * of what the key frees while the call is answered (`answerMs`), as far as a lease must reach. Each
+ * isolate's room comes out of the others' turns and sits unspent in its lease, so it is kept to the
+ * spread: a quiet isolate's (a few units a call) is the answer's share alone.
+ */
+export function fairShare(policy: Policy, share: number, available: number, untilCall: number, answerMs: number): number {
+  const rate = share * sustainedRate(policy);
+  const flow = rate * untilCall;
+  return Math.max(share * available, flow + Math.min(2 * Math.sqrt(flow), rate * answerMs));
+}
+
 /** Whether `free` units left after granting `granted` to each of `peers` isolates make the key roomy. */
 export function isRoomy(free: number, granted: number, peers: number): boolean {
   return free >= ROOMY * granted * peers;
@@ -155,20 +172,19 @@ export function grantLease(
   const saturated = isSaturated(policy, totalRate, available, sync.horizonMs);
   const booking = bookSync(policy, cursor, active, totalRate, saturated, sync.horizonMs, now);
   const share = totalRate > 0 ? rate / totalRate : 1 / active;
-  // The isolates call in turn, each once a booked interval: each call takes its share of what the
-  // key frees until that isolate's next call, when that is more than its share of what is free now
-  // (a key at its limit, whose units come free a few at a time).
-  const flow = sustainedRate(policy) * (booking.nextSyncAt - now);
-  const fairShare = share * Math.max(available, flow);
-  // The lease must last until the booked call is answered; the spread covers demand that comes in bursts.
-  const expected = rate * (booking.nextSyncAt - now + sync.horizonMs / 2);
+  const untilCall = booking.nextSyncAt - now;
+  // The lease must last until the booked call is answered: half an interval is left for the answer.
+  const answerMs = sync.horizonMs / 2;
+  const most = fairShare(policy, share, available, untilCall, answerMs);
+  // The spread covers demand that comes in bursts.
+  const expected = rate * (untilCall + answerMs);
   const forDemand = Math.ceil(expected + Math.sqrt(expected));
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit. It
   // is at most a few times that demand (or need): at a cold start the first isolates see few others,
   // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
   const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(forDemand, slack)));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)));
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);

@@ -75,6 +75,27 @@ describe("leases", () => {
     expect(a.lease.units).toBe(10);
   });
 
+  it("gives an isolate of a key near its limit room for bursts beyond its share of what the key frees until its next call", () => {
+    // 100 units a second; a and b each ask for half of it, and 200 are free after b's grant. Half
+    // of what the key frees until a's call 2 s on is 100; two spreads of that (2 × √100) more is 120,
+    // within half of what it frees while the call is answered (50): a lease of 100 runs dry before
+    // the call about one time in two, and the request after it waits on the call.
+    const busy: Policy = { ...window, limit: 6_000 };
+    const b = grantLease(busy, undefined, indexPeers(), sync({ isolate: "b", demand: 100, need: 5_800 }), T0);
+    const a = grantLease(busy, b.state, b.peers, sync({ demand: 100, need: 0 }), T0 + 1);
+    expect(a.lease.nextSyncAt).toBe(T0 + 1 + 2_000);
+    expect(a.lease.units).toBe(120);
+  });
+
+  it("gives a quieter isolate of a key near its limit no more room than its share of what the key frees while its call is answered", () => {
+    // 10 units a second, half of them a's: 10 until its call, 2 × √10 more would be 16.3, but half
+    // of what the key frees in the 1 s left for the answer is 5.
+    const quiet: Policy = { ...window, limit: 600 };
+    const b = grantLease(quiet, undefined, indexPeers(), sync({ isolate: "b", demand: 10, need: 580 }), T0);
+    const a = grantLease(quiet, b.state, b.peers, sync({ demand: 10, need: 0 }), T0 + 1);
+    expect(a.lease.units).toBe(15);
+  });
+
   it("pins granted units rather than counting them: the state holds only what was reported spent", () => {
     const { state, peers } = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
     expect(remaining({ state, peers: indexPeers() })).toBe(100);

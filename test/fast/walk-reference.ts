@@ -1,15 +1,16 @@
 /**
  * The object's lease functions as they were before the peer index (src/fast/peer-index.ts): each
- * sync walks every peer. Kept as the reference the index is proved against, verbatim but for one
- * change: the active peers' demand is summed exactly and rounded once, as the index must (a float
- * sum depends on the order of its terms).
+ * sync walks every peer. Kept as the reference the index is proved against, verbatim but for two
+ * changes: the active peers' demand is summed exactly and rounded once, as the index must (a float
+ * sum depends on the order of its terms), and a call's most is lease.ts's own `fairShare`, which the
+ * index does not touch.
  */
 import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { isRoomy, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { fairShare, isRoomy, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
-import { bookSync, isSaturated, sustainedRate } from "../../src/fast/schedule";
+import { bookSync, isSaturated } from "../../src/fast/schedule";
 
 const SLACK_PER_DEMAND = 8;
 const QUIET_GAPS = 7;
@@ -80,20 +81,17 @@ export function grantLease(
   const saturated = isSaturated(policy, totalRate, available, sync.horizonMs);
   const booking = bookSync(policy, cursor, active, totalRate, saturated, sync.horizonMs, now);
   const share = totalRate > 0 ? rate / totalRate : 1 / active;
-  // The isolates call in turn, each once a booked interval: each call takes its share of what the
-  // key frees until that isolate's next call, when that is more than its share of what is free now
-  // (a key at its limit, whose units come free a few at a time).
-  const flow = sustainedRate(policy) * (booking.nextSyncAt - now);
-  const fairShare = share * Math.max(available, flow);
-  // The lease must last until the booked call is answered; the spread covers demand that comes in bursts.
-  const expected = rate * (booking.nextSyncAt - now + sync.horizonMs / 2);
+  const untilCall = booking.nextSyncAt - now;
+  const answerMs = sync.horizonMs / 2;
+  const most = fairShare(policy, share, available, untilCall, answerMs);
+  const expected = rate * (untilCall + answerMs);
   const forDemand = Math.ceil(expected + Math.sqrt(expected));
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
   // spares a quiet or cold isolate a call per request, and is nothing to a key near its limit. It
   // is at most a few times that demand (or need): at a cold start the first isolates see few others,
   // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
   const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(fairShare), Math.max(forDemand, slack)));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)));
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
