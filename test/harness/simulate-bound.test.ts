@@ -1,0 +1,32 @@
+// The idealized bound the simulation report sets beside its missed targets: what a per-isolate lease must hold, and cost, to keep requests from waiting.
+import { describe, expect, it } from "vitest";
+import { leaseBound, longestCycle, shortfall } from "../../bench/simulation/bound";
+
+describe("the lease bound", () => {
+  it("counts what a Poisson demand asks beyond a lease", () => {
+    // Poisson(1): P(2) = e⁻¹/2, P(3) = e⁻¹/6, ...; E[(X − 1)⁺] = E[X] − 1 + P(0) = e⁻¹.
+    expect(shortfall(1, 1)).toBeCloseTo(Math.exp(-1), 10);
+    expect(shortfall(2, 0)).toBeCloseTo(2, 10);
+  });
+
+  it("finds the smallest lease that leaves at most 1 % of a cycle's requests waiting", () => {
+    // 512 isolates sharing 500 a second, refilled every second: about one request a cycle each.
+    const bound = leaseBound(512, 500, 30_000, 1_000);
+    expect(shortfall(500 / 512, bound.lease)).toBeLessThanOrEqual(0.01 * (500 / 512));
+    expect(shortfall(500 / 512, bound.lease - 1)).toBeGreaterThan(0.01 * (500 / 512));
+    expect(bound.lease).toBe(4);
+    expect(bound.underAdmission).toBeCloseTo((512 * (4 - 500 / 512 / 2)) / 30_000, 10);
+    expect(bound.syncsPerSecond).toBe(512);
+  });
+
+  it("needs 512 isolates at a key held at its limit to call more than once a request to keep both 1 % waiting and 5 % under-admission", () => {
+    const bound = longestCycle(512, 500, 30_000, 0.05)!;
+    expect(bound.underAdmission).toBeLessThanOrEqual(0.05);
+    expect(bound.cycleMs).toBeLessThan(1_000);
+    expect(bound.syncsPerRequest).toBeGreaterThan(1);
+  });
+
+  it("finds no cycle at all for 4,096 isolates sharing the same 500 a second", () => {
+    expect(longestCycle(4_096, 500, 30_000, 0.05)).toBeUndefined();
+  });
+});
