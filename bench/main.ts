@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { bundleForNode } from "./lib/build";
 import { CHARTS, ROOT } from "./lib/paths";
+import { keptParts, type KeptPart } from "./lib/kept";
 import type { ChartSpec, RunOptions, Section } from "./lib/section";
 import { table } from "./lib/stats";
 import { renderChart } from "./lib/svg";
@@ -47,7 +48,7 @@ export const PARTS: PartEntry[] = [
   { id: "cost", title: "Cost", file: "bench/cost.ts" },
 ];
 
-type Status = "ok" | "failed" | "placeholder" | "skipped";
+type Status = "ok" | "failed" | "placeholder" | "skipped" | "kept";
 
 export interface Outcome {
   id: string;
@@ -75,21 +76,30 @@ export async function main(argv: string[]): Promise<number> {
   // A whole run replaces every chart; a partial one (--only) leaves the other parts' charts alone.
   if (!only) for (const file of await readdir(CHARTS)) if (file.endsWith(".svg")) await rm(join(CHARTS, file));
 
+  // A partial full-size run keeps the parts it does not run as the last run left them; a quick one, whose sizes differ, does not.
+  const kept = only && !quick ? await lastRun() : new Map<string, KeptPart>();
   const earlier: Record<string, Section> = {};
   const outcomes: Outcome[] = [];
   for (const part of PARTS) {
     if (only && !only.has(part.id)) {
-      outcomes.push({ id: part.id, title: part.title, status: "skipped", seconds: 0, chartErrors: [] });
+      const last = kept.get(part.id);
+      // A later part reads it as if it had run (cost reads end-to-end's counters).
+      if (last) earlier[part.id] = last.section;
+      outcomes.push(last ? { id: part.id, title: last.section.title, status: "kept", seconds: last.seconds, section: last.section, chartErrors: [] } : { id: part.id, title: part.title, status: "skipped", seconds: 0, chartErrors: [] });
       continue;
     }
     const outcome = await runPart(part, { quick, earlier, timeLimitS });
     if (outcome.section) earlier[part.id] = outcome.section;
+    if (outcome.section && kept.size > 0) {
+      const note = `*Re-run alone at commit ${machine.commit} (\`${command}\`) and spliced in: every other part is as the run before left it.*`;
+      outcome.section = { ...outcome.section, markdown: `${note}\n\n${outcome.section.markdown}` };
+    }
     outcomes.push(outcome);
   }
 
   const totalS = (Date.now() - started) / 1000;
   await writeFile(join(ROOT, "bench/RESULTS.md"), renderResults(outcomes, { command, quick, totalS, machine }));
-  if (!quick && !only) await updateStanding(outcomes);
+  if (!quick) await updateStanding(outcomes);
   await writeFile(
     join(ROOT, "bench/results.json"),
     `${JSON.stringify(
@@ -233,7 +243,7 @@ function renderResults(outcomes: Outcome[], run: { command: string; quick: boole
     "",
     "| part | status | time |",
     "| --- | --- | ---: |",
-    ...outcomes.map((o) => `| [${o.section?.title ?? o.title}](#${anchor(o.section?.title ?? o.title)}) | ${statusText(o.status)} | ${o.status === "ok" || o.status === "failed" ? `${round1(o.seconds)} s` : "—"} |`),
+    ...outcomes.map((o) => `| [${o.section?.title ?? o.title}](#${anchor(o.section?.title ?? o.title)}) | ${statusText(o.status)} | ${o.status === "ok" || o.status === "failed" || o.status === "kept" ? `${round1(o.seconds)} s` : "—"} |`),
   ];
   lines.push(...renderTargets(outcomes));
   for (const o of outcomes) {
@@ -283,7 +293,7 @@ const STANDING_END = "<!-- /standing -->";
 
 /**
  * Rewrites the README's three lines on where floodgate stands from the parts' headlines, after a
- * full run in which every part ran: figures in the README come from a run, never from a hand.
+ * full-size run in which every part ran or was kept: figures in the README come from a run, never from a hand.
  */
 async function updateStanding(outcomes: Outcome[]): Promise<void> {
   const block = standingBlock(outcomes);
@@ -299,7 +309,7 @@ async function updateStanding(outcomes: Outcome[]): Promise<void> {
 
 /** The README's standing, markers included; undefined unless every part it quotes gave a headline. */
 export function standingBlock(outcomes: readonly Pick<Outcome, "id" | "status" | "section">[]): string | undefined {
-  const headline = (id: string) => outcomes.find((o) => o.id === id && o.status === "ok")?.section?.headline;
+  const headline = (id: string) => outcomes.find((o) => o.id === id && (o.status === "ok" || o.status === "kept"))?.section?.headline;
   const parts = ["accuracy", "fast-path", "decision-cost", "end-to-end", "cost"].map(headline);
   if (parts.some((h) => h === undefined)) return undefined;
   const [accuracy, fastPath, decisionCost, endToEnd, cost] = parts as string[];
@@ -321,7 +331,14 @@ export function withStanding(readme: string, block: string): string | undefined 
 }
 
 function statusText(status: Status): string {
-  return { ok: "ok", failed: "**failed**", placeholder: "not yet measured", skipped: "skipped (--only)" }[status];
+  return { ok: "ok", failed: "**failed**", placeholder: "not yet measured", skipped: "skipped (--only)", kept: "kept from the run before (--only)" }[status];
+}
+
+/** The parts of the run that wrote bench/RESULTS.md and bench/results.json; none when either is missing. */
+async function lastRun(): Promise<Map<string, KeptPart>> {
+  const read = (file: string) => readFile(join(ROOT, file), "utf8").catch(() => undefined);
+  const [markdown, json] = await Promise.all([read("bench/RESULTS.md"), read("bench/results.json")]);
+  return markdown === undefined || json === undefined ? new Map() : keptParts(markdown, json);
 }
 
 /** GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens. */

@@ -4,6 +4,7 @@ import { run as attack, type AttackData } from "../../bench/attack";
 import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
 import type { ChartSpec } from "../../bench/lib/section";
 import { renderChart } from "../../bench/lib/svg";
+import { keptParts } from "../../bench/lib/kept";
 import { standingBlock, withStanding } from "../../bench/main";
 
 describe("the bench's SVG renderer", () => {
@@ -101,12 +102,61 @@ describe("the bench's report", () => {
     expect(standingBlock(parts.filter((p) => p.id !== "cost"))).toBeUndefined();
   });
 
+  it("quotes a part kept from the run before as it quotes one that ran", () => {
+    const kept = parts.map((p) => (p.id === "accuracy" ? { ...p, status: "kept" as const } : p));
+    expect(standingBlock(kept)).toBe(standingBlock(parts));
+  });
+
   it("replaces only what lies between the README's markers, and nothing without them", () => {
     const block = standingBlock(parts)!;
     const [start, end] = [block.split("\n")[0]!, block.split("\n").at(-1)!];
     const readme = `# x\n\n${start}\nold figures\n${end}\n\n## Quick start\n`;
     expect(withStanding(readme, block)).toBe(`# x\n\n${block}\n\n## Quick start\n`);
     expect(withStanding("# no markers\n", block)).toBeUndefined();
+  });
+});
+
+describe("a partial bench run", () => {
+  const markdown = [
+    "# floodgate benchmarks",
+    "",
+    "## Targets",
+    "",
+    "| target | this run |",
+    "",
+    "## Accuracy",
+    "",
+    "*Re-run alone at commit abc.*",
+    "",
+    "### Method",
+    "",
+    "Replayed.",
+    "",
+    "## Fast path",
+    "",
+    "Within the limit.",
+    "",
+  ].join("\n");
+  const json = JSON.stringify({
+    parts: [
+      { id: "accuracy", title: "Accuracy", status: "ok", seconds: 24.1, charts: [], verdicts: [{ target: "wrong less often", measured: "5.9×", met: true }], headline: "Rarely wrong.", data: { rows: 1 } },
+      { id: "fast-path", title: "Fast path", status: "ok", seconds: 339.8, charts: [], verdicts: [], headline: null, data: null },
+      { id: "cost", title: "Cost", status: "skipped", seconds: 0, charts: [], verdicts: [], headline: null, data: null },
+    ],
+  });
+
+  it("keeps each part of the run before with its section up to the next part's heading, its targets, headline and numbers", () => {
+    const kept = keptParts(markdown, json);
+    expect([...kept.keys()]).toEqual(["accuracy", "fast-path"]);
+    expect(kept.get("accuracy")).toEqual({
+      seconds: 24.1,
+      section: { id: "accuracy", title: "Accuracy", markdown: "*Re-run alone at commit abc.*\n\n### Method\n\nReplayed.", charts: [], data: { rows: 1 }, verdicts: [{ target: "wrong less often", measured: "5.9×", met: true }], headline: "Rarely wrong." },
+    });
+    expect(kept.get("fast-path")?.section.markdown).toBe("Within the limit.");
+  });
+
+  it("keeps nothing when the results file is not JSON", () => {
+    expect(keptParts(markdown, "not json").size).toBe(0);
   });
 });
 
