@@ -19,18 +19,30 @@ export interface KeptPart {
   section: Section;
 }
 
+/** The results file's run: when, by which command, at which commit. */
+interface StoredRun {
+  generatedAt?: string;
+  command?: string;
+  machine?: { commit?: string };
+  parts?: StoredPart[];
+}
+
 /**
  * The last run's parts by id, each with its section's markdown: the lines after its `## <title>`
- * heading in `markdown` up to the next part's heading. A part whose heading is missing is left out,
- * and so is everything when `json` is not the results file (the part then reads as skipped).
+ * heading in `markdown` up to the next part's heading. A section that does not yet say where it
+ * comes from (its first line in italics) is told: that run's command, commit and day. A part whose
+ * heading is missing is left out, and so is everything when `json` is not the results file (the
+ * part then reads as skipped).
  */
 export function keptParts(markdown: string, json: string): Map<string, KeptPart> {
-  let parts: StoredPart[];
+  let run: StoredRun;
   try {
-    parts = (JSON.parse(json) as { parts?: StoredPart[] }).parts ?? [];
+    run = JSON.parse(json) as StoredRun;
   } catch {
     return new Map();
   }
+  const parts = run.parts ?? [];
+  const from = `*From \`${run.command ?? "npm run bench"}\` at commit ${run.machine?.commit ?? "unknown"}, ${run.generatedAt?.slice(0, 10) ?? "on an unknown day"}.*`;
   const lines = markdown.split("\n");
   const headings = new Set(parts.map((p) => `## ${p.title}`));
   const kept = new Map<string, KeptPart>();
@@ -38,7 +50,8 @@ export function keptParts(markdown: string, json: string): Map<string, KeptPart>
     const start = lines.indexOf(`## ${part.title}`);
     if (start < 0) continue;
     const next = lines.findIndex((line, i) => i > start && headings.has(line));
-    const body = lines.slice(start + 1, next < 0 ? lines.length : next).join("\n").trim();
+    const text = lines.slice(start + 1, next < 0 ? lines.length : next).join("\n").trim();
+    const body = text.startsWith("*") ? text : `${from}\n\n${text}`;
     kept.set(part.id, {
       seconds: part.seconds,
       section: { id: part.id, title: part.title, markdown: body, charts: part.charts ?? [], data: part.data ?? null, verdicts: part.verdicts ?? [], ...(part.headline ? { headline: part.headline } : {}) },

@@ -138,6 +138,9 @@ describe("a partial bench run", () => {
     "",
   ].join("\n");
   const json = JSON.stringify({
+    generatedAt: "2026-11-24T00:03:25.349Z",
+    command: "npm run bench",
+    machine: { commit: "c105cfa" },
     parts: [
       { id: "accuracy", title: "Accuracy", status: "ok", seconds: 24.1, charts: [], verdicts: [{ target: "wrong less often", measured: "5.9×", met: true }], headline: "Rarely wrong.", data: { rows: 1 } },
       { id: "fast-path", title: "Fast path", status: "ok", seconds: 339.8, charts: [], verdicts: [], headline: null, data: null },
@@ -152,7 +155,10 @@ describe("a partial bench run", () => {
       seconds: 24.1,
       section: { id: "accuracy", title: "Accuracy", markdown: "*Re-run alone at commit abc.*\n\n### Method\n\nReplayed.", charts: [], data: { rows: 1 }, verdicts: [{ target: "wrong less often", measured: "5.9×", met: true }], headline: "Rarely wrong." },
     });
-    expect(kept.get("fast-path")?.section.markdown).toBe("Within the limit.");
+  });
+
+  it("says where a kept section comes from when it does not say so itself", () => {
+    expect(keptParts(markdown, json).get("fast-path")?.section.markdown).toBe("*From `npm run bench` at commit c105cfa, 2026-11-24.*\n\nWithin the limit.");
   });
 
   it("keeps nothing when the results file is not JSON", () => {
