@@ -51,7 +51,7 @@ export function keptParts(markdown: string, json: string): Map<string, KeptPart>
     if (start < 0) continue;
     const next = lines.findIndex((line, i) => i > start && headings.has(line));
     const text = lines.slice(start + 1, next < 0 ? lines.length : next).join("\n").trim();
-    const body = text.startsWith("*") ? text : `${from}\n\n${text}`;
+    const body = /^\*[^*]/.test(text) ? text : `${from}\n\n${text}`;
     kept.set(part.id, {
       seconds: part.seconds,
       section: { id: part.id, title: part.title, markdown: body, charts: part.charts ?? [], data: part.data ?? null, verdicts: part.verdicts ?? [], ...(part.headline ? { headline: part.headline } : {}) },

@@ -134,7 +134,7 @@ describe("a partial bench run", () => {
     "",
     "## Fast path",
     "",
-    "Within the limit.",
+    "**Method.** Within the limit.",
     "",
   ].join("\n");
   const json = JSON.stringify({
@@ -158,7 +158,7 @@ describe("a partial bench run", () => {
   });
 
   it("says where a kept section comes from when it does not say so itself", () => {
-    expect(keptParts(markdown, json).get("fast-path")?.section.markdown).toBe("*From `npm run bench` at commit c105cfa, 2026-11-24.*\n\nWithin the limit.");
+    expect(keptParts(markdown, json).get("fast-path")?.section.markdown).toBe("*From `npm run bench` at commit c105cfa, 2026-11-24.*\n\n**Method.** Within the limit.");
   });
 
   it("keeps nothing when the results file is not JSON", () => {
