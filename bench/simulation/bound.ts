@@ -3,13 +3,14 @@
 /**
  * Units a Poisson demand of `mean` asks beyond `lease`, on average: E[(X − lease)⁺], as
  * E[X] − lease + Σ_{k < lease} (lease − k)·P(X = k), which needs only the terms below the lease.
+ * The terms are kept as logarithms: e^−mean alone is 0 in floating point past a mean of about 745.
  */
 export function shortfall(mean: number, lease: number): number {
-  let p = Math.exp(-mean);
+  let logP = -mean;
   let below = 0;
   for (let k = 0; k < lease; k++) {
-    below += (lease - k) * p;
-    p *= mean / (k + 1);
+    below += (lease - k) * Math.exp(logP);
+    logP += Math.log(mean / (k + 1));
   }
   return mean - lease + below;
 }

@@ -9,6 +9,15 @@ describe("the lease bound", () => {
     expect(shortfall(2, 0)).toBeCloseTo(2, 10);
   });
 
+  it("counts a large mean's shortfall as a normal count would, where e^−mean underflows", () => {
+    // Poisson(5,000) is close to normal with σ ≈ 70.7: E[(X − μ)⁺] = σ/√(2π) ≈ 28.2.
+    expect(shortfall(5_000, 5_000)).toBeCloseTo(70.71 / Math.sqrt(2 * Math.PI), 0);
+    // 1 % of 5,000 is 50 units short: a little under the mean, where the shortfall is σ/√(2π) + (μ − lease).
+    const { lease } = leaseBound(1, 5_000, 300_000, 1_000);
+    expect(shortfall(5_000, lease)).toBeLessThanOrEqual(50);
+    expect(shortfall(5_000, lease - 1)).toBeGreaterThan(50);
+  });
+
   it("finds the smallest lease that leaves at most 1 % of a cycle's requests waiting", () => {
     // 512 isolates sharing 500 a second, refilled every second: about one request a cycle each.
     const bound = leaseBound(512, 500, 30_000, 1_000);
