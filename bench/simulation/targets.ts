@@ -251,7 +251,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
             why:
               `${worst.name}: admitted ${n(worst.detail.admitted)} where an exact limiter admits ${n(worst.detail.exactAdmitted)}; ${n(worst.errors)} requests got onError's answer. ` +
               `${n(worst.detail.calls)} calls: ${callKinds(worst.detail.callsByKind)}; the object held up to ${n(worst.detail.objectMaxPeers)} peers. ` +
-              `The run does not separate the causes. By design, a lease is sized to its isolate's demand until its booked call (mean + √mean) and lasts half an interval past it (a quiet isolate's, up to seven of its mean gaps), and its units count as taken until the isolate reports them, ` +
+              `The run does not separate the causes. By design, a lease tops up what its isolate holds to its demand until its booked call (mean + √mean) and lasts half an interval past it (a quiet isolate's, up to seven of its mean gaps), and its units count as taken until the isolate reports them, ` +
               `so units leased but not yet spent are not there for the others.`,
           }
         : {}),

@@ -41,6 +41,11 @@ export interface SyncRequest {
   /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
   release?: boolean;
   /**
+   * units the isolate's live leases still hold when it sends the sync: the grant tops them up (see
+   * Lease's `topsUp`) rather than coming on top of them. An isolate of an earlier version sends none.
+   */
+  held?: number;
+  /**
    * units the isolate admitted with no lease, by its rule's `onError`, while the object could not be
    * reached: counted when the object hears of them, in the slots they were admitted in
    */
@@ -68,6 +73,12 @@ export interface Lease {
    * lowered by another Worker version): it gives them up at once, reporting what they spent
    */
   revoke?: true;
+  /**
+   * the grant counted the isolate's `held` units: it keeps its earlier leases and spends them
+   * first. Without it (an object of an earlier version), a lease outlasting its booked call
+   * replaces the ones before it, or an isolate calling every interval would hold several at once.
+   */
+  topsUp?: true;
 }
 
 /**
@@ -184,7 +195,9 @@ export function grantLease(
   // is at most a few times that demand (or need): at a cold start the first isolates see few others,
   // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
   const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)));
+  // What the isolate will still hold is part of what it is given: the grant tops it up.
+  const held = Math.max(0, Math.floor(sync.held ?? 0));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)) - held);
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
@@ -202,12 +215,14 @@ export function grantLease(
   const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
+  // A top-up renews what the isolate holds: its earlier leases end with this one, as it ends them too.
+  if (sync.held !== undefined) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   // A grant cut short by what is free leaves the key nothing to spare until it frees more: units
   // freed before this isolate's booked call belong to the isolates whose calls come first, and
   // asking for them sooner would only make its next request wait on a call to be refused.
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(sync.held !== undefined ? { topsUp: true as const } : {}) };
   putPeer(peers, sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };

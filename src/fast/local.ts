@@ -42,6 +42,9 @@ export interface LocalKey {
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   lastSyncAt: number;
+  /** when the unanswered sync was first sent, and how long the last one took to be answered */
+  sentAt: number;
+  roundTripMs: number;
   /** the call the object booked for this isolate: the periodic sync waits for it */
   nextSyncAt: number;
   /** the object has no units to spare (see Lease's `saturated`): an emptied lease waits for `nextSyncAt` (see ./schedule) */
@@ -66,6 +69,8 @@ export function freshKey(now: number): LocalKey {
     reports: [],
     outbox: null,
     lastSyncAt: Number.NEGATIVE_INFINITY,
+    sentAt: now,
+    roundTripMs: 0,
     nextSyncAt: Number.NEGATIVE_INFINITY,
     saturated: false,
     unleased: [],
@@ -194,14 +199,19 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     lot.spent = [];
   }
   const window = rule.algorithm === "sliding-window";
+  const elapsedMs = Math.max(0, now - key.since);
+  // What the leases will still hold when the answer comes: the grant tops that up.
+  const held = Math.max(0, Math.floor(leaseLeft(key) - (key.demand / Math.max(1, elapsedMs)) * key.roundTripMs));
+  key.sentAt = now;
   key.outbox = {
     isolate: sender.isolate,
     seq: sender.nextSeq(),
     reports,
     demand: key.demand,
-    elapsedMs: Math.max(0, now - key.since),
+    elapsedMs,
     need,
     horizonMs: rule.syncMs,
+    held,
     ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),
     ...(release ? { release } : {}),
     ...(key.unleased.length > 0 ? { unleased: key.unleased } : {}),
@@ -221,6 +231,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
 export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number): void {
   if (!key.outbox || lease.seq !== key.outbox.seq) return;
   key.outbox = null;
+  key.roundTripMs = now - key.sentAt;
   key.lastSyncAt = now;
   key.failures = 0;
   key.retryAt = 0;
@@ -233,11 +244,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // Lots granted under a looser policy than the object now leases under (a limit another Worker
   // version lowered) are given up at once. A lease outlasting its booked call (a roomy key) replaces
   // the ones before it, or an isolate calling every interval while it spends would hold ten at once.
-  if (lease.revoke || (lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
+  if (lease.revoke || (!lease.topsUp && lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
+  if (lease.topsUp) for (const lot of key.lots) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
-  key.granted = lease.units;
+  key.granted = lease.topsUp ? leaseLeft(key) : lease.units;
   key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
   // Only an empty grant with the key denied is a denial: units leased, or an empty background
   // grant while the key has room, leave the isolate free to ask again.

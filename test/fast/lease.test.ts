@@ -123,6 +123,28 @@ describe("leases", () => {
     expect(lease.units).toBe(36);
   });
 
+  it("tops up what the isolate says it will still hold rather than granting on top of it", () => {
+    // Two isolates alike but for what they say they hold (grantLease updates the peers in place).
+    const next = sync({ seq: 2, demand: 20, elapsedMs: 1_000, need: 0, reports: [{ lease: 1, spent: [{ at: T0, units: 20 }], unspent: 0 }] });
+    const second = (held?: number) => {
+      const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
+      return grantLease(window, first.state, first.peers, { ...next, ...(held === undefined ? {} : { held }) }, T0 + 1_000).lease;
+    };
+    const onTop = second();
+    const toppedUp = second(10);
+    expect(toppedUp.units).toBe(onTop.units - 10);
+    expect(toppedUp.topsUp).toBe(true);
+    expect(onTop.topsUp).toBeUndefined();
+  });
+
+  it("renews the leases an isolate holds when it tops them up: they end with the new one", () => {
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
+    const next = sync({ seq: 2, demand: 20, elapsedMs: 1_000, need: 0, held: 10, reports: [{ lease: 1, spent: [{ at: T0, units: 20 }], unspent: 0 }] });
+    const topped = grantLease(window, first.state, first.peers, next, T0 + 1_000);
+    expect(topped.lease.expiresAt).toBeGreaterThan(first.lease.expiresAt);
+    expect(topped.peers.peers.get("a")?.pins.map((p) => p.until)).toEqual([topped.lease.expiresAt, topped.lease.expiresAt]);
+  });
+
   it("never leases more than the limit, counting every isolate's pins as taken", () => {
     const first = grantLease(window, undefined, indexPeers(), sync({ demand: 1_000, elapsedMs: 1_000 }), T0);
     expect(first.lease.units).toBe(100);

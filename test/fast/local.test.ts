@@ -163,6 +163,25 @@ describe("a fast key in one isolate", () => {
     expect(key.reports).toEqual([{ lease: 1, spent: [], unspent: 99 }]);
   });
 
+  it("keeps its earlier leases when the object tops them up, until the new lease ends", () => {
+    const key = leased(100, { standing: ROOMY, expiresAt: T0 + 10_000 });
+    decideLocally(key, fast, 1, T0 + 10);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);
+    applyLease(key, fast, lease(seq, 50, { standing: ROOMY, nextSyncAt: T0 + 2_000, expiresAt: T0 + 11_000, topsUp: true }), T0 + 1_000);
+    expect(key.reports).toEqual([]);
+    decideLocally(key, fast, 1, T0 + 10_500);
+    expect(leaseLeft(key)).toBe(148);
+  });
+
+  it("tells the object what its leases will still hold when the answer comes: what they hold less its demand over a round trip", () => {
+    const key = freshKey(T0);
+    const first = nextSync(key, fast, isolate(), 1, T0);
+    applyLease(key, fast, lease(first.seq, 10), T0 + 100);
+    for (let i = 0; i < 4; i++) decideLocally(key, fast, 1, T0 + 500);
+    // 4 units over the 1,000 ms since the last sync was sent, over the last round trip of 100 ms: 0.4 units.
+    expect(nextSync(key, fast, from, 0, T0 + 1_000).held).toBe(5);
+  });
+
   it("keeps a lease that ends soon beside the next one", () => {
     const key = leased(10);
     const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);

@@ -91,7 +91,8 @@ export function grantLease(
   // is at most a few times that demand (or need): at a cold start the first isolates see few others,
   // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
   const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
-  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)));
+  const held = Math.max(0, Math.floor(sync.held ?? 0));
+  const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)) - held);
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
@@ -109,9 +110,10 @@ export function grantLease(
   const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
+  if (sync.held !== undefined) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(sync.held !== undefined ? { topsUp: true as const } : {}) };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
