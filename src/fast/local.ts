@@ -242,8 +242,10 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // A rule with a block must let the object see a denied request, which is what starts the block.
   key.saturated = (lease.saturated ?? false) && rule.blockMs === null;
   // Lots granted under a looser policy than the object now leases under (a limit another Worker
-  // version lowered) are given up at once. A lease outlasting its booked call (a roomy key) replaces
-  // the ones before it, or an isolate calling every interval while it spends would hold ten at once.
+  // version lowered) are given up at once. A top-up (see Lease's `topsUp`) renews the others to end
+  // with it. From an object of an earlier version, which grants on top of them, a lease outlasting
+  // its booked call (a roomy key) replaces them, or an isolate calling every interval while it
+  // spends would hold ten at once.
   if (lease.revoke || (!lease.topsUp && lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
   if (lease.topsUp) for (const lot of key.lots) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
