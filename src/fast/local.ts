@@ -26,7 +26,7 @@ export interface Sender {
 /** Plain per-key state, changed only by the functions below, each given the time. */
 export interface LocalKey {
   lots: Lot[];
-  /** units in the last grant; a sync starts early once fewer than half of them are left */
+  /** units held after the last grant (from an object of an earlier version: the grant's); a sync starts early once fewer than half of them are left */
   granted: number;
   /** the object said the key is denied until then: deny locally, no call */
   blockedUntil: number;
@@ -42,7 +42,7 @@ export interface LocalKey {
   /** a sync sent and not yet answered: retried as it is, so the object applies it once */
   outbox: SyncRequest | null;
   lastSyncAt: number;
-  /** when the unanswered sync was first sent, and how long the last one took to be answered */
+  /** when the unanswered sync was last sent, and how long the last answered one took */
   sentAt: number;
   roundTripMs: number;
   /** the call the object booked for this isolate: the periodic sync waits for it */
@@ -190,6 +190,7 @@ function roomy(key: LocalKey): boolean {
  * idle, and wants no new lease.
  */
 export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number, now: number, release = false): SyncRequest {
+  key.sentAt = now;
   if (key.outbox) return key.outbox;
   expireLots(key, now);
   const reports = key.reports;
@@ -202,7 +203,6 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
   const elapsedMs = Math.max(0, now - key.since);
   // What the leases will still hold when the answer comes: the grant tops that up.
   const held = Math.max(0, Math.floor(leaseLeft(key) - (key.demand / Math.max(1, elapsedMs)) * key.roundTripMs));
-  key.sentAt = now;
   key.outbox = {
     isolate: sender.isolate,
     seq: sender.nextSeq(),
