@@ -1,4 +1,4 @@
-/** What any per-isolate lease costs a key held at its limit, idealized: the least it leaves unspent to keep requests from waiting, and the calls that takes. */
+/** What a lease refilled on a fixed cycle costs a key held at its limit, idealized: the least it leaves unspent to keep requests from waiting, and the calls that takes. */
 
 /**
  * Units a Poisson demand of `mean` asks beyond `lease`, on average: E[(X − lease)⁺], as

@@ -229,7 +229,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   return out.join("\n");
 }
 
-/** Both 1× targets beside the idealized bound on any per-isolate lease (./bound.ts): the calls meeting them together would take. */
+/** Both 1× targets beside the idealized bound on a lease refilled on a fixed cycle (./bound.ts): the calls meeting them together would take. */
 function boundSection(global: ScenarioResult[]): string[] {
   const at1x = global.filter((r) => r.load === 1 && r.algorithm === "sliding-window");
   if (!at1x.length) return [];
@@ -240,14 +240,16 @@ function boundSection(global: ScenarioResult[]): string[] {
     return [n(r.isolates), percent(r.underAdmission), percent(r.waitedForObject), ...(bound ? [`${n(bound.cycleMs)} ms`, n(bound.lease), n(bound.syncsPerSecond), bound.syncsPerRequest.toFixed(2)] : ["none up to 10 s", "—", "—", "—"])];
   });
   return [
-    "### What both 1× targets would take of any per-isolate lease",
+    "### What both 1× targets would take of a lease refilled on a fixed cycle",
     "",
     "An idealized bound, not a measurement (bench/simulation/bound.ts): every isolate is refilled at the start of each cycle to the same lease, at once and with no call in flight, which no real design does. " +
       `A request the lease cannot pay for waits on a call, so the lease is the smallest that leaves at most 1 % of requests waiting for Poisson demand (${n(perSecond)} requests a second, the limit's rate, shared evenly); ` +
       "an isolate holds at least the lease less half a cycle's demand unspent on average, and at a key held at its limit (1×: its demand is its limit) every unit held is one the others are refused. " +
       "The table gives the longest cycle under which that keeps under-admission within 5 %, and the calls a second it takes of the key's isolates together, beside the sliding window at 1× as run (the default design). " +
       `Each call is a Durable Object request, through a relay or not; the key's object books ${MAX_CALLS_PER_SECOND} a second, and strict mode decides with at most one call a request. ` +
-      "Where the bound needs more than one call a request, no per-isolate lease meets both targets at less than strict mode's cost; the 1 % of waits leaves out each new isolate's first request, which waits whatever the lease (see the missed targets above).",
+      "Where the bound needs more than one call a request, no lease refilled on a fixed cycle, as floodgate's booked calls refill them, meets both targets at less than strict mode's cost; the 1 % of waits leaves out each new isolate's first request, which waits whatever the lease (see the missed targets above). " +
+        "The bound says nothing of a lease refilled when it runs low (at a reorder point that covers the demand of one round trip, as inventory models have it): such a lease holds about the reorder point and half a refill, and need not cover a whole cycle's swings in demand. " +
+        "At 512 isolates and the budget's refills of about 2.5 units each, with a reorder point of 1, that is about 2.2–2.7 units an isolate, 3.8–4.6 % of the limit before any isolate vanishes with its lease. floodgate's early top-up, when a lease would run out before its booked call, goes part of that way.",
     "",
     table(["isolates", "under-admission as run", "waited as run", "longest cycle", "lease", "calls a second", "calls a request"], rows),
     "",

@@ -201,7 +201,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
   }
   const window = rule.algorithm === "sliding-window";
   const elapsedMs = Math.max(0, now - key.since);
-  // What the leases will still hold when the answer comes: the grant tops that up.
+  // What the leases will still hold when the answer comes, rounded down: the grant tops that up, erring towards more.
   const held = Math.max(0, Math.floor(leaseLeft(key) - (key.demand / Math.max(1, elapsedMs)) * key.roundTripMs));
   key.outbox = {
     isolate: sender.isolate,
