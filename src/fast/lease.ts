@@ -41,8 +41,9 @@ export interface SyncRequest {
   /** the isolate is letting the key go (evicted): settle what it carries, lease nothing */
   release?: boolean;
   /**
-   * units the isolate's live leases still hold when it sends the sync: the grant tops them up (see
-   * Lease's `topsUp`) rather than coming on top of them. An isolate of an earlier version sends none.
+   * units the isolate's live leases will still hold when the answer comes, as it reckons (what they
+   * hold less its demand over its last round trip): the grant tops them up (see Lease's `topsUp`)
+   * rather than coming on top of them. An isolate of an earlier version sends none.
    */
   held?: number;
   /**
@@ -216,7 +217,7 @@ export function grantLease(
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
   // A top-up renews what the isolate holds: its earlier leases end with this one, as it ends them too.
-  if (sync.held !== undefined) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
+  if (sync.held !== undefined && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   // A grant cut short by what is free leaves the key nothing to spare until it frees more: units
   // freed before this isolate's booked call belong to the isolates whose calls come first, and

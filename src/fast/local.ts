@@ -243,11 +243,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.saturated = (lease.saturated ?? false) && rule.blockMs === null;
   // Lots granted under a looser policy than the object now leases under (a limit another Worker
   // version lowered) are given up at once. A top-up (see Lease's `topsUp`) renews the others to end
-  // with it. From an object of an earlier version, which grants on top of them, a lease outlasting
-  // its booked call (a roomy key) replaces them, or an isolate calling every interval while it
-  // spends would hold ten at once.
+  // with it, but not one that has already ended: its object may have counted it spent and stopped
+  // pinning it. From an object of an earlier version, which grants on top of them, a lease
+  // outlasting its booked call (a roomy key) replaces them, or an isolate calling every interval
+  // while it spends would hold ten at once.
   if (lease.revoke || (!lease.topsUp && lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
-  if (lease.topsUp) for (const lot of key.lots) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
+  if (lease.topsUp) for (const lot of key.lots) if (lot.expiresAt > now) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);

@@ -173,6 +173,15 @@ describe("a fast key in one isolate", () => {
     expect(leaseLeft(key)).toBe(148);
   });
 
+  it("does not renew a lease that ended before the top-up came, which its object may have counted as spent", () => {
+    const key = leased(10, { expiresAt: T0 + 2_000 });
+    const { seq } = nextSync(key, fast, from, 0, T0 + 1_000);
+    applyLease(key, fast, lease(seq, 5, { nextSyncAt: T0 + 3_000, expiresAt: T0 + 5_000, topsUp: true }), T0 + 2_500);
+    decideLocally(key, fast, 1, T0 + 2_600);
+    expect(leaseLeft(key)).toBe(4);
+    expect(key.reports).toEqual([{ lease: 1, spent: [], unspent: 10 }]);
+  });
+
   it("tells the object what its leases will still hold when the answer comes: what they hold less its demand over a round trip", () => {
     const key = freshKey(T0);
     const first = nextSync(key, fast, isolate(), 1, T0);

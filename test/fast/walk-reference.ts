@@ -110,7 +110,7 @@ export function grantLease(
   const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(sync.horizonMs / 2, quiet));
-  if (sync.held !== undefined) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
+  if (sync.held !== undefined && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const exhausted = !sync.release && units < wanted;
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(sync.held !== undefined ? { topsUp: true as const } : {}) };
