@@ -248,7 +248,10 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // outlasting its booked call (a roomy key) replaces them, or an isolate calling every interval
   // while it spends would hold ten at once.
   if (lease.revoke || (!lease.topsUp && lease.units > 0 && lease.expiresAt - key.nextSyncAt > rule.syncMs)) endLots(key);
-  if (lease.topsUp) for (const lot of key.lots) if (lot.expiresAt > now) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
+  if (lease.topsUp) {
+    for (const lot of key.lots) if (lot.expiresAt > now) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
+    expireLots(key, now);
+  }
   if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
