@@ -174,8 +174,12 @@ export function releasable(key: LocalKey, rule: Rule, now: number): boolean {
 /** Whether less than half the lease is left and, at the pace of its demand since the last sync, it runs out before the booked call. */
 function runsOutBeforeNextSync(key: LocalKey, left: number, now: number): boolean {
   if (key.granted === 0) return false;
-  const pace = key.demand / Math.max(1, now - key.since);
-  return left * 2 < key.granted && (now >= key.nextSyncAt || left < pace * (key.nextSyncAt - now));
+  return left * 2 < key.granted && (now >= key.nextSyncAt || left < paceOf(key, now) * (key.nextSyncAt - now));
+}
+
+/** Units a ms the key was asked for since its last sync. */
+function paceOf(key: LocalKey, now: number): number {
+  return key.demand / Math.max(1, now - key.since);
 }
 
 function roomy(key: LocalKey): boolean {
@@ -200,15 +204,14 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     lot.spent = [];
   }
   const window = rule.algorithm === "sliding-window";
-  const elapsedMs = Math.max(0, now - key.since);
   // What the leases will still hold when the answer comes, rounded down: the grant tops that up, erring towards more.
-  const held = Math.max(0, Math.floor(leaseLeft(key) - (key.demand / Math.max(1, elapsedMs)) * key.roundTripMs));
+  const held = Math.max(0, Math.floor(leaseLeft(key) - paceOf(key, now) * key.roundTripMs));
   key.outbox = {
     isolate: sender.isolate,
     seq: sender.nextSeq(),
     reports,
     demand: key.demand,
-    elapsedMs,
+    elapsedMs: Math.max(0, now - key.since),
     need,
     horizonMs: rule.syncMs,
     held,
