@@ -13,6 +13,8 @@ export interface Pin {
 export interface Peer {
   /** units per ms */
   rate: number;
+  /** units `rate` was measured over, up to RATE_BASIS (see `demandRate`, ./lease); absent in rows an earlier version wrote */
+  basis?: number;
   seenAt: number;
   lease: Lease;
   pins: Pin[];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type LimiterState, type Policy } from "../../src/algorithms";
-import { grantLease, standingWithPins, type SyncRequest } from "../../src/fast/lease";
+import { demandRate, grantLease, RATE_BASIS, standingWithPins, type SyncRequest } from "../../src/fast/lease";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, type PeerIndex } from "../../src/fast/peer-index";
 
@@ -224,6 +224,43 @@ describe("leases", () => {
     expect(b.lease.peers).toBe(2);
     const later = grantLease(window, b.state, b.peers, sync({ isolate: "c" }), T0 + 100_000);
     expect(later.lease.peers).toBe(1);
+  });
+});
+
+describe("an isolate's demand rate", () => {
+  const quiet = { rate: 0.001, basis: RATE_BASIS };
+
+  it("takes a new isolate's first request, spread over an interval, as a guess measured over nothing", () => {
+    expect(demandRate(undefined, sync({ demand: 1, elapsedMs: 0 }))).toEqual({ rate: 0.0005, basis: 0 });
+  });
+
+  it("reads a quiet isolate's few requests together with the earlier ones, up to twenty units in all", () => {
+    // 5 units in 2.5 s with 15 more at the earlier 1 a second, over the 15 s those took.
+    const { rate, basis } = demandRate(quiet, sync({ demand: 5, elapsedMs: 2_500 }));
+    expect(rate).toBeCloseTo(20 / 17_500, 9);
+    expect(basis).toBe(RATE_BASIS);
+  });
+
+  it("carries no more of the earlier rate than the units it was measured over", () => {
+    // The earlier rate rests on 2 units: 5 now and those 2, over 2.5 s and the 2 s they took.
+    expect(demandRate({ rate: 0.001, basis: 2 }, sync({ demand: 5, elapsedMs: 2_500 })).rate).toBeCloseTo(7 / 4_500, 9);
+  });
+
+  it("reads a sync that counted twenty units or more on its own", () => {
+    expect(demandRate(quiet, sync({ demand: 24, elapsedMs: 20_000 })).rate).toBeCloseTo(24 / 20_000, 9);
+  });
+
+  it("starts afresh from a count the earlier rate could not plausibly have produced, so a flash crowd is followed at once", () => {
+    // 2.5 units were expected in 2.5 s (± 3 × 1.6 + 1); 25 came.
+    expect(demandRate(quiet, sync({ demand: 25, elapsedMs: 2_500 }))).toEqual({ rate: 0.01, basis: RATE_BASIS });
+    expect(demandRate({ rate: 0.01, basis: RATE_BASIS }, sync({ demand: 0, elapsedMs: 2_500 })).rate).toBe(0);
+  });
+
+  it("keeps what the rate was measured over in the isolate's row", () => {
+    const first = grantLease(window, undefined, indexPeers(), sync({ demand: 1, need: 0 }), T0);
+    expect(first.peers.peers.get("a")?.basis).toBe(0);
+    const second = grantLease(window, first.state, first.peers, sync({ seq: 2, demand: 3, elapsedMs: 2_000, need: 0 }), T0 + 2_000);
+    expect(second.peers.peers.get("a")?.basis).toBe(3);
   });
 });
 

@@ -2,13 +2,13 @@
  * The object's lease functions as they were before the peer index (src/fast/peer-index.ts): each
  * sync walks every peer. Kept as the reference the index is proved against, verbatim but for two
  * changes: the active peers' demand is summed exactly and rounded once, as the index must (a float
- * sum depends on the order of its terms), and a call's most is lease.ts's own `fairShare`, which the
- * index does not touch.
+ * sum depends on the order of its terms), and a call's most and an isolate's rate are lease.ts's own
+ * `fairShare` and `demandRate`, which the index does not touch.
  */
 import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { fairShare, isRoomy, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { demandRate, fairShare, isRoomy, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
@@ -59,12 +59,7 @@ export function grantLease(
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
   let pinned = pinnedUnits(pins);
-  // The isolate's demand over the last interval at least: a sync soon after the last (a request its
-  // lease could not pay for) carries the previous rate for the rest of it, so one request after a
-  // short while is not read as a high rate; a new isolate's first sync, which follows its first
-  // request at once, spreads it over an interval.
-  const span = known && known.rate > 0 ? Math.max(0, sync.horizonMs - sync.elapsedMs) : 0;
-  const rate = (sync.demand + (known?.rate ?? 0) * span) / (known ? Math.max(1, sync.elapsedMs + span) : Math.max(sync.elapsedMs, sync.horizonMs));
+  const { rate, basis } = demandRate(known, sync);
   let rates = addExact(emptySum(), rate, 1);
   let active = 1;
   for (const [id, p] of settled.peers) {
@@ -116,7 +111,7 @@ export function grantLease(
   const exhausted = !sync.release && units < wanted;
   const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
   const next = new Map(settled.peers);
-  next.set(sync.isolate, { rate, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
+  next.set(sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
 }
 
