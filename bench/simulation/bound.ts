@@ -1,4 +1,5 @@
-/** What a lease refilled on a fixed cycle costs a key held at its limit, idealized: the least it leaves unspent to keep requests from waiting, and the calls that takes. */
+/** What a lease costs a key held at its limit, idealized, refilled on a fixed cycle or at a reorder point: the least it leaves unspent to keep requests from waiting, and the calls that takes. */
+import { MIXED_RTT } from "./latency";
 
 /**
  * Units a Poisson demand of `mean` asks beyond `lease`, on average: E[(X − lease)⁺], as
@@ -53,4 +54,89 @@ export function longestCycle(isolates: number, perSecond: number, limit: number,
     if (bound.underAdmission <= most) found = bound;
   }
   return found;
+}
+
+/** The chance a Poisson count of `mean` is below `k`: Σ_{j < k} P(X = j), its terms kept as logarithms as in {@link shortfall}. */
+function poissonBelow(mean: number, k: number): number {
+  let logP = -mean;
+  let below = 0;
+  for (let j = 0; j < k; j++) {
+    below += Math.exp(logP);
+    logP += Math.log(mean / (j + 1));
+  }
+  return below;
+}
+
+/**
+ * One isolate refilled at a reorder point (continuous review): when what it holds and has asked for
+ * falls to `reorder`, it asks for `refill` more, which come a lead time later that brings Poisson
+ * demand of `leadMean`. What it holds and has asked for is then evenly one of reorder + 1 … reorder
+ * + refill (inventory models' (r, Q) policy), and a request finds nothing left when the lead time's
+ * demand took all of it. Returns the share of requests that do (PASTA) and the units held on average.
+ */
+export function reorderPolicy(leadMean: number, reorder: number, refill: number): { waited: number; held: number } {
+  let waited = 0;
+  let held = 0;
+  for (let position = reorder + 1; position <= reorder + refill; position++) {
+    waited += 1 - poissonBelow(leadMean, position);
+    held += shortfall(leadMean, position) - leadMean + position;
+  }
+  return { waited: waited / refill, held: held / refill };
+}
+
+/** One isolate count under a call budget, each isolate refilled at its own reorder point: what both 1× targets would take. */
+export interface ReorderBound {
+  isolates: number;
+  /** units a call brings: the fewest that keep the calls within the budget */
+  refill: number;
+  callsPerSecond: number;
+  /** the lowest and highest reorder point, over the isolates' round trips */
+  reorder: [number, number];
+  waited: number;
+  /** units an isolate holds on average */
+  held: number;
+  /** the share of the limit held unspent, so refused at a key held at its limit */
+  underAdmission: number;
+  /** what isolates vanishing with what they hold take on top, as a share of the admissions */
+  vanished: number;
+}
+
+/**
+ * `isolates` share `perSecond` requests of one unit each (Poisson, evenly) at a key of `limit`,
+ * each isolate its own round trip from MIXED_RTT (twenty points a band) away from an object that
+ * always has units to give, at once: better than any real design at a key held at its limit, whose
+ * object has only what the window frees. Calls stay within `callsPerSecond`, so each brings
+ * ⌈perSecond ÷ callsPerSecond⌉ units; each isolate's reorder point is raised where a unit held cuts
+ * the most waiting, until at most `waits` of the requests wait. Isolates vanish after `lifetimeMs`
+ * on average with what they hold, which a key's object then counts as spent.
+ */
+export function reorderBound(isolates: number, perSecond: number, limit: number, callsPerSecond: number, lifetimeMs: number, waits = 0.01): ReorderBound {
+  const rate = perSecond / isolates / 1000;
+  const refill = Math.max(1, Math.ceil(perSecond / callsPerSecond));
+  const points = MIXED_RTT.flatMap((band) => Array.from({ length: 20 }, (_, i) => ({ weight: band.share / 20, leadMean: rate * (band.loMs + ((band.hiMs - band.loMs) * (i + 0.5)) / 20) })));
+  const reorder = points.map(() => 0);
+  const policy = (i: number, r = reorder[i]!) => reorderPolicy(points[i]!.leadMean, r, refill);
+  const total = (pick: (x: { waited: number; held: number }) => number) => points.reduce((sum, p, i) => sum + p.weight * pick(policy(i)), 0);
+  while (total((x) => x.waited) > waits) {
+    let best = 0;
+    let gain = -1;
+    points.forEach((_, i) => {
+      const now = policy(i);
+      const next = policy(i, reorder[i]! + 1);
+      const g = (now.waited - next.waited) / (next.held - now.held);
+      if (g > gain) [best, gain] = [i, g];
+    });
+    reorder[best]!++;
+  }
+  const held = total((x) => x.held);
+  return {
+    isolates,
+    refill,
+    callsPerSecond: perSecond / refill,
+    reorder: [Math.min(...reorder), Math.max(...reorder)],
+    waited: total((x) => x.waited),
+    held,
+    underAdmission: (isolates * held) / limit,
+    vanished: (isolates / (lifetimeMs / 1000)) * held / perSecond,
+  };
 }

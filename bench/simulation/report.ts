@@ -2,9 +2,10 @@
 import { percent, table } from "../lib/stats";
 import type { ChartSpec } from "../lib/section";
 import { CONTINENT_RTT, continentAt, CONTINENTS, JITTER, MIXED_RTT, RELAY_RTT } from "./latency";
-import { longestCycle } from "./bound";
+import { longestCycle, reorderBound } from "./bound";
 import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
+import { RATE_BASIS } from "../../src/fast/lease";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
@@ -124,7 +125,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
       `A key asked for more than ${SATURATION} × what it sustains, whose free units would not last an interval, is saturated: its booked calls are spaced to hand out about ${SATURATED_UNITS_PER_CALL} units each, but each isolate still calls at least 4 times a period and at least once a minute. ` +
-      "A lease lasts until the isolate's booked call plus half an interval (a quiet isolate's, seven of its mean gaps between requests, no later than ten intervals from the grant or four past a call booked further off, since it calls with its first request after that time) and is sized to its demand until then (mean + √mean, the demand read over one interval at least); every caller gets its share of the larger of what is free now and what the key frees until its next call, the latter with room for bursts (two standard deviations of a Poisson count of that share, at most the share of what the key frees while the call is answered: `fairShare`), and a key far from its limit spares a cold isolate at most 8 times its demand (`grantLease`, src/fast/lease.ts). Each sync says what the isolate's leases will still hold when the answer comes (what they hold less its demand over its last round trip), and the grant tops that up rather than coming on top of it; the isolate keeps its earlier leases, which the grant renews to end with the new one, and spends them first. " +
+      `A lease lasts until the isolate's booked call plus half an interval (a quiet isolate's, seven of its mean gaps between requests, no later than ten intervals from the grant or four past a call booked further off, since it calls with its first request after that time) and is sized to its demand until then (mean + √mean, the demand read over one interval and over ${RATE_BASIS} units at least, unless a count the earlier rate could not plausibly have produced shows it moved: \`demandRate\`); every caller gets its share of the larger of what is free now and what the key frees until its next call, the latter with room for bursts (two standard deviations of a Poisson count of that share, at most the share of what the key frees while the call is answered: \`fairShare\`), and a key far from its limit spares a cold isolate at most 8 times its demand (\`grantLease\`, src/fast/lease.ts). Each sync says what the isolate's leases will still hold when the answer comes (what they hold less its demand over its last round trip), and the grant tops that up rather than coming on top of it; the isolate keeps its earlier leases, which the grant renews to end with the new one, and spends them first. ` +
       "The isolate syncs in the background when its booked time comes, or sooner only if its lease would run out before it; a saturated key's emptied lease denies from the isolate's cache until its booked call (`syncDue`, `decideLocally`, src/fast/local.ts). " +
       "What onError admits while the object cannot be reached is reported with the next sync and counted by the object then (`SyncRequest.unleased`); onError `local` starts from the isolate's share of what the object last said was free, and refuses while none of the rule's objects has answered the isolate (src/limiter/local-share.ts). " +
       `The object keeps one SQLite row per peer, so a sync writes its own isolate's row, not every peer; it reads the peers' pins, demand and policies from running figures kept as their rows change (src/fast/peer-index.ts), not by walking them, and a peer is forgotten ${PEER_TTL_MS / 1000} s after its last or booked sync.`,
@@ -229,29 +230,43 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   return out.join("\n");
 }
 
-/** Both 1× targets beside the idealized bound on a lease refilled on a fixed cycle (./bound.ts): the calls meeting them together would take. */
+/** Both 1× targets beside two idealized bounds (./bound.ts): a lease refilled on a fixed cycle, and one refilled at a reorder point. */
 function boundSection(global: ScenarioResult[]): string[] {
   const at1x = global.filter((r) => r.load === 1 && r.algorithm === "sliding-window");
   if (!at1x.length) return [];
   const { limit, periodMs } = at1x[0]!.detail;
   const perSecond = (limit * 1000) / periodMs;
-  const rows = at1x.map((r) => {
+  const asRun = (r: ScenarioResult) => [n(r.isolates), percent(r.underAdmission), percent(r.waitedForObject)];
+  const cycles = at1x.map((r) => {
     const bound = longestCycle(r.isolates, perSecond, limit, 0.05);
-    return [n(r.isolates), percent(r.underAdmission), percent(r.waitedForObject), ...(bound ? [`${n(bound.cycleMs)} ms`, n(bound.lease), n(bound.syncsPerSecond), bound.syncsPerRequest.toFixed(2)] : ["none up to 10 s", "—", "—", "—"])];
+    return [...asRun(r), ...(bound ? [`${n(bound.cycleMs)} ms`, n(bound.lease), n(bound.syncsPerSecond), bound.syncsPerRequest.toFixed(2)] : ["none up to 10 s", "—", "—", "—"])];
+  });
+  const reorders = at1x.map((r) => {
+    const b = reorderBound(r.isolates, perSecond, limit, MAX_CALLS_PER_SECOND, LIFETIME_MS);
+    const [lo, hi] = b.reorder;
+    return [...asRun(r), n(b.refill), n(b.callsPerSecond), lo === hi ? n(lo) : `${n(lo)}–${n(hi)}`, b.held.toFixed(2), percent(b.underAdmission), percent(b.underAdmission + b.vanished), percent(b.waited)];
   });
   return [
-    "### What both 1× targets would take of a lease refilled on a fixed cycle",
+    "### What both 1× targets would take of an idealized lease",
     "",
-    "An idealized bound, not a measurement (bench/simulation/bound.ts): every isolate is refilled at the start of each cycle to the same lease, at once and with no call in flight, which no real design does. " +
-      `A request the lease cannot pay for waits on a call, so the lease is the smallest that leaves at most 1 % of requests waiting for Poisson demand (${n(perSecond)} requests a second, the limit's rate, shared evenly); ` +
-      "an isolate holds at least the lease less half a cycle's demand unspent on average, and at a key held at its limit (1×: its demand is its limit) every unit held is one the others are refused. " +
-      "The table gives the longest cycle under which that keeps under-admission within 5 %, and the calls a second it takes of the key's isolates together, beside the sliding window at 1× as run (the default design). " +
-      `Each call is a Durable Object request, through a relay or not; the key's object books ${MAX_CALLS_PER_SECOND} a second, and strict mode decides with at most one call a request. ` +
-      "Where the bound needs more than one call a request, no lease refilled on a fixed cycle, as floodgate's booked calls refill them, meets both targets at less than strict mode's cost; the 1 % of waits leaves out each new isolate's first request, which waits whatever the lease (see the missed targets above). " +
-        "The bound says nothing of a lease refilled when it runs low (at a reorder point that covers the demand of one round trip, as inventory models have it): such a lease holds about the reorder point and half a refill, and need not cover a whole cycle's swings in demand. " +
-        "At 512 isolates and the budget's refills of about 2.5 units each, with a reorder point of 1, that is about 2.2–2.7 units an isolate, 3.8–4.6 % of the limit before any isolate vanishes with its lease. floodgate's early top-up, when a lease would run out before its booked call, goes part of that way.",
+    "Two bounds, not measurements (bench/simulation/bound.ts), each set beside the sliding window at 1× as run (the default design). " +
+      `In both, a request the lease cannot pay for waits on a call, at most 1 % of requests may (Poisson demand, ${n(perSecond)} requests a second, the limit's rate, shared evenly), ` +
+      "and at a key held at its limit (1×: its demand is its limit) every unit an isolate holds unspent is one the others are refused. " +
+      `Each call is a Durable Object request, through a relay or not; the key's object books ${MAX_CALLS_PER_SECOND} a second, and strict mode decides with at most one call a request.`,
     "",
-    table(["isolates", "under-admission as run", "waited as run", "longest cycle", "lease", "calls a second", "calls a request"], rows),
+    "**Refilled on a fixed cycle**, as floodgate's booked calls refill leases: every isolate is refilled at the start of each cycle to the same lease, at once and with no call in flight, which no real design does. " +
+      "The lease is the smallest that keeps waits within 1 %, and an isolate holds at least the lease less half a cycle's demand unspent on average. " +
+      "The table gives the longest cycle under which that keeps under-admission within 5 %, and the calls a second it takes of the key's isolates together. " +
+      "Where it needs more than one call a request, no lease refilled on a fixed cycle meets both targets at less than strict mode's cost; the 1 % of waits leaves out each new isolate's first request, which waits whatever the lease (see the missed targets above).",
+    "",
+    table(["isolates", "under-admission as run", "waited as run", "longest cycle", "lease", "calls a second", "calls a request"], cycles),
+    "",
+    "**Refilled at a reorder point** (continuous review, inventory models' (r, Q) policy): an isolate asks for a refill when what it holds and has asked for falls to its reorder point, and the refill comes one round trip later (its own, drawn from the mixture the scenarios use), from an object that always has units to give, which a key held at its limit does not: its object has only what the window frees. " +
+      `Each refill brings the fewest units that keep the calls within the ${MAX_CALLS_PER_SECOND} a second the object books, and each isolate's reorder point is raised where a unit held cuts the most waiting until at most 1 % of requests wait. ` +
+      `What the isolates hold is refused to the others, and what each takes with it when it vanishes (every ${LIFETIME_MS / 60_000} minutes on average) is counted as spent on top. ` +
+      "Up to 512 isolates this meets both targets, so they do not conflict for every design: a lease refilled when it runs low need not cover a whole cycle's swings in demand. floodgate's early top-up, when a lease would run out before its booked call, goes part of that way; one tried on top of the booked calls (a sync whenever the lease fell to its reorder point, and grants sized to it) cut waits at 8 and 64 isolates but raised under-admission at 512, as the booked calls still topped the leases up each cycle and a key at its limit cut grants short.",
+    "",
+    table(["isolates", "under-admission as run", "waited as run", "refill", "calls a second", "reorder point", "held an isolate", "under-admission", "with vanishing", "waited"], reorders),
     "",
   ];
 }

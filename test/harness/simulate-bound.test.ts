@@ -1,6 +1,6 @@
-// The idealized bound the simulation report sets beside its missed targets: what a per-isolate lease must hold, and cost, to keep requests from waiting.
+// The idealized bounds the simulation report sets beside its missed targets: what a per-isolate lease must hold, and cost, to keep requests from waiting.
 import { describe, expect, it } from "vitest";
-import { leaseBound, longestCycle, shortfall } from "../../bench/simulation/bound";
+import { leaseBound, longestCycle, reorderBound, reorderPolicy, shortfall } from "../../bench/simulation/bound";
 
 describe("the lease bound", () => {
   it("counts what a Poisson demand asks beyond a lease", () => {
@@ -37,5 +37,40 @@ describe("the lease bound", () => {
 
   it("finds no cycle at all for 4,096 isolates sharing the same 500 a second", () => {
     expect(longestCycle(4_096, 500, 30_000, 0.05)).toBeUndefined();
+  });
+});
+
+describe("the reorder-point bound", () => {
+  it("has an isolate that asks for one unit when it spends its last wait whenever a request comes within the lead time", () => {
+    // Reorder point 0, refill 1: it holds its one unit until a request takes it, and then none for the lead time.
+    const { waited, held } = reorderPolicy(0.2, 0, 1);
+    expect(waited).toBeCloseTo(1 - Math.exp(-0.2), 10);
+    expect(held).toBeCloseTo(Math.exp(-0.2), 10);
+  });
+
+  it("averages over the positions a refill cycles through", () => {
+    // Reorder point 1, refill 2: it holds 2 or 3 when it asks, each half the time.
+    const m = 0.5;
+    const p = (k: number) => (Math.exp(-m) * m ** k) / [1, 1, 2, 6][k]!;
+    const { waited, held } = reorderPolicy(m, 1, 2);
+    expect(waited).toBeCloseTo((1 - p(0) - p(1) + (1 - p(0) - p(1) - p(2))) / 2, 10);
+    expect(held).toBeCloseTo((2 * p(0) + p(1) + (3 * p(0) + 2 * p(1) + p(2))) / 2, 10);
+  });
+
+  it("keeps the calls within the budget: a refill of three units for 500 requests a second and 200 calls", () => {
+    const bound = reorderBound(512, 500, 30_000, 200, 300_000);
+    expect(bound.refill).toBe(3);
+    expect(bound.callsPerSecond).toBeCloseTo(500 / 3, 10);
+  });
+
+  it("meets both 1× targets at 512 isolates, isolates vanishing included, for an object that always has units to give", () => {
+    const bound = reorderBound(512, 500, 30_000, 200, 300_000);
+    expect(bound.waited).toBeLessThanOrEqual(0.01);
+    expect(bound.underAdmission + bound.vanished).toBeLessThanOrEqual(0.05);
+    expect(bound.reorder).toEqual([0, 1]);
+  });
+
+  it("cannot keep under-admission within 5 % at 4,096 isolates, whose every unit held is idle for seconds", () => {
+    expect(reorderBound(4_096, 500, 30_000, 200, 300_000).underAdmission).toBeGreaterThan(0.05);
   });
 });
