@@ -105,7 +105,7 @@ const QUIET_PAST_BOOKED_INTERVALS = 4;
  * The fewest units an isolate's demand rate is measured over, where its earlier syncs counted that
  * many: a quiet isolate's sync counts a few requests, too few to size a lease by (2.5 requests
  * read ±63 %; 20, ±22 %). At 512 isolates and 1× load this cut the simulation's waits by a third
- * and its under-admission by 0.4 points (bench/SIMULATION.md); 40 did no better.
+ * and its under-admission by 0.4 points (bench/SIMULATION.md); 40 did about as well.
  */
 export const RATE_BASIS = 20;
 

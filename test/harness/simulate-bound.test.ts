@@ -41,7 +41,7 @@ describe("the lease bound", () => {
 });
 
 describe("the reorder-point bound", () => {
-  it("has an isolate that asks for one unit when it spends its last wait whenever a request comes within the lead time", () => {
+  it("makes a request wait whenever it comes within the lead time of an isolate that asks for one unit as it spends its last", () => {
     // Reorder point 0, refill 1: it holds its one unit until a request takes it, and then none for the lead time.
     const { waited, held } = reorderPolicy(0.2, 0, 1);
     expect(waited).toBeCloseTo(1 - Math.exp(-0.2), 10);
