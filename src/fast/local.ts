@@ -140,8 +140,19 @@ function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
 const ROOMY_HORIZON = 10;
 
 /**
- * Whether a background sync is due: the call the object booked has come, the lease will not last
- * until then, or a retry waits. An isolate of a roomy key that admitted nothing since its last call
+ * How far ahead of its booked call an isolate of a key with nothing to spare, its lease spent, makes
+ * that call: with a request that comes within this many of its mean gaps between requests of the
+ * booked time, and within one interval of it. A quiet isolate's first request after the booked time
+ * would otherwise make the call and wait on it; most of those were then admitted (the key had freed
+ * units since the cut-short grant), so the call may as well be on its way before. At 512 isolates
+ * and 1× this cut the simulation's waits by a fifth to a quarter; under-admission did not move.
+ */
+const BOOKED_CALL_LEAD_GAPS = 2;
+
+/**
+ * Whether a background sync is due: the call the object booked has come (or, for an isolate of a
+ * key with nothing to spare whose lease is spent, comes within its lead: BOOKED_CALL_LEAD_GAPS), the
+ * lease will not last until then, or a retry waits. An isolate of a roomy key that admitted nothing since its last call
  * skips the periodic sync while its lease is healthy, until the lease's last interval: an idle
  * isolate costs nothing, and renewing before the end keeps a key used now and then from waiting.
  * One that admits calls when booked: a limit lowered at the object (see leasePolicy) reaches every
@@ -156,6 +167,7 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now >= key.nextSyncAt && !idle) {
     return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || left > 0;
   }
+  if (key.saturated && left === 0 && now < key.nextSyncAt && key.nextSyncAt - now < Math.min(rule.syncMs, BOOKED_CALL_LEAD_GAPS / paceOf(key, now))) return true;
   // Running low: top up early, no more than four times an interval; a saturated key waits its turn.
   return (now - key.lastSyncAt) * 4 >= rule.syncMs && low && !key.saturated && now >= key.blockedUntil;
 }

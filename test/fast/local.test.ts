@@ -315,6 +315,25 @@ describe("a fast key in one isolate", () => {
     expect(deniedLocally(key, fast, 1, T0 + 5_000)).toBe(true);
   });
 
+  it("makes the booked call of a key with nothing to spare, its lease spent, with a request within the interval and two of its mean gaps before it", () => {
+    // Two requests in 4.5 s since the grant: a mean gap of 2.25 s, so the lead is the whole interval.
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    decideLocally(key, fast, 1, T0 + 2_000);
+    expect(syncDue(key, fast, T0 + 2_000)).toBe(false);
+    expect(decideLocally(key, fast, 1, T0 + 4_500)).toMatchObject({ allowed: false, reason: "cache" });
+    expect(syncDue(key, fast, T0 + 4_500)).toBe(true);
+  });
+
+  it("makes a busy isolate's booked call no sooner than two of its mean gaps before it", () => {
+    // Ten requests in 4 s, a mean gap of 400 ms: a lead of 800 ms, short of the 1 s still to go.
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    for (let i = 1; i <= 10; i++) decideLocally(key, fast, 1, T0 + i * 400);
+    expect(syncDue(key, fast, T0 + 4_000)).toBe(false);
+    // Eleven in 4.3 s: a lead of 782 ms, past the 700 ms to go.
+    decideLocally(key, fast, 1, T0 + 4_300);
+    expect(syncDue(key, fast, T0 + 4_300)).toBe(true);
+  });
+
   it("lets a quiet isolate's request wait on the call once a saturated key's booked time has come", () => {
     const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     expect(decideLocally(key, fast, 1, T0 + 5_500)).toBeUndefined();
