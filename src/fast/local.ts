@@ -152,12 +152,12 @@ const BOOKED_CALL_LEAD_GAPS = 2;
 
 /**
  * Whether a background sync is due: the call the object booked has come (or, for an isolate of a
- * key with nothing to spare whose lease is spent, comes within its lead: BOOKED_CALL_LEAD_GAPS), the
- * lease will not last until then, or a retry waits. An isolate of a roomy key that admitted nothing since its last call
- * skips the periodic sync while its lease is healthy, until the lease's last interval: an idle
- * isolate costs nothing, and renewing before the end keeps a key used now and then from waiting.
- * One that admits calls when booked: a limit lowered at the object (see leasePolicy) reaches every
- * isolate still spending by then, and the object cuts its leases back.
+ * key with nothing to spare whose lease is spent, comes within its lead: BOOKED_CALL_LEAD_GAPS),
+ * the lease will not last until then, or a retry waits. An isolate of a roomy key that admitted
+ * nothing since its last call skips the periodic sync while its lease is healthy, until the lease's
+ * last interval: an idle isolate costs nothing, and renewing before the end keeps a key used now
+ * and then from waiting. One that admits calls when booked: a limit lowered at the object (see
+ * leasePolicy) reaches every isolate still spending by then, and the object cuts its leases back.
  */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
