@@ -2,18 +2,29 @@
 import { MIXED_RTT } from "./latency";
 
 /**
- * Units a Poisson demand of `mean` asks beyond `lease`, on average: E[(X − lease)⁺], as
- * E[X] − lease + Σ_{k < lease} (lease − k)·P(X = k), which needs only the terms below the lease.
- * The terms are kept as logarithms: e^−mean alone is 0 in floating point past a mean of about 745.
+ * A Poisson count X of `mean` below `n`: P(X < n), and what `n` units leave unspent on average,
+ * E[(n − X)⁺] = Σ_{k < n} (n − k)·P(X = k). The terms are kept as logarithms: e^−mean alone is 0
+ * in floating point past a mean of about 745.
  */
-export function shortfall(mean: number, lease: number): number {
+function below(mean: number, n: number): { chance: number; left: number } {
   let logP = -mean;
-  let below = 0;
-  for (let k = 0; k < lease; k++) {
-    below += (lease - k) * Math.exp(logP);
+  let chance = 0;
+  let left = 0;
+  for (let k = 0; k < n; k++) {
+    const p = Math.exp(logP);
+    chance += p;
+    left += (n - k) * p;
     logP += Math.log(mean / (k + 1));
   }
-  return mean - lease + below;
+  return { chance, left };
+}
+
+/**
+ * Units a Poisson demand of `mean` asks beyond `lease`, on average: E[(X − lease)⁺], as
+ * E[X] − lease + E[(lease − X)⁺], which needs only the terms below the lease.
+ */
+export function shortfall(mean: number, lease: number): number {
+  return mean - lease + below(mean, lease).left;
 }
 
 /** One isolate count and refill cycle: the smallest lease that keeps waits within the share, and what it costs. */
@@ -56,17 +67,6 @@ export function longestCycle(isolates: number, perSecond: number, limit: number,
   return found;
 }
 
-/** The chance a Poisson count of `mean` is below `k`: Σ_{j < k} P(X = j), its terms kept as logarithms as in {@link shortfall}. */
-function poissonBelow(mean: number, k: number): number {
-  let logP = -mean;
-  let below = 0;
-  for (let j = 0; j < k; j++) {
-    below += Math.exp(logP);
-    logP += Math.log(mean / (j + 1));
-  }
-  return below;
-}
-
 /**
  * One isolate refilled at a reorder point (continuous review): when what it holds and has asked for
  * falls to `reorder`, it asks for `refill` more, which come a lead time later that brings Poisson
@@ -78,8 +78,9 @@ export function reorderPolicy(leadMean: number, reorder: number, refill: number)
   let waited = 0;
   let held = 0;
   for (let position = reorder + 1; position <= reorder + refill; position++) {
-    waited += 1 - poissonBelow(leadMean, position);
-    held += shortfall(leadMean, position) - leadMean + position;
+    const { chance, left } = below(leadMean, position);
+    waited += 1 - chance;
+    held += left;
   }
   return { waited: waited / refill, held: held / refill };
 }
