@@ -1,15 +1,16 @@
 /**
  * One isolate in fast mode. Every decision about a key is floodgate's own src/fast/local.ts
- * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased`, `releasable` and
- * `surrender`) on a real `LocalKey`; the shell around them, which in src/fast/index.ts awaits the
- * object with promises and `Date.now()`, is mirrored here on the simulated clock, with the lines
- * of index.ts named. A rule with `aggregate` syncs through its location's or its continent's relay
+ * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `onTimeCallAt`,
+ * `callOnTime`, `syncFailed`, `admittedUnleased`, `releasable` and `surrender`) on a real
+ * `LocalKey`; the shell around them, which in src/fast/index.ts awaits the object with promises,
+ * timers and `Date.now()`, is mirrored here on the simulated clock, with the lines of index.ts named. A rule with `aggregate` syncs through its location's or its continent's relay
  * (`relayFor`, src/fast/relay.ts), as index.ts does.
  */
 import type { Decision } from "../../src/algorithms";
 import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
-import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, releasable, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import type { SyncRequest } from "../../src/fast/lease";
 import { relayFor } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
@@ -29,7 +30,7 @@ function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
   return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
 }
 
-/** index.ts `Entry` (lines 48–57); `synced` only tells the report an isolate's first call from the others. */
+/** index.ts `Entry` (lines 50–59); `synced` only tells the report an isolate's first call from the others. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -68,7 +69,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 84–107). */
+  /** index.ts `decideFast` (lines 86–109). */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -82,7 +83,7 @@ export class FastIsolate extends IsolateBase {
     this.attempt(entry, rule, cost, 0, done);
   }
 
-  /** One pass of decideFast's loop (lines 96–100): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop (lines 98–102): wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
@@ -113,7 +114,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 163–172): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 141–144). */
+  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 165–174): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 143–146). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -121,7 +122,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 123–129). */
+  /** index.ts `decideHere` (lines 125–131). */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -129,7 +130,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 174–188); the rule never changes here. */
+  /** index.ts `entryFor` (lines 176–190); the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -139,13 +140,13 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 196–231): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync` (lines 200–237): one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's or continent's relay (lines 204–210); `retriedOnce` (line 213) tries once more
-   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 215) is
+   * aggregates, to its location's or continent's relay (lines 208–214); `retriedOnce` (line 217) tries once more
+   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 221) is
    * kept per isolate. `kind` is only for the report.
    */
-  private sync(entry: Entry, need: number, release: boolean, kind: CallKind): Flight {
+  private sync(entry: Entry, need: number, release: boolean, kind: CallKind, since = this.link.clock.now): Flight {
     const clock = this.link.clock;
     const now = clock.now;
     if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
@@ -164,7 +165,7 @@ export class FastIsolate extends IsolateBase {
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {
-          // retriedOnce (line 213): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
+          // retriedOnce (line 217): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
           if (!reply.ok && reply.error === "reset" && attempt === 0) return call(1);
           settle(reply);
         });
@@ -172,6 +173,7 @@ export class FastIsolate extends IsolateBase {
         const at = clock.now;
         if (reply.ok) {
           applyLease(entry.key, entry.rule, reply.lease!, at);
+          if (!release) this.callWhenBooked(entry, built, at, since);
           this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
           this.breaker.succeeded();
         } else {
@@ -186,7 +188,17 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `flushEvicted` (lines 234–242). */
+  /** index.ts `callWhenBooked` (lines 244–256): the timer that makes the key's booked call if no request came to make it, on the simulated clock. */
+  private callWhenBooked(entry: Entry, sent: SyncRequest, answeredAt: number, since: number): void {
+    const at = onTimeCallAt(entry.key, entry.rule, sent, since, answeredAt);
+    if (at === undefined) return;
+    this.link.clock.at(at, () => {
+      if (!this.alive || this.table.peek(entry.objectName)?.key !== entry.key || entry.inflight || !callOnTime(entry.key, answeredAt, this.link.clock.now)) return;
+      this.sync(entry, 0, false, "background", since);
+    });
+  }
+
+  /** index.ts `flushEvicted` (lines 259–267). */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -197,7 +209,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 248–258). */
+  /** index.ts `sweep` (lines 273–283). */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

@@ -9,11 +9,12 @@ import { metrics, observeWait } from "../metrics/metrics";
 import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
-import type { Lease } from "./lease";
+import type { Lease, SyncRequest } from "./lease";
 import { relayFor, type Whereabouts } from "./relay";
 import {
   admittedUnleased,
   applyLease,
+  callOnTime,
   decideLocally,
   deniedLocally,
   freshKey,
@@ -22,6 +23,7 @@ import {
   knownShare,
   leaseLeft,
   nextSync,
+  onTimeCallAt,
   refundLocally,
   releasable,
   surrender,
@@ -191,9 +193,11 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
  * Runs one sync for the key, or joins the one in flight. The sync is handed to `waitUntil`, so it
  * completes even if the request that started it is answered or cancelled; one that has made no
  * progress for two timeouts is presumed lost with its request and replaced (the replacement resends
- * the same unanswered sync, which the object applies once).
+ * the same unanswered sync, which the object applies once). Its answer may set the timer of the
+ * key's booked call (see {@link callWhenBooked}); `since`: when the request whose `waitUntil` the
+ * sync runs under was seen, for a sync that timer makes.
  */
-function sync(context: FastContext, entry: Entry, need: number, release = false): Promise<void> {
+function sync(context: FastContext, entry: Entry, need: number, release = false, since = Date.now()): Promise<void> {
   const now = Date.now();
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
@@ -211,7 +215,9 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
       // A sync is answered, never applied twice ((isolate, seq)), so a fault Cloudflare marks
       // retryable is retried once; an overloaded object is not, and the key backs off at once.
       const lease = await retriedOnce(call);
-      applyLease(entry.key, entry.rule, lease, Date.now());
+      const answeredAt = Date.now();
+      applyLease(entry.key, entry.rule, lease, answeredAt);
+      if (!release) callWhenBooked(context, entry, request, answeredAt, since);
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
       ruleBreaker(entry.rule.name).succeeded();
       metrics.count("floodgate_syncs_total", { result: "ok" });
@@ -228,6 +234,25 @@ function sync(context: FastContext, entry: Entry, need: number, release = false)
   entry.inflightSince = now;
   context.waitUntil(run.catch(() => undefined));
   return run;
+}
+
+/**
+ * Sets the timer that makes the key's booked call when no request comes to make it, if one is
+ * worth setting (see `onTimeCallAt` and `callOnTime`), under the `waitUntil` of the request the
+ * answered sync ran under: a timer outlives no request by more than ON_TIME_CALL_WITHIN_MS.
+ */
+function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, answeredAt: number, since: number): void {
+  const at = onTimeCallAt(entry.key, entry.rule, sent, since, answeredAt);
+  if (at === undefined) return;
+  const due = new Promise((resolve) => setTimeout(resolve, at - answeredAt));
+  context.waitUntil(
+    due.then(() => {
+      // The key may have left the table, or come back under a re-read rule (a new entry, the same key).
+      const current = table.peek(entry.objectName);
+      if (current?.key !== entry.key || current.inflight || !callOnTime(current.key, answeredAt, Date.now())) return;
+      return sync(context, current, 0, false, since).catch(() => undefined);
+    }),
+  );
 }
 
 /** Keys pushed out of the table give back their unspent lease in the background. */

@@ -137,6 +137,20 @@ describe("leases", () => {
     expect(onTop.topsUp).toBeUndefined();
   });
 
+  it("counts a fraction of a unit its isolate will still hold: a top-up is rounded up once", () => {
+    // A key 70 of whose 100 units another isolate holds, shared with two isolates asking 3 a second:
+    // the grant tops up to a fair share of between 2.3 and 2.6 units.
+    const second = (held: number) => {
+      let r = grantLease(window, undefined, indexPeers(), sync({ isolate: "z", need: 70 }), T0);
+      for (const isolate of ["b", "c"]) r = grantLease(window, r.state, r.peers, sync({ isolate, demand: 3, elapsedMs: 1_000, need: 0 }), T0);
+      r = grantLease(window, r.state, r.peers, sync({ demand: 1, elapsedMs: 1_000, need: 0 }), T0);
+      return grantLease(window, r.state, r.peers, sync({ seq: 2, demand: 1, elapsedMs: 1_000, need: 0, held }), T0 + 1_000).lease.units;
+    };
+    expect(second(0)).toBe(3);
+    expect(second(0.3)).toBe(3);
+    expect(second(0.6)).toBe(2);
+  });
+
   it("renews the leases an isolate holds when it tops them up: they end with the new one", () => {
     const first = grantLease(window, undefined, indexPeers(), sync({ need: 30 }), T0);
     const next = sync({ seq: 2, demand: 20, elapsedMs: 1_000, need: 0, held: 10, reports: [{ lease: 1, spent: [{ at: T0, units: 20 }], unspent: 0 }] });

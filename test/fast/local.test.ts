@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../src/fast/lease";
+import type { Lease, SyncRequest } from "../../src/fast/lease";
 import {
   admittedUnleased,
   applyLease,
+  callOnTime,
   COLD_REFUSAL_MS,
   decideLocally,
   deniedLocally,
@@ -10,6 +11,9 @@ import {
   knownShare,
   leaseLeft,
   nextSync,
+  ON_TIME_CALL_MAX_MS,
+  ON_TIME_CALL_WITHIN_MS,
+  onTimeCallAt,
   refundLocally,
   releasable,
   surrender,
@@ -182,13 +186,13 @@ describe("a fast key in one isolate", () => {
     expect(key.reports).toEqual([{ lease: 1, spent: [], unspent: 10 }]);
   });
 
-  it("tells the object what its leases will still hold when the answer comes: what they hold less its demand over a round trip", () => {
+  it("tells the object what its leases will still hold when the answer comes, unrounded: what they hold less its demand over a round trip", () => {
     const key = freshKey(T0);
     const first = nextSync(key, fast, isolate(), 1, T0);
     applyLease(key, fast, lease(first.seq, 10), T0 + 100);
     for (let i = 0; i < 4; i++) decideLocally(key, fast, 1, T0 + 500);
     // 4 units over the 1,000 ms since the last sync was sent, over the last round trip of 100 ms: 0.4 units.
-    expect(nextSync(key, fast, from, 0, T0 + 1_000).held).toBe(5);
+    expect(nextSync(key, fast, from, 0, T0 + 1_000).held).toBeCloseTo(5.6, 9);
   });
 
   it("keeps a lease that ends soon beside the next one", () => {
@@ -339,12 +343,129 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, fast, 1, T0 + 5_500)).toBeUndefined();
   });
 
+  it("lets a request ask once a saturated key's denial, which outlasted its booked time, has ended", () => {
+    // The booked call comes at T0 + 1,000; the key frees a unit only at T0 + 1,500.
+    const denial = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 1_500, retryAfter: 1_500 };
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 1_000, expiresAt: T0 + 2_000, standing: denial });
+    expect(decideLocally(key, fast, 1, T0 + 500)).toMatchObject({ allowed: false, reason: "cache" });
+    expect(decideLocally(key, fast, 1, T0 + 1_600)).toBeUndefined();
+  });
+
   it("takes the next lease of a saturated key as soon as its booked call is answered", () => {
     const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     decideLocally(key, fast, 1, T0 + 5_000);
     const { seq } = nextSync(key, fast, from, 0, T0 + 5_000);
     applyLease(key, fast, lease(seq, 3, { saturated: true, nextSyncAt: T0 + 10_000, expiresAt: T0 + 11_000 }), T0 + 5_050);
     expect(decideLocally(key, fast, 1, T0 + 5_060)).toMatchObject({ allowed: true, reason: "local" });
+  });
+});
+
+describe("a fast key under a rule with a block", () => {
+  const blocking = rule({ name: "b", mode: "fast", limit: 100, syncMs: 1_000, blockMs: 300_000 });
+  const denial = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 30_000, retryAfter: 30_000 };
+  const answered = (standing: Lease["standing"]) => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, blocking, isolate(), 0, T0);
+    applyLease(key, blocking, lease(seq, 0, { standing }), T0 + 10);
+    return key;
+  };
+
+  it("has its next request ask after an empty background grant, so the object sees the denial that starts the block", () => {
+    expect(decideLocally(answered({ ...denial, reason: "limit" }), blocking, 1, T0 + 20)).toBeUndefined();
+  });
+
+  it("denies from its cache once the object says the key is blocked", () => {
+    const blocked = { ...denial, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" as const };
+    expect(decideLocally(answered(blocked), blocking, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache" });
+  });
+});
+
+describe("a fast key's booked call, made on time when no request comes to make it", () => {
+  /** A key whose last sync, sent at T0, was answered 80 ms later with `units`, its next call booked at T0 + 1,000. */
+  const answered = (units: number, overrides: Partial<Lease> = {}) => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, fast, isolate(), 1, T0);
+    applyLease(key, fast, lease(seq, units, overrides), T0 + 80);
+    return key;
+  };
+  /** The sync that answer was for: `demand` units asked over the interval before it. */
+  const sent = (demand: number): SyncRequest => ({ isolate: "iso", seq: 1, reports: [], demand, elapsedMs: 1_000, need: 0, horizonMs: 1_000 });
+
+  it("sets the call's timer one round trip before the booked time, so the answer is back by then", () => {
+    // 2 units a second over the 840 ms to the timer, and a standard deviation more, leave 1 of 4.
+    expect(onTimeCallAt(answered(4), fast, sent(2), T0, T0 + 80)).toBe(T0 + 1_000 - 80);
+  });
+
+  it("sets no timer when the lease will still be healthy at the booked time, at the pace the key was asked for", () => {
+    expect(onTimeCallAt(answered(10), fast, sent(2), T0, T0 + 80)).toBeUndefined();
+  });
+
+  it("sets no timer while the object's denial holds past the booked time: the call would find nothing", () => {
+    const denied = answered(0, { standing: { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 30_000, retryAfter: 30_000 } });
+    expect(onTimeCallAt(denied, fast, sent(2), T0, T0 + 80)).toBeUndefined();
+  });
+
+  it("sets no timer for a call booked further off than it may wait", () => {
+    const far = answered(4, { nextSyncAt: T0 + 80 + ON_TIME_CALL_MAX_MS + 100, expiresAt: T0 + 20_000 });
+    expect(onTimeCallAt(far, fast, sent(2), T0, T0 + 80)).toBeUndefined();
+  });
+
+  it("sets no timer after an answer that took more than half the rule's timeout: a busy object would only see its queue grow", () => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, fast, isolate(), 1, T0);
+    applyLease(key, fast, lease(seq, 4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }), T0 + 600);
+    expect(onTimeCallAt(key, fast, sent(2), T0, T0 + 600)).toBeUndefined();
+  });
+
+  it("sets no timer past the time the request it runs under may keep it", () => {
+    expect(onTimeCallAt(answered(4), fast, sent(2), T0 + 80 - ON_TIME_CALL_WITHIN_MS, T0 + 80)).toBeUndefined();
+  });
+
+  it("makes the call when the key was asked for since its last sync and its lease is down to one unit", () => {
+    const key = answered(2);
+    decideLocally(key, fast, 1, T0 + 300);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(true);
+  });
+
+  it("makes the call when less than half its grant is left", () => {
+    const key = answered(10);
+    for (let i = 0; i < 6; i++) decideLocally(key, fast, 1, T0 + 300);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(true);
+  });
+
+  it("makes the call when its lease is spent at a key with nothing to spare", () => {
+    const key = answered(1, { saturated: true });
+    decideLocally(key, fast, 1, T0 + 300);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(true);
+  });
+
+  it("leaves the call to the next request while the lease is healthy", () => {
+    const key = answered(10);
+    for (let i = 0; i < 3; i++) decideLocally(key, fast, 1, T0 + 300);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(false);
+  });
+
+  it("makes no call for a key not asked for since its last sync", () => {
+    expect(callOnTime(answered(1), T0 + 80, T0 + 920)).toBe(false);
+  });
+
+  it("makes no call once a later sync was answered: that answer sets its own timer", () => {
+    const key = answered(4);
+    for (let i = 0; i < 3; i++) decideLocally(key, fast, 1, T0 + 300);
+    const { seq } = nextSync(key, fast, from, 0, T0 + 400);
+    applyLease(key, fast, lease(seq, 4, { nextSyncAt: T0 + 1_400 }), T0 + 480);
+    decideLocally(key, fast, 1, T0 + 500);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(false);
+  });
+
+  it("makes no call while a sync is on its way, or a backoff holds", () => {
+    const key = answered(4);
+    for (let i = 0; i < 3; i++) decideLocally(key, fast, 1, T0 + 300);
+    nextSync(key, fast, from, 0, T0 + 400);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(false);
+    syncFailed(key, fast, T0 + 900);
+    decideLocally(key, fast, 1, T0 + 910);
+    expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(false);
   });
 });
 

@@ -1,7 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { localView } from "../../src/fast";
+import { decideFast, localView, type FastContext } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
+import { rule } from "../helpers/rules";
 import { originLog, send } from "../helpers/worker";
 
 const get = (path: string, ip = "192.0.2.1") => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
@@ -79,5 +80,27 @@ describe("fast mode in the real runtime", () => {
     const { remaining } = await peek("resync/192.0.2.50", policy);
     expect(admitted).toBe(20);
     expect(remaining + admitted + view.leased + view.returning).toBe(100);
+  });
+
+  it("makes a key's booked call on time when no request comes to make it, so the next request is not kept waiting on it", async () => {
+    const fast = rule({ name: "on-time", mode: "fast", limit: 2, periodMs: 3_600_000, syncMs: 1_000 });
+    const context = (): FastContext & { settled: () => Promise<unknown> } => {
+      const pending: Promise<unknown>[] = [];
+      return { namespace: env.LIMITER, waitUntil: (p) => void pending.push(p), settled: async () => { while (pending.length) await pending.shift(); } };
+    };
+    // The first request waits on the first sync, which leases both units and books the next call a second on.
+    const first = context();
+    expect(await decideFast(first, fast, "on-time/k", 1)).toMatchObject({ allowed: true });
+    const answeredAt = localView("on-time/k")!.lastSyncAt;
+    // The second spends the last unit too soon after that answer to top it up early.
+    expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: true, reason: "local" });
+    const before = syncs();
+    // The first request's waitUntil holds the timer, which makes the booked call a round trip before its time.
+    await first.settled();
+    expect(syncs()).toBe(before + 1);
+    expect(localView("on-time/k")!.lastSyncAt).toBeGreaterThan(answeredAt + 500);
+    // Its answer (the key is spent) is already here: the next request is denied from the cache, not after a call.
+    expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: false, reason: "cache" });
+    expect(syncs()).toBe(before + 1);
   });
 });
