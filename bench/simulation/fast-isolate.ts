@@ -9,7 +9,7 @@
 import type { Decision } from "../../src/algorithms";
 import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
-import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type OnTimeChain, type Sender } from "../../src/fast/local";
 import type { SyncRequest } from "../../src/fast/lease";
 import { relayFor } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
@@ -146,7 +146,7 @@ export class FastIsolate extends IsolateBase {
    * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 221) is
    * kept per isolate. `kind` is only for the report.
    */
-  private sync(entry: Entry, need: number, release: boolean, kind: CallKind, since = this.link.clock.now): Flight {
+  private sync(entry: Entry, need: number, release: boolean, kind: CallKind, chain: OnTimeChain = { since: this.link.clock.now, calls: 0 }): Flight {
     const clock = this.link.clock;
     const now = clock.now;
     if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
@@ -173,7 +173,7 @@ export class FastIsolate extends IsolateBase {
         const at = clock.now;
         if (reply.ok) {
           applyLease(entry.key, entry.rule, reply.lease!, at);
-          if (!release) this.callWhenBooked(entry, built, at, since);
+          if (!release) this.callWhenBooked(entry, built, at, chain);
           this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
           this.breaker.succeeded();
         } else {
@@ -189,12 +189,12 @@ export class FastIsolate extends IsolateBase {
   }
 
   /** index.ts `callWhenBooked` (lines 244–256): the timer that makes the key's booked call if no request came to make it, on the simulated clock. */
-  private callWhenBooked(entry: Entry, sent: SyncRequest, answeredAt: number, since: number): void {
-    const at = onTimeCallAt(entry.key, entry.rule, sent, since, answeredAt);
+  private callWhenBooked(entry: Entry, sent: SyncRequest, answeredAt: number, chain: OnTimeChain): void {
+    const at = onTimeCallAt(entry.key, entry.rule, sent, chain, answeredAt);
     if (at === undefined) return;
     this.link.clock.at(at, () => {
       if (!this.alive || this.table.peek(entry.objectName)?.key !== entry.key || entry.inflight || !callOnTime(entry.key, answeredAt, this.link.clock.now)) return;
-      this.sync(entry, 0, false, "background", since);
+      this.sync(entry, 0, false, "background", { since: chain.since, calls: chain.calls + 1 });
     });
   }
 

@@ -30,6 +30,7 @@ import {
   syncDue,
   syncFailed,
   type LocalKey,
+  type OnTimeChain,
   type Sender,
 } from "./local";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
@@ -194,10 +195,10 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
  * completes even if the request that started it is answered or cancelled; one that has made no
  * progress for two timeouts is presumed lost with its request and replaced (the replacement resends
  * the same unanswered sync, which the object applies once). Its answer may set the timer of the
- * key's booked call (see {@link callWhenBooked}); `since`: when the request whose `waitUntil` the
- * sync runs under was seen, for a sync that timer makes.
+ * key's booked call (see {@link callWhenBooked}); `chain`: the timers under the request whose
+ * `waitUntil` the sync runs under, for a sync a timer makes.
  */
-function sync(context: FastContext, entry: Entry, need: number, release = false, since = Date.now()): Promise<void> {
+function sync(context: FastContext, entry: Entry, need: number, release = false, chain: OnTimeChain = { since: Date.now(), calls: 0 }): Promise<void> {
   const now = Date.now();
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
@@ -217,7 +218,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       const lease = await retriedOnce(call);
       const answeredAt = Date.now();
       applyLease(entry.key, entry.rule, lease, answeredAt);
-      if (!release) callWhenBooked(context, entry, request, answeredAt, since);
+      if (!release) callWhenBooked(context, entry, request, answeredAt, chain);
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
       ruleBreaker(entry.rule.name).succeeded();
       metrics.count("floodgate_syncs_total", { result: "ok" });
@@ -239,10 +240,11 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
 /**
  * Sets the timer that makes the key's booked call when no request comes to make it, if one is
  * worth setting (see `onTimeCallAt` and `callOnTime`), under the `waitUntil` of the request the
- * answered sync ran under: a timer outlives no request by more than ON_TIME_CALL_WITHIN_MS.
+ * answered sync ran under, as one `chain` of at most ON_TIME_CALLS_PER_CHAIN calls within
+ * ON_TIME_CALL_WITHIN_MS of that request.
  */
-function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, answeredAt: number, since: number): void {
-  const at = onTimeCallAt(entry.key, entry.rule, sent, since, answeredAt);
+function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, answeredAt: number, chain: OnTimeChain): void {
+  const at = onTimeCallAt(entry.key, entry.rule, sent, chain, answeredAt);
   if (at === undefined) return;
   const due = new Promise((resolve) => setTimeout(resolve, at - answeredAt));
   context.waitUntil(
@@ -250,7 +252,7 @@ function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, a
       // The key may have left the table, or come back under a re-read rule (a new entry, the same key).
       const current = table.peek(entry.objectName);
       if (current?.key !== entry.key || current.inflight || !callOnTime(current.key, answeredAt, Date.now())) return;
-      return sync(context, current, 0, false, since).catch(() => undefined);
+      return sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }).catch(() => undefined);
     }),
   );
 }

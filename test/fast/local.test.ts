@@ -13,6 +13,7 @@ import {
   nextSync,
   ON_TIME_CALL_MAX_MS,
   ON_TIME_CALL_WITHIN_MS,
+  ON_TIME_CALLS_PER_CHAIN,
   onTimeCallAt,
   refundLocally,
   releasable,
@@ -393,32 +394,36 @@ describe("a fast key's booked call, made on time when no request comes to make i
 
   it("sets the call's timer one round trip before the booked time, so the answer is back by then", () => {
     // 2 units a second over the 840 ms to the timer, and a standard deviation more, leave 1 of 4.
-    expect(onTimeCallAt(answered(4), fast, sent(2), T0, T0 + 80)).toBe(T0 + 1_000 - 80);
+    expect(onTimeCallAt(answered(4), fast, sent(2), { since: T0, calls: 0 }, T0 + 80)).toBe(T0 + 1_000 - 80);
   });
 
   it("sets no timer when the lease will still be healthy at the booked time, at the pace the key was asked for", () => {
-    expect(onTimeCallAt(answered(10), fast, sent(2), T0, T0 + 80)).toBeUndefined();
+    expect(onTimeCallAt(answered(10), fast, sent(2), { since: T0, calls: 0 }, T0 + 80)).toBeUndefined();
   });
 
   it("sets no timer while the object's denial holds past the booked time: the call would find nothing", () => {
     const denied = answered(0, { standing: { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 30_000, retryAfter: 30_000 } });
-    expect(onTimeCallAt(denied, fast, sent(2), T0, T0 + 80)).toBeUndefined();
+    expect(onTimeCallAt(denied, fast, sent(2), { since: T0, calls: 0 }, T0 + 80)).toBeUndefined();
   });
 
   it("sets no timer for a call booked further off than it may wait", () => {
     const far = answered(4, { nextSyncAt: T0 + 80 + ON_TIME_CALL_MAX_MS + 100, expiresAt: T0 + 20_000 });
-    expect(onTimeCallAt(far, fast, sent(2), T0, T0 + 80)).toBeUndefined();
+    expect(onTimeCallAt(far, fast, sent(2), { since: T0, calls: 0 }, T0 + 80)).toBeUndefined();
   });
 
   it("sets no timer after an answer that took more than half the rule's timeout: a busy object would only see its queue grow", () => {
     const key = freshKey(T0);
     const { seq } = nextSync(key, fast, isolate(), 1, T0);
     applyLease(key, fast, lease(seq, 4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }), T0 + 600);
-    expect(onTimeCallAt(key, fast, sent(2), T0, T0 + 600)).toBeUndefined();
+    expect(onTimeCallAt(key, fast, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBeUndefined();
+  });
+
+  it("sets no timer once the timers under one request have made as many calls as a chain may", () => {
+    expect(onTimeCallAt(answered(4), fast, sent(2), { since: T0, calls: ON_TIME_CALLS_PER_CHAIN }, T0 + 80)).toBeUndefined();
   });
 
   it("sets no timer past the time the request it runs under may keep it", () => {
-    expect(onTimeCallAt(answered(4), fast, sent(2), T0 + 80 - ON_TIME_CALL_WITHIN_MS, T0 + 80)).toBeUndefined();
+    expect(onTimeCallAt(answered(4), fast, sent(2), { since: T0 + 80 - ON_TIME_CALL_WITHIN_MS, calls: 0 }, T0 + 80)).toBeUndefined();
   });
 
   it("makes the call when the key was asked for since its last sync and its lease is down to one unit", () => {
