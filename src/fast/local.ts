@@ -209,10 +209,10 @@ export interface OnTimeChain {
  * past the booked time, so the call would find nothing to lease. Nor where it may not wait: the
  * call is more than {@link ON_TIME_CALL_MAX_MS} off, or the `chain` of timers under one request
  * has made {@link ON_TIME_CALLS_PER_CHAIN} calls or would run past {@link ON_TIME_CALL_WITHIN_MS}
- * of that request. Nor where the answer took more than half the
- * rule's timeout: a busy object would only see its queue grow (at the cold start of 4,096 isolates
- * at 10×, where onError admits beside the leases, timers after such answers let the simulation's
- * first window reach 1.011–1.013 of the limit, against 1.008–1.010 without them).
+ * of that request. Nor where the answer took more than half the rule's timeout: a busy object
+ * would only see its queue grow (at the cold start of 4,096 isolates at 10×, where onError admits
+ * beside the leases, timers after such answers let the simulation's first window reach 1.011–1.013
+ * of the limit, against 1.008–1.010 without them).
  */
 export function onTimeCallAt(key: LocalKey, rule: Rule, sent: SyncRequest, chain: OnTimeChain, now: number): number | undefined {
   const at = Math.max(now, key.nextSyncAt - key.roundTripMs);

@@ -83,12 +83,14 @@ describe("fast mode in the real runtime", () => {
   });
 
   it("makes a key's booked call on time when no request comes to make it, so the next request is not kept waiting on it", async () => {
-    const fast = rule({ name: "on-time", mode: "fast", limit: 2, periodMs: 3_600_000, syncMs: 1_000 });
+    // A 2 s interval and 5 s timeout leave room for a slow machine: the second request must come
+    // within a quarter interval of the first answer, and that answer within half the timeout.
+    const fast = rule({ name: "on-time", mode: "fast", limit: 2, periodMs: 3_600_000, syncMs: 2_000, timeoutMs: 5_000 });
     const context = (): FastContext & { settled: () => Promise<unknown> } => {
       const pending: Promise<unknown>[] = [];
       return { namespace: env.LIMITER, waitUntil: (p) => void pending.push(p), settled: async () => { while (pending.length) await pending.shift(); } };
     };
-    // The first request waits on the first sync, which leases both units and books the next call a second on.
+    // The first request waits on the first sync, which leases both units and books the next call an interval on.
     const first = context();
     expect(await decideFast(first, fast, "on-time/k", 1)).toMatchObject({ allowed: true });
     const answeredAt = localView("on-time/k")!.lastSyncAt;
@@ -98,7 +100,7 @@ describe("fast mode in the real runtime", () => {
     // The first request's waitUntil holds the timer, which makes the booked call a round trip before its time.
     await first.settled();
     expect(syncs()).toBe(before + 1);
-    expect(localView("on-time/k")!.lastSyncAt).toBeGreaterThan(answeredAt + 500);
+    expect(localView("on-time/k")!.lastSyncAt).toBeGreaterThan(answeredAt + 1_000);
     // Its answer (the key is spent) is already here: the next request is denied from the cache, not after a call.
     expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: false, reason: "cache" });
     expect(syncs()).toBe(before + 1);
