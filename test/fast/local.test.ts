@@ -463,7 +463,7 @@ describe("a fast key's booked call, made on time when no request comes to make i
     expect(callOnTime(key, T0 + 80, T0 + 920)).toBe(false);
   });
 
-  it("makes no call while a sync is on its way, or a backoff holds", () => {
+  it("makes no call while a sync is on its way, or failed and waits for its retry", () => {
     const key = answered(4);
     for (let i = 0; i < 3; i++) decideLocally(key, fast, 1, T0 + 300);
     nextSync(key, fast, from, 0, T0 + 400);
