@@ -418,6 +418,14 @@ describe("a fast key's booked call, made on time when no request comes to make i
     expect(onTimeCallAt(key, fast, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBeUndefined();
   });
 
+  it("sets a timer after a slow answer through a relay, whose batches the object paces", () => {
+    const relayed = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000, aggregate: "continent" });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, relayed, isolate(), 1, T0);
+    applyLease(key, relayed, lease(seq, 4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }), T0 + 600);
+    expect(onTimeCallAt(key, relayed, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBe(T0 + 2_000 - 600);
+  });
+
   it("sets no timer once the timers under one request have made as many calls as a chain may", () => {
     expect(onTimeCallAt(answered(4), fast, sent(2), { since: T0, calls: ON_TIME_CALLS_PER_CHAIN }, T0 + 80)).toBeUndefined();
   });
