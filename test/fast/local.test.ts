@@ -382,11 +382,11 @@ describe("a fast key under a rule with a block", () => {
 });
 
 describe("a fast key's booked call, made on time when no request comes to make it", () => {
-  /** A key whose last sync, sent at T0, was answered 80 ms later with `units`, its next call booked at T0 + 1,000. */
-  const answered = (units: number, overrides: Partial<Lease> = {}) => {
+  /** A key of `under` whose last sync, sent at T0, was answered at `at` (80 ms later) with `units`, its next call booked at T0 + 1,000. */
+  const answered = (units: number, overrides: Partial<Lease> = {}, under = fast, at = T0 + 80) => {
     const key = freshKey(T0);
-    const { seq } = nextSync(key, fast, isolate(), 1, T0);
-    applyLease(key, fast, lease(seq, units, overrides), T0 + 80);
+    const { seq } = nextSync(key, under, isolate(), 1, T0);
+    applyLease(key, under, lease(seq, units, overrides), at);
     return key;
   };
   /** The sync that answer was for: `demand` units asked over the interval before it. */
@@ -412,17 +412,13 @@ describe("a fast key's booked call, made on time when no request comes to make i
   });
 
   it("sets no timer after an answer that took more than half the rule's timeout: a busy object would only see its queue grow", () => {
-    const key = freshKey(T0);
-    const { seq } = nextSync(key, fast, isolate(), 1, T0);
-    applyLease(key, fast, lease(seq, 4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }), T0 + 600);
+    const key = answered(4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }, fast, T0 + 600);
     expect(onTimeCallAt(key, fast, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBeUndefined();
   });
 
   it("sets a timer after a slow answer through a relay, whose batches the object paces", () => {
     const relayed = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000, aggregate: "continent" });
-    const key = freshKey(T0);
-    const { seq } = nextSync(key, relayed, isolate(), 1, T0);
-    applyLease(key, relayed, lease(seq, 4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }), T0 + 600);
+    const key = answered(4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000 }, relayed, T0 + 600);
     expect(onTimeCallAt(key, relayed, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBe(T0 + 2_000 - 600);
   });
 
