@@ -112,8 +112,8 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
         totals.call(clock.now);
         deliver(farMs, () => objectFor(objectName), { sync: request, kind: "background" }, onReply);
       };
-      const fresh = s.poolIntervals
-        ? new PoolRelayObject(clock, T0 + s.warmupMs, { ...rule, syncMs: rule.syncMs * s.poolIntervals }, `${name}#${relaysMade++}`, sendSync)
+      const fresh = s.pooled
+        ? new PoolRelayObject(clock, T0 + s.warmupMs, rule, `${name}#${relaysMade++}`, sendSync)
         : new RelayObject(clock, T0 + s.warmupMs, send);
       world.relays.set(name, (relay = fresh));
       // A relay restarts after a lifetime drawn as an isolate's: the next call meets a fresh one.

@@ -52,7 +52,7 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
   constructor(
     clock: Clock,
     steadyFrom: number,
-    /** the key's rule, with the interval the relay syncs at (its isolates keep the rule's own) */
+    /** the key's rule: the relay syncs at its interval, as its isolates do */
     private readonly rule: Rule,
     private readonly id: string,
     private readonly sendSync: SendSync,

@@ -9,7 +9,7 @@ import { RATE_BASIS } from "../../src/fast/lease";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
-import { AGREEMENT, continentOf, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, POOL_SLOW_INTERVALS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
+import { AGREEMENT, continentOf, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 import { callKinds, type SeedVerdicts, type Verdict } from "./targets";
 
@@ -430,7 +430,7 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
   }
   const pooled = proto.filter((p) => p.mode === "fast");
   if (pooled.length) {
-    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool\d*-/, "relay-"));
+    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-"));
     const rows = pooled.map((p) => {
       const relayed = relayOfProto(p);
       return [
@@ -445,24 +445,17 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
     const calls = (x: ScenarioResult) => x.objectCallsPerSecondPeak;
     const p50 = (x: ScenarioResult) => x.detail.waitMs?.p50 ?? 0;
     const ms = (x: number) => `${Math.round(x)} ms`;
-    const at512 = (rows: ScenarioResult[]) => rows.filter((x) => x.isolates === 512 && x.load === 1 && x.algorithm === "sliding-window");
-    /** One design's figures on these scenarios: calls, under-admission at 512 isolates, waits. */
+    /** One design's figures on these scenarios: calls, under-admission of the sliding window at 1×, waits. */
     const figures = (rows: ScenarioResult[], label: string): string =>
-      `${label}: the key's object's busiest second ${span(rows.filter((p) => !inManyLocations(p.name)), calls, n)} calls in ${LOCATIONS} locations and ${span(rows.filter((p) => inManyLocations(p.name)), calls, n)} in ${MANY_LOCATIONS}; ` +
-      `a sliding window at 512 isolates and 1× admitted ${span(at512(rows), (x) => x.underAdmission, percent)} less than an exact limiter; ` +
+      `${label}: the key's object's busiest second ${span(rows, calls, n)} calls; ` +
+      `a sliding window at 1× admitted ${span(rows.filter((x) => x.load === 1 && x.algorithm === "sliding-window"), (x) => x.underAdmission, percent)} less than an exact limiter; ` +
       `at 1× ${span(rows.filter((p) => p.load === 1), (x) => x.waitedForObject, percent)} of requests waited, ${span(rows, p50, ms)} at the median.`;
-    const relayed = all.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
-    const variants = [...new Set(pooled.map((p) => /^proto-pool(\d*)-/.exec(p.name)![1]!))].map((k) => ({ intervals: Number(k || 1), rows: pooled.filter((p) => p.name.startsWith(`proto-pool${k}-`)) }));
-    const summary = [
-      "Measured, not tuned.",
-      figures(relayed, "Relays as src/ has them"),
-      ...variants.map((v) => figures(v.rows, `Pooled, the relay syncing every ${v.intervals === 1 ? "interval" : `${v.intervals} intervals`}`)),
-      "A relay that syncs less often holds its units longer: fewer calls, more units idle.",
-    ].join(" ");
+    const relayed = pooled.flatMap((p) => relayOfProto(p) ?? []);
+    const summary = ["Measured, not tuned.", figures(relayed, "Relays as src/ has them"), figures(pooled, "Pooled")].join(" ");
     out.push(
       "### Relays that hold a lease for their location (fast mode)",
       "",
-      `bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it and at its rule's interval (\`proto-pool-\`) or ${POOL_SLOW_INTERVALS} times it (\`proto-pool${POOL_SLOW_INTERVALS}-\`); it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as \`aggregate: "location"\` (relay → prototype):`,
+      `bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it and at its rule's interval; it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as \`aggregate: "location"\` at 512 isolates (relay → prototype):`,
       "",
       table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
       "",

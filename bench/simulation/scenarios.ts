@@ -37,10 +37,10 @@ export interface Scenario {
   aggregate: "none" | "location" | "continent";
   /**
    * PROTOTYPE: each relay holds a lease for its location and answers its isolates from it
-   * (bench/simulation/pool-relay.ts), syncing with the key's object every this many of the rule's
-   * sync intervals; absent: relays forward syncs, as src/ has them
+   * (bench/simulation/pool-relay.ts), syncing with the key's object at the rule's interval;
+   * absent: relays forward syncs, as src/ has them
    */
-  poolIntervals?: number;
+  pooled?: true;
   /** the rule's timeout; absent: the product's default */
   timeoutMs?: number;
   /** locations the isolates sit in, one relay each where the rule aggregates; absent: LOCATIONS */
@@ -63,8 +63,6 @@ export const LOCATIONS = 64;
  */
 export const MANY_LOCATIONS = 300;
 
-/** PROTOTYPE: the slower of the pooled relays syncs with the key's object every this many intervals. */
-export const POOL_SLOW_INTERVALS = 4;
 
 /** The scenario that repeats one of the default design with `aggregate: "continent"`: `continent-…` for `fast-…`, `continent-churn-…` for `churn-…`. */
 export function continentOf(scenario: string): string {
@@ -309,16 +307,8 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
-  // PROTOTYPE (simulator only): relays that hold a lease for their location, on the relay scenarios' global keys.
-  // Each syncing every interval, and every POOL_SLOW_INTERVALS: fewer calls, for units held longer.
-  for (const intervals of [1, POOL_SLOW_INTERVALS]) {
-    out.push(
-      ...relays.filter((r) => !r.name.startsWith("relay-churn-")).flatMap((r) => {
-        const pooled = { ...r, name: r.name.replace(/^relay-/, intervals === 1 ? "proto-pool-" : `proto-pool${intervals}-`), family: "prototype" as const, poolIntervals: intervals };
-        return r.isolates === 4_096 ? [pooled, { ...pooled, name: `${pooled.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS }] : [pooled];
-      }),
-    );
-  }
+  // PROTOTYPE (simulator only): relays that hold a lease for their location, on the relay scenarios' global keys at 512 isolates.
+  out.push(...relays.filter((r) => r.isolates === 512 && !r.name.startsWith("relay-churn-")).map((r) => ({ ...r, name: r.name.replace(/^relay-/, "proto-pool-"), family: "prototype" as const, pooled: true as const })));
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {
     for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {
