@@ -10,7 +10,7 @@ import type { IsolateBase, Link } from "./isolate";
 import { CONTINENT_RTT, CONTINENTS, continentAt, drawRtt, legMs, RELAY_RTT } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
 import { KeyObject, type Call, type Reply, type ThreadStats, type ObjectThread } from "./object";
-import { PoolRelayObject, type SendSync } from "./pool-relay";
+import { POOL_LEASE_MS, PoolRelayObject, type SendSync } from "./pool-relay";
 import { RelayObject, type SendBatch } from "./relay";
 import { LOCATIONS, type Scenario } from "./scenarios";
 import { StrictIsolate } from "./strict-isolate";
@@ -110,7 +110,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       // PROTOTYPE: a relay that leases for its location syncs with the key's object as one peer.
       const sendSync: SendSync = (request, onReply) => {
         totals.call(clock.now);
-        deliver(farMs, () => objectFor(objectName), { sync: request, kind: "background" }, onReply);
+        deliver(farMs, () => objectFor(objectName), { sync: request, kind: "background", lastsMs: POOL_LEASE_MS }, onReply);
       };
       const fresh = s.pooled
         ? new PoolRelayObject(clock, T0 + s.warmupMs, rule, `${name}#${relaysMade++}`, sendSync)

@@ -14,7 +14,7 @@ import type { SyncRequest } from "../../src/fast/lease";
 import { relayFor } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
-import { IsolateBase, type Done, type Link, type Outcome } from "./isolate";
+import { IsolateBase, type Done, type Link, type Outcome, type WaitCause } from "./isolate";
 import type { RunTotals } from "./metrics";
 import type { CallKind, Reply } from "./object";
 
@@ -30,13 +30,14 @@ function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
   return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
 }
 
-/** index.ts `Entry` (lines 50–59); `synced` only tells the report an isolate's first call from the others. */
+/** index.ts `Entry` (lines 50–59); `synced` and `inflightCause` are only for the report: an isolate's first call from the others, and what a request that joins the sync in flight waits behind. */
 interface Entry {
   rule: Rule;
   objectName: string;
   key: LocalKey;
   inflight: Flight | null;
   inflightSince: number;
+  inflightCause: WaitCause;
   waiting: number;
   synced: boolean;
 }
@@ -75,23 +76,34 @@ export class FastIsolate extends IsolateBase {
     const entry = this.entryFor(rule, objectName, now);
     this.flushEvicted();
     this.sweep(now);
+    // Units in leases that have ended, before deciding expires them: the report's `expired`.
+    const ended = entry.key.lots.reduce((sum, lot) => sum + (lot.expiresAt <= now ? lot.units : 0), 0);
     const local = this.decideHere(entry, rule, cost, now);
     if (local) return done({ decision: local, waited: false });
     const wait = Math.max(entry.key.retryAt - now, this.breaker.waitFor(now));
     if (wait > 0) return done({ decision: this.onErrorCounted(entry, cost, now), waited: false, error: "unavailable" });
+    const cause = this.waitCause(entry, ended > 0, now);
     entry.waiting += cost;
-    this.attempt(entry, rule, cost, 0, done);
+    this.attempt(entry, rule, cost, 0, cause, done);
+  }
+
+  /** Why a request that found no units waits (see WaitCause), read before it starts or joins a sync. */
+  private waitCause(entry: Entry, ended: boolean, now: number): WaitCause {
+    if (!entry.synced) return "first";
+    if (ended) return "expired";
+    if (entry.inflight) return entry.inflightCause;
+    return now < entry.key.nextSyncAt ? "spentBeforeBooked" : "spentAfterBooked";
   }
 
   /** One pass of decideFast's loop (lines 98–102): wait for a sync, within the rule's timeout, then try the lease again. */
-  private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, done: Done): void {
+  private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, cause: WaitCause, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
     let settled = false;
     const finish = (decision: Decision, error?: SyncError): void => {
       settled = true;
       entry.waiting -= cost;
-      done({ decision: this.alive ? decision : null, waited: true, ...(error ? { error } : {}) });
+      done({ decision: this.alive ? decision : null, waited: true, cause, ...(error ? { error } : {}) });
     };
     flight.waiters.push((ok, error) => {
       if (settled || !this.alive) return;
@@ -101,7 +113,7 @@ export class FastIsolate extends IsolateBase {
       if (decided) return finish(decided.allowed ? decided : { ...decided, reason: "limit" });
       if (attempt === 0) {
         settled = true;
-        return this.attempt(entry, rule, cost, 1, done);
+        return this.attempt(entry, rule, cost, 1, cause, done);
       }
       // Lines 105–106: requests queued behind the same syncs spent their grants first.
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
@@ -134,7 +146,7 @@ export class FastIsolate extends IsolateBase {
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
-    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, waiting: 0, synced: false };
+    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, inflightCause: "first", waiting: 0, synced: false };
     this.table.set(objectName, entry);
     return entry;
   }
@@ -153,6 +165,9 @@ export class FastIsolate extends IsolateBase {
     const flight: Flight = { waiters: [] };
     entry.inflight = flight;
     entry.inflightSince = now;
+    // A timer's call (`chain.calls` > 0) is the booked call made on time, a round trip before it.
+    const booked = now >= entry.key.nextSyncAt || chain.calls > 0;
+    entry.inflightCause = !entry.synced ? "first" : kind === "waiting" ? "behindWait" : kind === "release" ? "behindRelease" : booked ? "behindBookedCall" : "behindTopUp";
     clock.soon(() => {
       if (!this.alive) return;
       const built = nextSync(entry.key, entry.rule, this.sender, Math.max(need, entry.waiting), clock.now, release);

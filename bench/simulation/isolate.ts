@@ -7,10 +7,22 @@ import { policyOf } from "../../src/config/policy";
 import type { Clock } from "./clock";
 import type { Call, Reply } from "./object";
 
-/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call, and the error onError answered for (`queueFull`: a strict key's queue in the isolate, or a relay's queue, was full). */
+/**
+ * Why a fast request waited on a call: its isolate had not yet heard from the key's object
+ * (`first`: no call answered yet); its lease ended holding units (`expired`); a call was already on
+ * its way when the lease ran dry: an early top-up (`behindTopUp`), the booked call
+ * (`behindBookedCall`), another waiting request's (`behindWait`) or a release (`behindRelease`);
+ * or the lease was spent with no call on its way, before the booked time (`spentBeforeBooked`: no
+ * early top-up started) or after it (`spentAfterBooked`: the booked call was left to a request).
+ */
+export const WAIT_CAUSES = ["first", "expired", "behindTopUp", "behindBookedCall", "behindWait", "behindRelease", "spentBeforeBooked", "spentAfterBooked"] as const;
+export type WaitCause = (typeof WAIT_CAUSES)[number];
+
+/** How a request ended: its decision (null: the isolate vanished first), whether it waited on a call (and why, in fast mode), and the error onError answered for (`queueFull`: a strict key's queue in the isolate, or a relay's queue, was full). */
 export interface Outcome {
   decision: Decision | null;
   waited: boolean;
+  cause?: WaitCause;
   error?: "timeout" | "overloaded" | "unavailable" | "queueFull" | "reset";
 }
 

@@ -1,6 +1,6 @@
 /** What a run measures, per key and in all: admissions against the limit and against an exact limiter, waits, errors, and per-second series. */
 import { decide, type LimiterState, type Policy } from "../../src/algorithms";
-import type { Outcome } from "./isolate";
+import { WAIT_CAUSES, type Outcome, type WaitCause } from "./isolate";
 import type { CallKind } from "./object";
 
 /**
@@ -80,6 +80,8 @@ export class RunTotals {
   steadyWaited = 0;
   /** how long each of those waited, ms: from its arrival to its decision */
   readonly steadyWaits: number[] = [];
+  /** those of them that waited in fast mode, by why (see WaitCause) */
+  readonly steadyWaitCauses = Object.fromEntries(WAIT_CAUSES.map((c) => [c, 0])) as Record<WaitCause, number>;
   steadyErrors = 0;
   waited = 0;
   lost = 0;
@@ -129,6 +131,7 @@ export class RunTotals {
       if (outcome.waited) {
         this.steadyWaited++;
         this.steadyWaits.push(now - arrivedAt);
+        if (outcome.cause) this.steadyWaitCauses[outcome.cause]++;
       }
       if (outcome.error) this.steadyErrors++;
     }

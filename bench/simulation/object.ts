@@ -11,7 +11,7 @@ import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { isLive, lastPinEnds } from "../../src/fast/peer";
-import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
+import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
 
 /**
@@ -71,6 +71,8 @@ export interface Call {
   costs?: number[];
   /** when its caller gives up waiting (sent at + the rule's timeout) */
   deadline?: number;
+  /** PROTOTYPE (bench/simulation/pool-relay.ts): a pooled relay's sync, whose lease and pins last at least this long */
+  lastsMs?: number;
   /** called when the object has answered (or refused), at that time; the caller adds the way back */
   reply(reply: Reply): void;
 }
@@ -230,7 +232,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
       serviceMs += SERVICE.alarmPerPeerMs * this.peers.peers.size;
       this.alarm(now);
     } else if (call.sync) {
-      reply = { ok: true, lease: this.sync(this.policy, call.sync, now) };
+      reply = { ok: true, lease: this.sync(this.policy, call.sync, now, call.lastsMs) };
       this.samplePeers(now);
     } else if (call.batch) {
       reply = { ok: true, relayed: this.syncAll(call.relayId!, call.batch, now) };
@@ -258,16 +260,31 @@ export class KeyObject extends ObjectThread<ObjectStats> {
    * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
    * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
    */
-  private sync(policy: Policy, request: SyncRequest, now: number): Lease {
+  private sync(policy: Policy, request: SyncRequest, now: number, lastsMs?: number): Lease {
     const under = leasePolicy(policy, request.isolate, this.peers, now, []);
     const stored = this.stateFor(under, now);
-    const { state, lease, blockedUntil, cursor, changed } = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
+    const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
+    const { state, blockedUntil, cursor, changed } = granted;
+    const lease = lastsMs === undefined || changed.length === 0 ? granted.lease : this.lastLonger(request.isolate, granted.lease, now + lastsMs, now);
     if (changed.length === 0) return lease;
     this.cursor = cursor;
     this.blockedUntil = blockedUntil;
     if (state && state !== stored) this.stored = { policy: under, state };
     if (this.alarmAt === null) this.setAlarm(now + RETRY_WINDOW_MS);
     return lease;
+  }
+
+  /**
+   * PROTOTYPE, not rate-limiter.ts: a pooled relay's lease, and every pin it holds, last until `until`
+   * at least, so that the sub-leases it carves can outlast its booked call as a quiet isolate's lease
+   * does; its pins are held (and, unreported, counted spent) that much longer if it vanishes.
+   */
+  private lastLonger(isolate: string, lease: Lease, until: number, now: number): Lease {
+    if (lease.expiresAt >= until) return lease;
+    const longer = { ...lease, expiresAt: until };
+    const peer = this.peers.peers.get(isolate)!;
+    putPeer(this.peers, isolate, { ...peer, lease: longer, pins: peer.pins.map((p) => (p.until < until ? { ...p, until } : p)) }, now);
+    return longer;
   }
 
   /** rate-limiter.ts `decide` (lines 82–91; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */

@@ -1,12 +1,13 @@
 /**
- * PROTOTYPE, simulator only (nothing in src/ does this): a location's relay that holds a lease for
- * its location, as gubernator's GLOBAL behaviour does, instead of forwarding each sync. It is one
+ * PROTOTYPE, simulator only (nothing in src/ does this): a location's or a continent's relay that
+ * holds a lease for its isolates, as gubernator's GLOBAL behaviour does, instead of forwarding each
+ * sync. It is one
  * peer of the key's object and syncs as an isolate does, with floodgate's own src/fast/local.ts on
  * its own LocalKey; it answers its isolates' syncs from the units it holds, carving each a
  * sub-lease out of one of its lots, and reports upward, against that lot, what they spent.
  */
 import type { Rule } from "../../src/config/types";
-import type { Lease, SyncRequest } from "../../src/fast/lease";
+import { demandRate, QUIET_GAPS, QUIET_UNTIL_INTERVALS, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { applyLease, expireLots, freshKey, leaseLeft, nextSync, syncDue, syncFailed, type LocalKey } from "../../src/fast/local";
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served } from "./object";
@@ -29,6 +30,8 @@ interface Member {
   /** sub-leases by the seq that asked for them (the isolate reports against it) */
   grants: Map<number, Grant>;
   seenAt: number;
+  /** its demand rate as last read (`demandRate`) */
+  rated?: { rate: number; basis: number };
 }
 
 interface Waiting {
@@ -39,6 +42,15 @@ interface Waiting {
 
 /** A member seen within this long counts toward the peers the relay reports (for onError's local share). */
 const MEMBER_ACTIVE_MS = 10_000;
+
+/**
+ * How long the key's object makes a pooled relay's lease, and every pin it holds, last at least
+ * (bench/simulation/object.ts `lastLonger`): long enough that a sub-lease can outlast its isolate's
+ * next call as a quiet isolate's lease does, as it must not outlast the lot it comes from. With the
+ * relay's lots ending at its booked call, sub-leases lasted about a second, and 38–41 % of requests
+ * at 1× waited.
+ */
+export const POOL_LEASE_MS = 10_000;
 
 export class PoolRelayObject extends ObjectThread<RelayStats> {
   private readonly key: LocalKey;
@@ -114,28 +126,41 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
     }
   }
 
-  /** A sub-lease for the isolate from the lot that lasts longest, or undefined when none can pay what its requests need now. */
+  /**
+   * A sub-lease for the isolate from the lot that lasts longest, or undefined when none can pay what
+   * its requests need now. Sized and timed as the key's object leases an isolate (src/fast/lease.ts
+   * `grantLease`): the isolate's demand read by `demandRate`, until its next call, one interval on,
+   * has had half an interval to be answered, with a standard deviation more, topping up what it
+   * holds; lasting until then, or for a quiet isolate seven of its mean gaps, up to ten intervals;
+   * never past a lot the isolate holds units of (the relay's lots last POOL_LEASE_MS, renewed by each
+   * of its syncs).
+   */
   private carve(member: Member, request: SyncRequest, now: number): Lease | undefined {
     expireLots(this.key, now);
     const standing = this.key.standing;
-    const lot = this.key.lots.reduce<(typeof this.key.lots)[number] | undefined>((best, l) => (l.units > 0 && (!best || l.expiresAt > best.expiresAt) ? l : best), undefined);
-    const horizon = request.horizonMs;
-    const rate = request.demand / Math.max(request.elapsedMs, horizon);
-    const expected = rate * 1.5 * horizon;
-    const wanted = Math.max(request.need, Math.ceil(expected + Math.sqrt(expected)));
-    const denied = standing !== null && !standing.allowed && now < this.key.blockedUntil;
     // Until the key's object has answered the relay, it knows nothing to answer with.
     if (standing === null) return undefined;
-    if (!lot || lot.units < request.need) {
-      if (!denied && !request.release) return undefined;
-      return this.answer(member, request, { seq: request.seq, units: 0, expiresAt: now, standing, peers: this.peers(now), nextSyncAt: now + horizon, saturated: this.key.saturated });
+    const lot = this.key.lots.reduce<(typeof this.key.lots)[number] | undefined>((best, l) => (l.units > 0 && (!best || l.expiresAt > best.expiresAt) ? l : best), undefined);
+    const denied = !standing.allowed && now < this.key.blockedUntil;
+    const dry = !lot || lot.units < request.need;
+    if (dry && !denied && !request.release) return undefined;
+    const interval = request.horizonMs;
+    const { rate, basis } = demandRate(member.rated ? { rate: member.rated.rate, basis: member.rated.basis } : undefined, request);
+    member.rated = { rate, basis };
+    const expected = rate * 1.5 * interval;
+    const wanted = Math.max(request.need, Math.ceil(expected + Math.sqrt(expected) - (request.held ?? 0)));
+    const units = dry || request.release ? 0 : Math.min(lot!.units, Math.max(0, wanted));
+    if (units > 0) {
+      lot!.units -= units;
+      member.grants.set(request.seq, { lot: lot!.lease, units });
     }
-    const units = request.release ? 0 : Math.min(lot.units, wanted);
-    lot.units -= units;
-    if (units > 0) member.grants.set(request.seq, { lot: lot.lease, units });
-    // Until the isolate's next sync has had half an interval to come back, and never past the lot: the key's object counts what is unreported at the lot's end.
-    const expiresAt = Math.min(lot.expiresAt, now + 1.5 * horizon);
-    return this.answer(member, request, { seq: request.seq, units, expiresAt, standing: { ...standing, remaining: standing.remaining + leaseLeft(this.key) }, peers: this.peers(now), nextSyncAt: now + horizon, saturated: this.key.saturated });
+    const quiet = rate > 0 ? Math.min(QUIET_GAPS / rate, QUIET_UNTIL_INTERVALS * interval) : 0;
+    let expiresAt = now + interval + Math.max(interval / 2, quiet);
+    // The isolate renews what it holds to end with this (`topsUp`): no unit outlives its lot here.
+    const held = new Set([...member.grants.values()].map((g) => g.lot));
+    for (const id of held) expiresAt = Math.min(expiresAt, this.key.lots.find((l) => l.lease === id)?.expiresAt ?? now);
+    const pool = leaseLeft(this.key);
+    return this.answer(member, request, { seq: request.seq, units, expiresAt, standing: { ...standing, remaining: standing.remaining + pool }, peers: this.peers(now), nextSyncAt: now + interval, saturated: this.key.saturated, topsUp: true });
   }
 
   private answer(member: Member, request: SyncRequest, lease: Lease): Lease {

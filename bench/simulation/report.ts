@@ -5,12 +5,14 @@ import { CONTINENT_RTT, continentAt, CONTINENTS, JITTER, MIXED_RTT, RELAY_RTT } 
 import { longestCycle, reorderBound } from "./bound";
 import { OVERLOAD, SERVICE } from "./object";
 import type { JobResult } from "./pool";
-import { RATE_BASIS } from "../../src/fast/lease";
+import { QUIET_GAPS, QUIET_UNTIL_INTERVALS, RATE_BASIS } from "../../src/fast/lease";
+import { POOL_LEASE_MS } from "./pool-relay";
 import { PEER_TTL_MS } from "../../src/fast/peer";
 import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../src/fast/schedule";
 import { AGREEMENT, continentOf, FULL, inManyLocations, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, QUICK, relayOf, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
+import { WAIT_CAUSES, type WaitCause } from "./isolate";
 import { callKinds, type SeedVerdicts, type Verdict } from "./targets";
 
 export interface RunInfo {
@@ -344,7 +346,7 @@ function modelSection(): string[] {
     "**Measures.** *maxPerWindowOverLimit*: most admitted in one fixed window of the period ÷ limit (sliding window; the worst key). *tokenExcess*: the most admitted in any interval beyond burst + rate·t, ÷ limit (token bucket). " +
       "*underAdmission*: 1 − admitted ÷ what an exact limiter admits on the same traffic (floodgate's own algorithm deciding each request at its arrival, in one place, with no delay). " +
       `*objectCallsPerSecondPeak*: calls arriving at one key's object in its busiest second after the warm-up (a global fast key's first period, ${FULL.fastWarmupMs / 1000} s in a full run and ${QUICK.fastWarmupMs / 1000} s in a quick one; 10 s for per-client keys, 2 s strict; the cold start, when every isolate makes its first call, is in \`detail.objectCallsPerSecondPeakWithWarmup\`). ` +
-      "*waitedForObject*: share of requests after the warm-up that waited on a call; *wait p50 / p99* (\`detail.waitMs\`): how long those waited, from arrival to decision, median and 99th percentile. *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
+      "*waitedForObject*: share of requests after the warm-up that waited on a call; *wait p50 / p99* (\`detail.waitMs\`): how long those waited, from arrival to decision, median and 99th percentile; in fast mode each of them by why it waited (\`detail.waitsByCause\`, *Why requests waited*). *errors*: requests that onError answered (a timeout, an overloaded object, an open breaker or a key's backoff). Admissions count at decision time. " +
       "*Calls by kind* (`detail.callsByKind`, and `detail.objectPeakByKind` for the busiest second): an isolate's first sync for the key, a sync for a request its lease could not pay for, a background sync (`syncDue`), a release of an idle key's ended lease or of an evicted key's; through relays these are the isolates' syncs, and the key's object's calls are the batches. " +
       "*Relays* (`detail.relay`): the busiest relay's calls in its busiest second after the warm-up, every relay's calls, the mean syncs per batch, the syncs and batches that failed, and the relays' restarts.",
     "",
@@ -430,9 +432,10 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
   }
   const pooled = proto.filter((p) => p.mode === "fast");
   if (pooled.length) {
-    const relayOfProto = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-"));
+    /** The same scenario with relays that forward, as src/ has them: location relays for `proto-pool-`, continental for `proto-cpool-`. */
+    const forwarding = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-").replace(/^proto-cpool-/, "continent-"));
     const rows = pooled.map((p) => {
-      const relayed = relayOfProto(p);
+      const relayed = forwarding(p);
       return [
         `\`${p.name}\``,
         beside(relayed, p, boundText),
@@ -450,12 +453,16 @@ function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[]): strin
       `${label}: the key's object's busiest second ${span(rows, calls, n)} calls; ` +
       `a sliding window at 1× admitted ${span(rows.filter((x) => x.load === 1 && x.algorithm === "sliding-window"), (x) => x.underAdmission, percent)} less than an exact limiter; ` +
       `at 1× ${span(rows.filter((p) => p.load === 1), (x) => x.waitedForObject, percent)} of requests waited, ${span(rows, p50, ms)} at the median.`;
-    const relayed = pooled.flatMap((p) => relayOfProto(p) ?? []);
-    const summary = ["Measured, not tuned.", figures(relayed, "Relays as src/ has them"), figures(pooled, "Pooled")].join(" ");
+    const relayed = pooled.flatMap((p) => forwarding(p) ?? []);
+    const late = pooled.filter((p) => p.load === 1 && p.algorithm === "sliding-window" && p.detail.waitsByCause);
+    const lateText = late.length
+      ? ` At 1× the sliding window's pooled waits are mostly requests that came after their isolate's booked time and found its lease spent with no call on its way (${late.map((p) => `\`${p.name}\` ${percent(p.detail.waitsByCause!.spentAfterBooked / Math.max(1, p.detail.steadyRequests))} of requests`).join(", ")}; *Why requests waited* above).`
+      : "";
+    const summary = ["Measured, not tuned beyond what is said above.", figures(relayed, "Relays that forward, as src/ has them"), figures(pooled, "Pooled") + lateText].join(" ");
     out.push(
-      "### Relays that hold a lease for their location (fast mode)",
+      "### Relays that hold a lease for their location or continent (fast mode)",
       "",
-      `bench/simulation/pool-relay.ts: each location's relay is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it and at its rule's interval; it answers its isolates' syncs from the units it holds, carving each a sub-lease (its demand over one and a half intervals, at least what its requests need) out of one of its lots and never past that lot's end, and reports upward, against that lot, what they report spent. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the locations, not the isolates, for peers. The same scenarios as \`aggregate: "location"\` at 512 isolates (relay → prototype):`,
+      `bench/simulation/pool-relay.ts: each location's relay (\`proto-pool-\`) or continent's (\`proto-cpool-\`) is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease out of one of its lots, sized and timed as the key's object leases an isolate (its demand read by floodgate's \`demandRate\` until its next call an interval on has had half an interval to be answered, with a standard deviation more, topping up what it holds; lasting until then or, for a quiet isolate, ${QUIET_GAPS} of its mean gaps, up to ${QUIET_UNTIL_INTERVALS} intervals), never past a lot it holds units of, and reports upward, against that lot, what they report spent. So that a sub-lease can last as long as an isolate's lease, the key's object makes a pooled relay's lease and pins last ${POOL_LEASE_MS / 1000} s at least (\`lastLonger\` in bench/simulation/object.ts, not in src/): with the relay's lots ending at its booked call, sub-leases lasted about a second and 38–41 % of requests at 1× waited. An isolate whose requests the relay cannot pay waits for the relay's own sync. The key's object then has the relays, not the isolates, for peers. The same scenarios at 512 isolates as \`aggregate: "location"\` and \`aggregate: "continent"\` (forwarding → pooled):`,
       "",
       table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
       "",
@@ -649,5 +656,31 @@ function findings(results: ScenarioResult[]): string[] {
         "",
       ]
     : [];
-  return items.length || kinds.length ? ["## What else the runs show", "", ...items.flatMap((i) => [`- ${i}`]), "", ...kinds] : [];
+  const waits = whyWaited(results);
+  return items.length || kinds.length || waits.length ? ["## What else the runs show", "", ...items.flatMap((i) => [`- ${i}`]), "", ...kinds, ...waits] : [];
+}
+
+/** Column headings of the wait causes (see WaitCause, bench/simulation/isolate.ts). */
+const CAUSE_HEADINGS: Record<WaitCause, string> = {
+  first: "first call",
+  expired: "lease ended",
+  behindTopUp: "behind a top-up",
+  behindBookedCall: "behind the booked call",
+  behindWait: "behind a wait",
+  behindRelease: "behind a release",
+  spentBeforeBooked: "spent, none on its way",
+  spentAfterBooked: "spent, booked call not made",
+};
+
+/** Why the requests of the global keys at 1× waited, as shares of all requests after the warm-up: what the waits target is made of. */
+function whyWaited(results: ScenarioResult[]): string[] {
+  const rows = results.filter((r) => r.detail.waitsByCause && r.isolates >= 512 && r.name.includes("-global-") && r.name.endsWith("-1x"));
+  if (rows.length === 0) return [];
+  const share = (r: ScenarioResult, c: WaitCause) => percent(r.detail.waitsByCause![c] / Math.max(1, r.detail.steadyRequests));
+  return [
+    "Why requests waited at 1×, each cause as a share of all requests after the warm-up (bench/simulation/isolate.ts `WaitCause`): the isolate's *first call* for the key; units in a *lease* that had *ended*; the lease spent while a call was on its way (*behind a top-up* started early, *the booked call*, a call *a wait* started, *a release*); or spent with no call on its way, before the booked time (*none on its way*: no early top-up started) or after it (*booked call not made*: left to a request).",
+    "",
+    table(["scenario", "waited", ...WAIT_CAUSES.map((c) => CAUSE_HEADINGS[c])], rows.map((r) => [`\`${r.name}\``, percent(r.waitedForObject), ...WAIT_CAUSES.map((c) => share(r, c))]), ["l", "r", ...WAIT_CAUSES.map(() => "r" as const)]),
+    "",
+  ];
 }

@@ -36,9 +36,9 @@ export interface Scenario {
   /** the rule's `aggregate`: isolates sync through their location's relay, or their continent's */
   aggregate: "none" | "location" | "continent";
   /**
-   * PROTOTYPE: each relay holds a lease for its location and answers its isolates from it
-   * (bench/simulation/pool-relay.ts), syncing with the key's object at the rule's interval;
-   * absent: relays forward syncs, as src/ has them
+   * PROTOTYPE: each relay (of a location or a continent, by `aggregate`) holds a lease for its
+   * isolates and answers them from it (bench/simulation/pool-relay.ts); absent: relays forward
+   * syncs, as src/ has them
    */
   pooled?: true;
   /** the rule's timeout; absent: the product's default */
@@ -307,8 +307,9 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
-  // PROTOTYPE (simulator only): relays that hold a lease for their location, on the relay scenarios' global keys at 512 isolates.
-  out.push(...relays.filter((r) => r.isolates === 512 && !r.name.startsWith("relay-churn-")).map((r) => ({ ...r, name: r.name.replace(/^relay-/, "proto-pool-"), family: "prototype" as const, pooled: true as const })));
+  // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the relay and continent scenarios' global keys at 512 isolates.
+  const pooled = out.filter((r) => (r.family === "relay" || r.family === "continent") && r.isolates === 512 && !r.name.includes("-churn-"));
+  out.push(...pooled.map((r) => ({ ...r, name: r.name.replace(/^relay-/, "proto-pool-").replace(/^continent-/, "proto-cpool-"), family: "prototype" as const, pooled: true as const })));
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {
     for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {

@@ -1,6 +1,7 @@
 /** One scenario's entry in bench/simulation.json: the fields first, then what explains them. */
 import type { World } from "./engine";
 import { quantile } from "../lib/stats";
+import type { WaitCause } from "./isolate";
 
 export interface ScenarioResult {
   name: string;
@@ -57,6 +58,9 @@ export interface ScenarioResult {
     relay: RelayFigures | null;
     /** how long the requests counted in waitedForObject waited, ms (median, 99th percentile); null when none did */
     waitMs: { p50: number; p99: number } | null;
+    /** requests after the warm-up, and in fast mode those that waited by why (see WaitCause; null in strict mode, where every request that calls waits) */
+    steadyRequests: number;
+    waitsByCause: Record<WaitCause, number> | null;
     /** strict: decisions per object call (the coalescer's batch size); fast: requests per call */
     requestsPerCall: number;
     /** requests decided without error after the warm-up, per second */
@@ -181,6 +185,8 @@ export function summarise(world: World): ScenarioResult {
       objectPeakByKind: { ...(steadyPeakObject?.stats.steadyPeakKinds ?? { first: 0, waiting: 0, background: 0, release: 0 }) },
       relay: relayFigures(world),
       waitMs: totals.steadyWaits.length > 0 ? { p50: round(quantile(totals.steadyWaits, 0.5), 1), p99: round(quantile(totals.steadyWaits, 0.99), 1) } : null,
+      steadyRequests: totals.steadyRequests,
+      waitsByCause: s.mode === "fast" ? { ...totals.steadyWaitCauses } : null,
       requestsPerCall: calls > 0 ? round(totals.requests / calls, 3) : 0,
       servedPerSecond: round((totals.steadyRequests - totals.steadyErrors) / steadySeconds, 1),
       callsPerSecond: totals.callsPerSecond,

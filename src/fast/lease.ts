@@ -98,8 +98,8 @@ const SLACK_PER_DEMAND = 8;
  * but no later than this many intervals after the grant, how long a lease outlives a reset
  * (PRODUCT.md); or, for a call booked further off than that (thousands of isolates), this many past it.
  */
-const QUIET_GAPS = 7;
-const QUIET_UNTIL_INTERVALS = 10;
+export const QUIET_GAPS = 7;
+export const QUIET_UNTIL_INTERVALS = 10;
 const QUIET_PAST_BOOKED_INTERVALS = 4;
 
 /**

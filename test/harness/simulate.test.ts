@@ -101,6 +101,18 @@ describe("npm run simulate", () => {
     expect(churn!.maxPerWindowOverLimit).toBeLessThanOrEqual(1.01);
   });
 
+  it("gives every fast request that waited after the warm-up one cause, and a strict run none", () => {
+    const only = ["fast-sw-global-i64-1x", "strict-hot-i8-1000rps"];
+    const [fast, strict] = selectScenarios({ quick: true, isolates: [8, 64], only, seconds: 30 }).map((s) => runScenario(s, 1));
+    const causes = Object.values(fast!.detail.waitsByCause!);
+    const waited = Math.round(fast!.waitedForObject * fast!.detail.steadyRequests);
+    expect(waited).toBeGreaterThan(0);
+    expect(causes.reduce((a, b) => a + b, 0)).toBe(waited);
+    // An isolate born after the warm-up waits on its first call.
+    expect(fast!.detail.waitsByCause!.first).toBeGreaterThan(0);
+    expect(strict!.detail.waitsByCause).toBeNull();
+  });
+
   it("runs the pooled-relay PROTOTYPE within the bound, its key's object hearing from the locations only", () => {
     const [pooled] = selectScenarios({ quick: false, isolates: [512], only: ["proto-pool-sw-global-i512-10x"], seconds: 20 }).map((s) => runScenario(s, 1));
     expect(pooled!.status).toBe("ok");
