@@ -307,8 +307,8 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
-  // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the relay and continent scenarios' global keys at 512 isolates.
-  const pooled = out.filter((r) => (r.family === "relay" || r.family === "continent") && r.isolates === 512 && !r.name.includes("-churn-"));
+  // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the relay and continent scenarios' global keys at 512 isolates, 1× and 10×.
+  const pooled = out.filter((r) => (r.family === "relay" || r.family === "continent") && r.isolates === 512 && !r.name.includes("-churn-") && !r.name.endsWith("-flash"));
   out.push(...pooled.map((r) => ({ ...r, name: r.name.replace(/^relay-/, "proto-pool-").replace(/^continent-/, "proto-cpool-"), family: "prototype" as const, pooled: true as const })));
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {
