@@ -1,10 +1,10 @@
 /**
  * PROTOTYPE, simulator only (nothing in src/ does this): a location's or a continent's relay that
  * holds a lease for its isolates, as gubernator's GLOBAL behaviour does, instead of forwarding each
- * sync. It is one
- * peer of the key's object and syncs as an isolate does, with floodgate's own src/fast/local.ts on
- * its own LocalKey; it answers its isolates' syncs from the units it holds, carving each a
- * sub-lease out of one of its lots, and reports upward, against that lot, what they spent.
+ * sync. It is one peer of the key's object and syncs as an isolate does, with floodgate's own
+ * src/fast/local.ts on its own LocalKey; it answers its isolates' syncs from the units it holds,
+ * carving each a sub-lease out of one of its lots, and reports upward, against that lot, what they
+ * spent.
  */
 import type { Rule } from "../../src/config/types";
 import { demandRate, QUIET_GAPS, QUIET_UNTIL_INTERVALS, type Lease, type SyncRequest } from "../../src/fast/lease";
@@ -30,7 +30,7 @@ interface Member {
   /** sub-leases by the seq that asked for them (the isolate reports against it) */
   grants: Map<number, Grant>;
   seenAt: number;
-  /** its demand rate as last read (`demandRate`) */
+  /** its demand rate as read from its last sync (`demandRate`) */
   rated?: { rate: number; basis: number };
 }
 
@@ -107,6 +107,7 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
   private absorb(member: Member, request: SyncRequest): void {
     member.seq = request.seq;
     member.answer = undefined;
+    member.rated = demandRate(member.rated, request);
     this.key.demand += request.demand;
     for (const s of request.unleased ?? []) this.key.unleased.push({ ...s });
     for (const report of request.reports) {
@@ -145,8 +146,7 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
     const dry = !lot || lot.units < request.need;
     if (dry && !denied && !request.release) return undefined;
     const interval = request.horizonMs;
-    const { rate, basis } = demandRate(member.rated ? { rate: member.rated.rate, basis: member.rated.basis } : undefined, request);
-    member.rated = { rate, basis };
+    const rate = member.rated?.rate ?? 0;
     const expected = rate * 1.5 * interval;
     const wanted = Math.max(request.need, Math.ceil(expected + Math.sqrt(expected) - (request.held ?? 0)));
     const units = dry || request.release ? 0 : Math.min(lot!.units, Math.max(0, wanted));
@@ -154,7 +154,8 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
       lot!.units -= units;
       member.grants.set(request.seq, { lot: lot!.lease, units });
     }
-    const quiet = rate > 0 ? Math.min(QUIET_GAPS / rate, QUIET_UNTIL_INTERVALS * interval) : 0;
+    // Up to ten intervals from now, as grantLease's `quietCap` for a call one interval on.
+    const quiet = rate > 0 ? Math.min(QUIET_GAPS / rate, (QUIET_UNTIL_INTERVALS - 1) * interval) : 0;
     let expiresAt = now + interval + Math.max(interval / 2, quiet);
     // The isolate renews what it holds to end with this (`topsUp`): no unit outlives its lot here.
     const held = new Set([...member.grants.values()].map((g) => g.lot));

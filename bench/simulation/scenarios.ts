@@ -63,7 +63,6 @@ export const LOCATIONS = 64;
  */
 export const MANY_LOCATIONS = 300;
 
-
 /** The scenario that repeats one of the default design with `aggregate: "continent"`: `continent-…` for `fast-…`, `continent-churn-…` for `churn-…`. */
 export function continentOf(scenario: string): string {
   return scenario.replace(/^fast-/, "continent-").replace(/^churn-/, "continent-churn-");
