@@ -18,7 +18,7 @@ import { OptionError, parseOptions, USAGE } from "./options";
 import { isPoolWorker, runAll, serveJobs } from "./pool";
 import { renderReport } from "./report";
 import { LIFETIME_MS, selectScenarios, STRESS_LIFETIME_MS, type Scenario } from "./scenarios";
-import { readByTargets, verdicts, type SeedVerdicts } from "./targets";
+import { readByTargets, rerunOnSeeds, verdicts, type SeedVerdicts } from "./targets";
 
 if (isPoolWorker()) serveJobs();
 
@@ -50,12 +50,13 @@ export async function main(argv: string[]): Promise<number> {
   const jobs = await runAll(scenarios, options.seed, options.jobs, new URL(import.meta.url), log);
   const results = jobs.flatMap((j) => (j.ok ? [j.result] : []));
   const targets = verdicts(results);
-  // The targets again on the next seeds, each of the scenarios they read run anew: a verdict one seed's luck decided shows.
+  // The targets again on the next seeds, the scenarios they read run anew: a verdict one seed's luck decided shows.
   const read = scenarios.filter(readByTargets);
+  const repeated = scenarios.filter(rerunOnSeeds);
   const seeds: SeedVerdicts[] = [{ seed: options.seed, verdicts: targets, failed: jobs.filter((j) => !j.ok && read.some((s) => s.name === j.name)).map((j) => j.name) }];
-  for (let seed = options.seed + 1; seed < options.seed + options.seeds && read.length > 0; seed++) {
-    log(`seed ${seed}: the ${read.length} scenarios the targets read`);
-    const again = await runAll(read, seed, options.jobs, new URL(import.meta.url), log);
+  for (let seed = options.seed + 1; seed < options.seed + options.seeds && repeated.length > 0; seed++) {
+    log(`seed ${seed}: the ${repeated.length} scenario${repeated.length === 1 ? "" : "s"} the targets read again`);
+    const again = await runAll(repeated, seed, options.jobs, new URL(import.meta.url), log);
     const rerun = new Map(again.flatMap((j) => (j.ok ? [[j.name, j.result] as const] : [])));
     seeds.push({ seed, verdicts: verdicts(results.map((r) => rerun.get(r.name) ?? r).filter((r) => !readByTargets(r) || rerun.has(r.name))), failed: again.filter((j) => !j.ok).map((j) => j.name) });
   }

@@ -34,6 +34,15 @@ export function readByTargets(s: Pick<ScenarioResult, "mode" | "family">): boole
   return s.mode === "fast" && s.family !== "relay" && s.family !== "prototype";
 }
 
+/**
+ * Whether the targets read this scenario again on further seeds: all they read but the per-client
+ * keys', a tenth of a full run's time for figures far from every bound (their busiest key takes a
+ * few calls a second), so `npm run simulate` stays within its 5 minutes on a busy 2-core machine.
+ */
+export function rerunOnSeeds(s: Pick<ScenarioResult, "mode" | "family">): boolean {
+  return readByTargets(s) && s.family !== "per-client";
+}
+
 const THRESHOLD = { window: 1.01, excess: 0.01, callsPerSecond: 250, per100: 2, under: 0.05, waited: 0.01 } as const;
 
 const n = (x: number) => Math.round(x).toLocaleString("en-US");

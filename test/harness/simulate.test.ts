@@ -58,6 +58,13 @@ describe("npm run simulate", () => {
     expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain("### The same targets on other seeds");
   }, 30_000);
 
+  it("reads the per-client keys on the first seed only", () => {
+    const { status, stderr, out } = simulate(["--only", "fast-sw-global-i8-1x,fast-sw-per-client-i8", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
+    expect(status, stderr).toBe(0);
+    expect(stderr).toContain("seed 4: the 1 scenario the targets read again");
+    expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain("but the per-client keys' (`fast-sw-per-client-i8`");
+  }, 30_000);
+
   it("gives the same scenarios for the same seed, in worker threads or not, and others for another seed", () => {
     const a = simulate([...TINY, "--seed", "3"]);
     const b = simulate([...TINY, "--seed", "3", "--jobs", "1"]);
