@@ -7,7 +7,7 @@ import { mix32, Random } from "../lib/random";
 import { Clock, hash32 } from "./clock";
 import { FastIsolate } from "./fast-isolate";
 import type { IsolateBase, Link } from "./isolate";
-import { CONTINENT_RTT, CONTINENTS, continentAt, drawRtt, legMs, RELAY_RTT } from "./latency";
+import { continentAt, drawRtt, legMs, placeOnContinents, RELAY_RTT } from "./latency";
 import { KeyAccount, RunTotals } from "./metrics";
 import { KeyObject, type Call, type Reply, type ThreadStats, type ObjectThread } from "./object";
 import { POOL_LEASE_MS, PoolRelayObject, type SendSync } from "./pool-relay";
@@ -77,9 +77,9 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   };
 
   // Where the rule aggregates, each location's round trip to the key's object is drawn once from the
-  // mixture (its isolates', were they to call directly), with its round trip to its relay (RELAY_RTT
-  // for its own, CONTINENT_RTT for its continent's) and the place that relay serves; each relay's
-  // round trip to the key's object is drawn from the mixture too (a location's relay: its location's).
+  // mixture (its isolates', were they to call directly), with its round trip to its relay and the
+  // place that relay serves: its own location's relay (RELAY_RTT away, as far from the key's object as
+  // the location is), or its continent's (placeOnContinents).
   const places = new Map<string, { farMs: number; nearMs: number; continent: string; hub: string }>();
   const hubs = new Map<string, number>();
   const locations = s.locations ?? LOCATIONS;
@@ -92,11 +92,11 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
     }
   }
   if (rule.aggregate === "continent") {
-    for (let k = 0; k < locations; k++) {
-      const continent = continentAt(k, locations);
-      places.set(locationOf(k), { farMs: drawRtt(s.rtt, rtts), nearMs: nearRandom.uniform(CONTINENT_RTT.loMs, CONTINENT_RTT.hiMs), continent, hub: continent });
-    }
-    for (const { code } of CONTINENTS) hubs.set(code, drawRtt(s.rtt, rtts));
+    const far = Array.from({ length: locations }, () => drawRtt(s.rtt, rtts));
+    placeOnContinents(far, nearRandom).forEach(({ continent, nearMs, hubMs }, k) => {
+      places.set(locationOf(k), { farMs: far[k]!, nearMs, continent, hub: continent });
+      hubs.set(continent, hubMs);
+    });
   }
   let relaysMade = 0;
   const relayFor = (name: string, hub: string, objectName: string): RelayObject | PoolRelayObject => {

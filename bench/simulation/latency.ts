@@ -36,7 +36,8 @@ export const RELAY_RTT = { loMs: 1, hiMs: 10 } as const;
 /**
  * The continents a key's locations are spread over, by share of the locations (Cloudflare's
  * `request.cf.continent` codes; Antarctica has none): an assumption, roughly where Cloudflare's
- * cities are. With `aggregate: "continent"` each continent has one relay for the key.
+ * cities are. With `aggregate: "continent"` each continent has one relay for the key, and the key's
+ * object is on the first (see {@link placeOnContinents}).
  */
 export const CONTINENTS: readonly { code: string; share: number }[] = [
   { code: "NA", share: 0.3 },
@@ -55,7 +56,43 @@ export const CONTINENTS: readonly { code: string; share: number }[] = [
  */
 export const CONTINENT_RTT = { loMs: 10, hiMs: 60 } as const;
 
-/** The continent of location `k` of `locations`: the first locations are CONTINENTS[0]'s, by share. */
+/** Where one location of a continental scenario is: its continent, its round trip to that continent's relay, and the relay's to the key's object. */
+export interface ContinentalPlace {
+  continent: string;
+  nearMs: number;
+  hubMs: number;
+}
+
+/**
+ * Puts locations whose round trips to the key's object are `farMs` on the continents, as bands of
+ * distance from it: the nearest CONTINENTS[0]'s share of them (a key's object lives near its first
+ * request, likeliest on the continent with the most locations), the next nearest CONTINENTS[1]'s,
+ * and so on. Each continent's relay sits at one of its locations, drawn (it is created near the
+ * first request that names it), so its round trip to the key's object is that location's. A
+ * location's round trip to its relay is drawn in CONTINENT_RTT, and is at least the difference of
+ * the two round trips to the key's object, as the triangle inequality asks. Continents drawn apart
+ * from the round trips (as the model first had them) put relays 250 ms from an object their
+ * locations reach in 10 ms, and the other way round, and a run's figures hung on six draws.
+ */
+export function placeOnContinents(farMs: readonly number[], random: Random): ContinentalPlace[] {
+  const continents: string[] = [];
+  farMs
+    .map((ms, k) => ({ ms, k }))
+    .sort((a, b) => a.ms - b.ms)
+    .forEach(({ k }, rank) => (continents[k] = continentAt(rank, farMs.length)));
+  const hubs = new Map<string, number>();
+  for (const { code } of CONTINENTS) {
+    const members = farMs.flatMap((ms, k) => (continents[k] === code ? [ms] : []));
+    if (members.length > 0) hubs.set(code, members[Math.floor(random.next() * members.length)]!);
+  }
+  return farMs.map((ms, k) => {
+    const continent = continents[k]!;
+    const hubMs = hubs.get(continent)!;
+    return { continent, hubMs, nearMs: Math.max(random.uniform(CONTINENT_RTT.loMs, CONTINENT_RTT.hiMs), Math.abs(ms - hubMs)) };
+  });
+}
+
+/** The continent of location `k` of `locations` (by distance from the key's object, see {@link placeOnContinents}): the first locations are CONTINENTS[0]'s, by share. */
 export function continentAt(k: number, locations: number): string {
   let acc = 0;
   for (const { code, share } of CONTINENTS) {
