@@ -1,7 +1,7 @@
 // The simulator's geography: continents as bands of distance from the key's object, and relays whose round trips agree with their locations'.
 import { describe, expect, it } from "vitest";
 import { Random } from "../../bench/lib/random";
-import { CONTINENTS, drawRtt, placeOnContinents } from "../../bench/simulation/latency";
+import { continentAt, CONTINENTS, drawRtt, placeOnContinents } from "../../bench/simulation/latency";
 
 const far = (n: number, seed = 1) => {
   const random = new Random(seed);
@@ -14,8 +14,9 @@ describe("placeOnContinents", () => {
     const places = placeOnContinents(farMs, new Random(2));
     const first = farMs.filter((_, k) => places[k]!.continent === CONTINENTS[0]!.code);
     const rest = farMs.filter((_, k) => places[k]!.continent !== CONTINENTS[0]!.code);
-    expect(first).toHaveLength(CONTINENTS[0]!.share * 300);
     expect(Math.max(...first)).toBeLessThanOrEqual(Math.min(...rest));
+    const byShare = Array.from({ length: 300 }, (_, k) => continentAt(k, 300));
+    for (const { code } of CONTINENTS) expect(places.filter((p) => p.continent === code).length, code).toBe(byShare.filter((c) => c === code).length);
   });
 
   it("sits each continent's relay at one of its locations, as far from the key's object as that location", () => {
