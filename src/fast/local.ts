@@ -234,9 +234,9 @@ export function onTimeCallAt(key: LocalKey, rule: Rule, sent: SyncRequest, chain
  * to spare, was denied until it was answered). The timer makes it on time instead, for a key asked
  * for since its last sync whose lease is down to one unit or less than half its grant; no later
  * sync has been answered, and none is on its way (a failed one keeps its outbox for the retry its
- * backoff allows). A key with a healthy lease
- * leaves the call to its next request, in the background: the call made early would only refill
- * it early, and units held longer are units the other isolates go without. At 512 isolates and 1×
+ * backoff allows). A key with a healthy lease leaves the call to its next request, in the
+ * background: the call made early would only refill it early, and units held longer are units the
+ * other isolates go without. At 512 isolates and 1×
  * this about halved the simulation's waits (2.0–2.2 % to 1.1–1.2 %), for 0.3 points more
  * under-admission, which the top-up rounded once (see `grantLease`) had taken off first.
  */
