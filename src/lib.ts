@@ -26,7 +26,7 @@ export interface LimitCallOptions {
   ctx?: Pick<ExecutionContext, "waitUntil">;
   /** the request's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
   location?: string;
-  /** the request's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay */
+  /** the request's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay, and one with `"auto"` (a fast rule's default) once many isolates share the key */
   continent?: string;
   /**
    * a gcra rule with a `delay` below its `burst` holds a call past it until it conforms: `limit`

@@ -1,6 +1,6 @@
 /** The report's charts, as the bench's ChartSpecs (rendered by bench/lib/svg.ts into bench/charts/simulation/). */
 import type { ChartSpec } from "../lib/section";
-import { continentOf, relayOf } from "./scenarios";
+import { autoOf, relayOf } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 /** A per-second series as chart points, second by second. */
@@ -21,33 +21,36 @@ function overIsolates(name: string, rows: ScenarioResult[], value: (r: ScenarioR
 export function charts(results: ScenarioResult[]): ChartSpec[] {
   const global = results.filter((r) => r.family === "global-fast");
   const relayed = results.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
-  const continental = results.filter((r) => r.family === "continent" && !r.name.startsWith("continent-churn-"));
+  const automatic = results.filter((r) => r.family === "auto" && !r.name.startsWith("auto-churn-"));
   const out: ChartSpec[] = [];
   const algorithms = ["sliding-window", "token-bucket"];
   const isolates = [...new Set(global.map((r) => r.isolates))].sort((a, b) => a - b);
 
   if (global.length) {
     const series = algorithms.flatMap((a) => [
-      overIsolates(`${label(a)}, 1×`, global.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
-      overIsolates(`${label(a)}, 10×`, global.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
+      overIsolates(`${label(a)}, aggregate: none, 1×`, global.filter((r) => r.algorithm === a && r.load === 1), (r) => r.objectCallsPerSecondPeak),
+      overIsolates(`${label(a)}, aggregate: none, 10×`, global.filter((r) => r.algorithm === a && r.load === 10), (r) => r.objectCallsPerSecondPeak),
     ]);
     series.push(
       ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: location (worst of 1×, 10×, flash crowd)`, relayed.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
-      ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: continent (worst of 1×, 10×, flash crowd)`, continental.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
+      ...algorithms.map((a) => overIsolates(`${label(a)}, aggregate: auto, the default (worst of 1×, 10×, flash crowd)`, automatic.filter((r) => r.algorithm === a), (r) => r.objectCallsPerSecondPeak)),
       { name: "target: 250", points: isolates.map((i) => [i, 250]) },
     );
     out.push({ file: "calls-per-second", title: "Object calls per key per second (busiest second after the warm-up)", kind: "line", xLabel: "isolates", yLabel: "calls per second to the key's object", series: series.filter((s) => s.points.length) });
 
     const accuracy = [
-      overIsolates("sliding window: most admitted in a fixed window ÷ limit", global.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
-      overIsolates("token bucket: 1 + tokenExcess", global.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
+      overIsolates("sliding window, aggregate: none: most admitted in a fixed window ÷ limit", global.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
+      overIsolates("token bucket, aggregate: none: 1 + tokenExcess", global.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
+      overIsolates("sliding window, aggregate: auto, the default", automatic.filter((r) => r.algorithm === "sliding-window" && r.load === 10), (r) => r.maxPerWindowOverLimit),
+      overIsolates("token bucket, aggregate: auto, the default", automatic.filter((r) => r.algorithm === "token-bucket" && r.load === 10), (r) => (r.tokenExcess === null ? null : 1 + r.tokenExcess)),
       { name: "target: 1.01", points: isolates.map((i): [number, number] => [i, 1.01]) },
     ];
     out.push({ file: "over-admission", title: "Admitted against the limit at 10× load (worst of steady, skewed and flash crowd)", kind: "line", xLabel: "isolates", yLabel: "× the limit", series: accuracy.filter((s) => s.points.length) });
 
     const waited = algorithms.flatMap((a) => [
-      overIsolates(`${label(a)}, 1×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
-      overIsolates(`${label(a)}, 10×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-10x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, aggregate: none, 1×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, aggregate: none, 10×`, global.filter((r) => r.algorithm === a && r.name.endsWith("-10x")), (r) => 100 * r.waitedForObject),
+      overIsolates(`${label(a)}, aggregate: auto, the default, 1×`, automatic.filter((r) => r.algorithm === a && r.name.endsWith("-1x")), (r) => 100 * r.waitedForObject),
     ]);
     out.push({ file: "waited", title: "Requests that waited on an object call (steady state)", kind: "line", xLabel: "isolates", yLabel: "% of requests", series: waited.filter((s) => s.points.length) });
   }
@@ -69,10 +72,10 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
     });
   }
 
-  // The flash crowd at the most isolates, with and without relays (location, and continent where it ran): the key's object's calls each second.
+  // The flash crowd at the most isolates, with and without relays (location, and the default's where it ran): the key's object's calls each second.
   const relayFlash = relayed.filter((r) => r.name.endsWith("-flash") && r.algorithm === "sliding-window").sort((a, b) => b.isolates - a.isolates)[0];
   const plainFlash = relayFlash && global.find((r) => relayOf(r.name) === relayFlash.name);
-  const continentFlash = plainFlash && continental.find((r) => r.name === continentOf(plainFlash.name));
+  const autoFlash = plainFlash && automatic.find((r) => r.name === autoOf(plainFlash.name));
   if (relayFlash && plainFlash) {
     out.push({
       file: "relay-flash",
@@ -81,9 +84,9 @@ export function charts(results: ScenarioResult[]): ChartSpec[] {
       xLabel: "seconds",
       yLabel: "calls per second",
       series: [
-        { name: "default", points: seconds(plainFlash.detail.callsPerSecond) },
+        { name: "aggregate: none", points: seconds(plainFlash.detail.callsPerSecond) },
         { name: "aggregate: location", points: seconds(relayFlash.detail.callsPerSecond) },
-        ...(continentFlash ? [{ name: "aggregate: continent", points: seconds(continentFlash.detail.callsPerSecond) }] : []),
+        ...(autoFlash ? [{ name: "aggregate: auto, the default", points: seconds(autoFlash.detail.callsPerSecond) }] : []),
         { name: "target: 250", points: [[0, 250], [relayFlash.detail.simulatedSeconds, 250]] },
       ],
     });

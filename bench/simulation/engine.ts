@@ -25,8 +25,7 @@ const DRAIN_MS = 5_000;
 /** The rule as floodgate's parser builds it from the scenario: every default (sync, timeout unless the scenario sets one, buckets) is the product's. */
 export function ruleOf(s: Scenario): Rule {
   const timeout = s.timeoutMs === undefined ? {} : { timeout: `${s.timeoutMs}ms` };
-  const aggregate = s.aggregate !== "none" ? { aggregate: s.aggregate } : {};
-  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout, ...aggregate }]).rules[0]!;
+  return parseConfig([{ name: "sim", key: s.keys > 1 ? "header:x-client" : "global", algorithm: s.algorithm, limit: s.limit, period: `${s.periodMs}ms`, mode: s.mode, ...timeout, ...(s.mode === "fast" ? { aggregate: s.aggregate } : {}) }]).rules[0]!;
 }
 
 /** Everything one run keeps while it runs. */
@@ -91,7 +90,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
       hubs.set(locationOf(k), farMs);
     }
   }
-  if (rule.aggregate === "continent") {
+  if (rule.aggregate === "continent" || rule.aggregate === "auto") {
     const far = Array.from({ length: locations }, () => drawRtt(s.rtt, rtts));
     placeOnContinents(far, nearRandom).forEach(({ continent, nearMs, hubMs }, k) => {
       places.set(locationOf(k), { farMs: far[k]!, nearMs, continent, hub: continent });

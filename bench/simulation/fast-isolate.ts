@@ -11,7 +11,7 @@ import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
 import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type OnTimeChain, type Sender } from "../../src/fast/local";
 import type { SyncRequest } from "../../src/fast/lease";
-import { relayFor } from "../../src/fast/relay";
+import { relayFor, syncsThrough } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link, type Outcome, type WaitCause } from "./isolate";
@@ -176,7 +176,7 @@ export class FastIsolate extends IsolateBase {
       entry.synced = true;
       this.totals?.callKind(why);
       const { rule, objectName } = entry;
-      const via = relayFor(rule.aggregate, this, objectName);
+      const via = relayFor(syncsThrough(rule.aggregate, entry.key.relayed), this, objectName);
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {

@@ -4,7 +4,7 @@ import type { RttModel } from "./latency";
 import { OptionError, type Options } from "./options";
 import type { Shape } from "./traffic";
 
-export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "relay" | "continent" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
+export type Family = "global-fast" | "calls-at-8" | "agreement" | "churn" | "relay" | "auto" | "per-client" | "strict-ceiling" | "strict-rtt" | "strict-limited" | "prototype";
 
 export interface Scenario {
   name: string;
@@ -34,7 +34,7 @@ export interface Scenario {
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
   /** the rule's `aggregate`: isolates sync through their location's relay, or their continent's */
-  aggregate: "none" | "location" | "continent";
+  aggregate: "none" | "auto" | "location" | "continent";
   /**
    * PROTOTYPE: each relay (of a location or a continent, by `aggregate`) holds a lease for its
    * isolates and answers them from it (bench/simulation/pool-relay.ts); absent: relays forward
@@ -63,9 +63,9 @@ export const LOCATIONS = 64;
  */
 export const MANY_LOCATIONS = 300;
 
-/** The scenario that repeats one of the default design with `aggregate: "continent"`: `continent-…` for `fast-…`, `continent-churn-…` for `churn-…`. */
-export function continentOf(scenario: string): string {
-  return scenario.replace(/^fast-/, "continent-").replace(/^churn-/, "continent-churn-");
+/** The scenario that repeats one of `aggregate: "none"` with the default, `aggregate: "auto"`: `auto-…` for `fast-…`, `auto-churn-…` for `churn-…`. */
+export function autoOf(scenario: string): string {
+  return scenario.replace(/^fast-/, "auto-").replace(/^churn-/, "auto-churn-");
 }
 
 /** Whether a scenario is one of the MANY_LOCATIONS repeats (`…-l300`). */
@@ -257,8 +257,10 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   const relayed = out.filter((r) => (r.family === "global-fast" && r.isolates >= 512) || (r.family === "churn" && r.algorithm === "sliding-window"));
   const relays = relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: "location" as const }));
   out.push(...relays, ...relays.filter((r) => r.isolates === 4_096).map((r) => ({ ...r, name: `${r.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS })));
-  // And with `aggregate: "continent"`, the isolates in MANY_LOCATIONS: one relay per continent.
-  out.push(...relayed.map((r) => ({ ...r, name: continentOf(r.name), family: "continent" as const, aggregate: "continent" as const, locations: MANY_LOCATIONS })));
+  // Every global key and the churn stress again with the default, `aggregate: "auto"`, the isolates in
+  // MANY_LOCATIONS: straight to the key's object until it reports a crowd, then one relay per continent.
+  const autos = out.filter((r) => r.family === "global-fast" || r.family === "churn");
+  out.push(...autos.map((r) => ({ ...r, name: autoOf(r.name), family: "auto" as const, aggregate: "auto" as const, locations: MANY_LOCATIONS })));
   // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
   const clientLimit = 600;
   const harmonic = Array.from({ length: 100_000 }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
@@ -310,9 +312,18 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   for (const isolates of counts) {
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
-  // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the relay and continent scenarios' global keys at 512 isolates, 1× and 10×.
-  const pooled = out.filter((r) => (r.family === "relay" || r.family === "continent") && r.isolates === 512 && !r.name.includes("-churn-") && !r.name.endsWith("-flash"));
-  out.push(...pooled.map((r) => ({ ...r, name: r.name.replace(/^relay-/, "proto-pool-").replace(/^continent-/, "proto-cpool-"), family: "prototype" as const, pooled: true as const })));
+  // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the location relays' and the
+  // default's global keys at 512 isolates, 1× and 10×; a continent's relay from the first sync, as `aggregate: "continent"` has it.
+  const pooled = out.filter((r) => (r.family === "relay" || r.family === "auto") && r.isolates === 512 && !r.name.includes("-churn-") && !r.name.endsWith("-flash") && !r.name.endsWith("-skewed"));
+  out.push(
+    ...pooled.map((r) => ({
+      ...r,
+      name: r.name.replace(/^relay-/, "proto-pool-").replace(/^auto-/, "proto-cpool-"),
+      family: "prototype" as const,
+      pooled: true as const,
+      ...(r.aggregate === "auto" ? { aggregate: "continent" as const } : {}),
+    })),
+  );
   // PROTOTYPE (simulator only): the strict hot key where it collapses, with calls carrying their deadline.
   for (const isolates of counts.filter((n) => n >= 512)) {
     for (const offered of sizes.strictOffered.filter((o) => o >= 1_000)) {
@@ -329,7 +340,7 @@ function flashTiming(durationMs: number, warmupMs: number): { startMs: number; h
 }
 
 /** The families, in report order. */
-export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "relay", "continent", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
+export const FAMILIES: readonly Family[] = ["global-fast", "calls-at-8", "agreement", "churn", "auto", "relay", "per-client", "strict-ceiling", "strict-rtt", "strict-limited", "prototype"];
 
 /**
  * The scenarios a run's options ask for. `only` items are scenario names, family names, or globs

@@ -54,7 +54,7 @@ export interface ScenarioResult {
     objectMaxKeyRowBytes: number;
     /** the hottest object's busiest second after the warm-up: its fast syncs by why they were made */
     objectPeakByKind: { first: number; waiting: number; background: number; release: number };
-    /** `aggregate: "location"` only (else null): the relays between the isolates and the key's object */
+    /** the relays between the isolates and the key's object, where any was used (else null) */
     relay: RelayFigures | null;
     /** how long the requests counted in waitedForObject waited, ms (median, 99th percentile); null when none did */
     waitMs: { p50: number; p99: number } | null;

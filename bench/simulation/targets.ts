@@ -1,10 +1,10 @@
 /** The issue's targets, read from a run's results: a verdict each, and why a miss is a miss from the run's own numbers. */
 import { percent } from "../lib/stats";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
-import { MAX_RELAY_GAP_MS, relayGap } from "../../src/fast/relay";
+import { AUTO_RELAY_PEERS, MAX_RELAY_GAP_MS, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
-import { continentOf, inManyLocations, LOCATIONS, MANY_LOCATIONS } from "./scenarios";
+import { autoOf, inManyLocations, LOCATIONS, MANY_LOCATIONS } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 export interface Verdict {
@@ -12,9 +12,9 @@ export interface Verdict {
   measured: string;
   /** undefined: no scenario of this run reads it */
   met: boolean | undefined;
-  /** which design's figures decided the verdict, where the recommended design's scenarios ran */
+  /** which design's figures decided the verdict, where the default's (`aggregate: "auto"`) scenarios ran */
   basis?: string;
-  /** why the default design misses it, or why the recommended one does */
+  /** why `aggregate: "none"` misses it, or why the default does */
   why?: string;
 }
 
@@ -90,39 +90,39 @@ function whyOverAdmitted(r: ScenarioResult, what: string): string {
 }
 
 const RELAY = '`aggregate: "location"`';
-const CONTINENT = '`aggregate: "continent"`';
+const AUTO = '`aggregate: "auto"`';
+const NONE = '`aggregate: "none"`';
 
 /**
- * The design the README recommends at each isolate count, as rows: each row of the default design
- * replaced by its `aggregate: "continent"` scenario where one ran (512 and 4,096 isolates, the churn
- * stress's sliding window), the default's own elsewhere.
+ * The default design, `aggregate: "auto"`, as rows: each row of `aggregate: "none"` replaced by its
+ * auto scenario where one ran, none's own elsewhere (a run of a few families).
  */
-function recommended(defaults: ScenarioResult[], continents: ScenarioResult[]): ScenarioResult[] {
-  const byName = new Map(continents.map((r) => [r.name, r]));
-  return defaults.map((d) => byName.get(continentOf(d.name)) ?? d);
+function recommended(straight: ScenarioResult[], autos: ScenarioResult[]): ScenarioResult[] {
+  const byName = new Map(autos.map((r) => [r.name, r]));
+  return straight.map((d) => byName.get(autoOf(d.name)) ?? d);
 }
 
-/** "the default at 8, 64 and `aggregate: "continent"` at 512, 4,096": which design each isolate count of `rows` was read on. */
+/** "`aggregate: "auto"` at 8, 64, 512, 4,096": which design each isolate count of `rows` was read on. */
 function readOn(rows: ScenarioResult[]): string {
-  const counts = (aggregated: boolean) => [...new Set(rows.filter((r) => (r.family === "continent") === aggregated).map((r) => r.isolates))].sort((a, b) => a - b).map(n).join(", ");
-  const parts = [counts(false) && `the default at ${counts(false)}`, counts(true) && `${CONTINENT} at ${counts(true)}`].filter(Boolean);
+  const counts = (aggregated: boolean) => [...new Set(rows.filter((r) => (r.family === "auto") === aggregated).map((r) => r.isolates))].sort((a, b) => a - b).map(n).join(", ");
+  const parts = [counts(true) && `${AUTO}, the default, at ${counts(true)}`, counts(false) && `${NONE} at ${counts(false)} where no auto scenario ran (auto is none below ${AUTO_RELAY_PEERS} peers at the key's object)`].filter(Boolean);
   return `read on ${parts.join(" and ")} isolates`;
 }
 
-/** The basis of a verdict read on `rows` of both designs, where it missed, and how the default alone fares; nothing when no continent scenario ran. */
-function basisOf(rows: ScenarioResult[], defaultMet: boolean | undefined, missed: string[] = []): string | undefined {
-  if (!rows.some((r) => r.family === "continent")) return undefined;
-  return `${readOn(rows)}; ${missed.length ? `missed at ${missed.join(", ")}; ` : ""}the default alone ${defaultMet ? "meets it too" : "misses it"}`;
+/** The basis of a verdict read on `rows` of both designs, where it missed, and how `aggregate: "none"` alone fares; nothing when no auto scenario ran. */
+function basisOf(rows: ScenarioResult[], straightMet: boolean | undefined, missed: string[] = []): string | undefined {
+  if (!rows.some((r) => r.family === "auto")) return undefined;
+  return `${readOn(rows)}; ${missed.length ? `missed at ${missed.join(", ")}; ` : ""}${NONE} alone ${straightMet ? "meets it too" : "misses it"}`;
 }
 
-/** "8 (the default: 1.24 %)": each isolate count whose worst row is over `max`, with the design it ran. */
+/** "8 (`aggregate: "auto"`: 1.24 %)": each isolate count whose worst row is over `max`, with the design it ran. */
 function overAt(rows: ScenarioResult[], value: (r: ScenarioResult) => number, max: number, format: (x: number) => string): string[] {
   const worst = new Map<number, ScenarioResult>();
   for (const r of rows) if (!worst.has(r.isolates) || value(r) > value(worst.get(r.isolates)!)) worst.set(r.isolates, r);
   return [...worst]
     .filter(([, r]) => value(r) > max)
     .sort((a, b) => a[0] - b[0])
-    .map(([i, r]) => `${n(i)} (${r.family === "continent" ? CONTINENT : "the default"}: ${format(value(r))})`);
+    .map(([i, r]) => `${n(i)} (${r.family === "auto" ? AUTO : NONE}: ${format(value(r))})`);
 }
 
 /** "8: name · 64: name": the scenario with the most calls in a second at each isolate count. */
@@ -133,17 +133,17 @@ function busiest(rows: ScenarioResult[]): string {
 }
 
 export function verdicts(results: ScenarioResult[]): Verdict[] {
-  const today = results.filter((r) => r.family !== "prototype" && r.family !== "relay" && r.family !== "continent");
-  const continents = results.filter((r) => r.family === "continent");
-  const continentGlobal = continents.filter((r) => !r.name.startsWith("continent-churn-"));
-  // Location relays are the alternative, set beside the recommended design by the calls target alone.
+  const today = results.filter((r) => r.family !== "prototype" && r.family !== "relay" && r.family !== "auto");
+  const autos = results.filter((r) => r.family === "auto");
+  const autoGlobal = autos.filter((r) => !r.name.startsWith("auto-churn-"));
+  // Location relays are the alternative, set beside the default by the calls target alone.
   const relays = results.filter((r) => r.family === "relay" && !r.name.startsWith("relay-churn-"));
   const relaysIn = (many: boolean) => relays.filter((r) => inManyLocations(r.name) === many);
   const out: Verdict[] = [];
   const ok = (values: Map<number, number>, max: number) => (values.size === 0 ? undefined : [...values.values()].every((v) => v <= max));
   const all = (rows: ScenarioResult[], good: (r: ScenarioResult) => boolean) => (rows.length ? rows.every(good) : undefined);
-  /** " · `aggregate: "continent"`: …", or nothing when no continent scenario ran */
-  const withContinents = (text: string) => (text ? ` · ${CONTINENT}: ${text}` : "");
+  /** " · `aggregate: "auto"`: …", or nothing when no auto scenario ran */
+  const withAuto = (text: string) => (text ? ` · ${AUTO}: ${text}` : "");
 
   for (const [algorithm, label, field, max] of [
     ["sliding-window", "fast sliding window, every isolate count, 10× load: maxPerWindowOverLimit ≤ 1.01", "maxPerWindowOverLimit", THRESHOLD.window],
@@ -151,17 +151,17 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
   ] as const) {
     const value = (r: ScenarioResult) => r[field] ?? 0;
     const rows = today.filter((r) => r.family === "global-fast" && r.algorithm === algorithm && r.load === 10);
-    const aggregated = continentGlobal.filter((r) => r.algorithm === algorithm && r.load === 10);
+    const aggregated = autoGlobal.filter((r) => r.algorithm === algorithm && r.load === 10);
     const m = byIsolates(rows, value, (x) => x.toFixed(3));
-    const defaultMet = ok(m.values, max);
+    const straightMet = ok(m.values, max);
     const rec = recommended(rows, aggregated);
     const met = all(rec, (r) => value(r) <= max);
-    const worst = met === false ? [...rec].sort((a, b) => value(b) - value(a))[0] : defaultMet === false ? m.worst : undefined;
+    const worst = met === false ? [...rec].sort((a, b) => value(b) - value(a))[0] : straightMet === false ? m.worst : undefined;
     out.push({
       target: label,
-      measured: m.text ? `${m.text} (worst of 10×, 10× skewed, flash crowd)${withContinents(byIsolates(aggregated, value, (x) => x.toFixed(3)).text)}` : "not run",
+      measured: m.text ? `${m.text} (worst of 10×, 10× skewed, flash crowd)${withAuto(byIsolates(aggregated, value, (x) => x.toFixed(3)).text)}` : "not run",
       met,
-      ...optional("basis", basisOf(rec, defaultMet, overAt(rec, value, max, (x) => x.toFixed(3)))),
+      ...optional("basis", basisOf(rec, straightMet, overAt(rec, value, max, (x) => x.toFixed(3)))),
       ...(worst ? { why: whyOverAdmitted(worst, `${field} ${f3(worst[field])}`) } : {}),
     });
   }
@@ -169,22 +169,26 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
   {
     const rows = today.filter((r) => r.mode === "fast" && r.family !== "churn");
     const m = byIsolates(rows, (r) => r.objectCallsPerSecondPeak, n);
-    const defaultMet = ok(m.values, THRESHOLD.callsPerSecond);
-    const rec = recommended(rows, continentGlobal);
+    const straightMet = ok(m.values, THRESHOLD.callsPerSecond);
+    const rec = recommended(rows, autoGlobal);
     const r = byIsolates(rec, (x) => x.objectCallsPerSecondPeak, n);
     const recMet = ok(r.values, THRESHOLD.callsPerSecond);
     const rw = recMet === false ? r.worst : undefined;
-    // The continents' relays must not buy their calls with the bound: every such scenario, the churn stress's included, keeps it.
-    const worstWindow = Math.max(0, ...continents.map((x) => x.maxPerWindowOverLimit ?? 0));
-    const worstExcess = Math.max(0, ...continents.map((x) => x.tokenExcess ?? 0));
+    // The default's relays must not buy their calls with the bound: every auto scenario, the churn stress's included, keeps it.
+    const worstWindow = Math.max(0, ...autos.map((x) => x.maxPerWindowOverLimit ?? 0));
+    const worstExcess = Math.max(0, ...autos.map((x) => x.tokenExcess ?? 0));
     const boundsKept = worstWindow <= THRESHOLD.window && worstExcess <= THRESHOLD.excess;
-    const met = recMet === undefined ? undefined : recMet && (continents.length === 0 || boundsKept);
-    const continentText = byIsolates(continentGlobal, (x) => x.objectCallsPerSecondPeak, n).text;
-    const aggregatedCounts = new Set(continentGlobal.map((x) => x.isolates));
-    const smallText = [...m.values].filter(([i]) => !aggregatedCounts.has(i)).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)}: ${n(v)}`).join(" · ");
-    const busiestRelay = byIsolates(continentGlobal, (x) => x.detail.relay?.callsPerSecondPeak ?? 0, n).text;
+    const met = recMet === undefined ? undefined : recMet && (autos.length === 0 || boundsKept);
+    const autoText = byIsolates(autoGlobal, (x) => x.objectCallsPerSecondPeak, n).text;
+    const relayed = autoGlobal.filter((x) => (x.detail.relay?.calls ?? 0) > 0);
+    const busiestRelay = byIsolates(relayed, (x) => x.detail.relay!.callsPerSecondPeak, n).text;
+    // Below AUTO_RELAY_PEERS peers the default syncs straight, as `aggregate: "none"` does.
+    const straightAt = [...byIsolates(autoGlobal.filter((x) => !relayed.includes(x)), (x) => x.detail.objectMaxPeers, n).values]
+      .sort((a, b) => a[0] - b[0])
+      .map(([i, peers]) => `${n(i)} isolates, its object holding at most ${n(peers)} peers`)
+      .join("; ");
     const over = (values: Map<number, number>) => [...values].filter(([, v]) => v > THRESHOLD.callsPerSecond).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)} (${n(v)})`).join(" and ");
-    // Location relays, beside: in LOCATIONS, and in MANY_LOCATIONS as the continents' relays run.
+    // Location relays, beside: in LOCATIONS, and in MANY_LOCATIONS as the default's scenarios run.
     const located = byIsolates(relaysIn(false), (x) => x.objectCallsPerSecondPeak, n);
     const many = byIsolates(relaysIn(true), (x) => x.objectCallsPerSecondPeak, n);
     const manyOver = many.worst !== undefined && many.worst.objectCallsPerSecondPeak > THRESHOLD.callsPerSecond;
@@ -192,19 +196,22 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const w = m.worst;
     out.push({
       target: "object calls per key per second ≤ 250 at every isolate count, 4,096 included",
-      measured: m.text ? `${m.text} (busiest second after the warm-up, a global key's first period; every fast scenario)${withContinents(continentText && `${continentText} (the key's object, isolates in ${MANY_LOCATIONS} locations; the busiest continent's relay in its busiest second: ${busiestRelay})`)}` : "not run",
+      measured: m.text
+        ? `${NONE}: ${m.text} (busiest second after the warm-up, a global key's first period; every fast scenario)${withAuto(autoText && `${autoText} (the key's object, isolates in ${MANY_LOCATIONS} locations${busiestRelay ? `; the busiest continent's relay in its busiest second: ${busiestRelay}` : ""})`)}`
+        : "not run",
       met,
       ...optional(
         "basis",
-        continents.length && recMet !== undefined
-          ? `met when, at each isolate count, the design the README recommends for it stays within 250 (the default at 8–64 isolates, ${CONTINENT} at 512 and 4,096) and every ${CONTINENT} scenario keeps the bounds (maxPerWindowOverLimit ≤ 1.01, tokenExcess ≤ 0.01). ` +
-              `The default: ${smallText}; ${CONTINENT}: ${continentText}; ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}. ` +
-              `The ${CONTINENT} scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds.` +
+        autos.length && recMet !== undefined
+          ? `met when the default, ${AUTO}, stays within 250 at every isolate count and every one of its scenarios keeps the bounds (maxPerWindowOverLimit ≤ 1.01, tokenExcess ≤ 0.01). ` +
+              `${capitalized(readOn(rec))}: ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}` +
+              `${straightAt ? ` (straight to the key's object at ${straightAt}: below the ${AUTO_RELAY_PEERS} that turn it to relays)` : ""}. ` +
+              `The ${AUTO} scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds.` +
               locationText +
-              (defaultMet ? " The default alone meets it too." : ` The default alone still misses at ${over(m.values)}.`)
+              (straightMet ? ` ${NONE} alone meets it too.` : ` ${NONE} alone still misses at ${over(m.values)}.`)
           : undefined,
       ),
-      ...(defaultMet === false && w
+      ...(straightMet === false && w
         ? {
             why:
               `${w.name}: ${n(w.objectCallsPerSecondPeak)} calls in its busiest second (${n(w.detail.objectCallsPerSecondPeakWithWarmup)} counting the cold start, when every isolate makes its first call): ` +
@@ -212,7 +219,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
               `an isolate's first call and a request whose lease cannot pay for it are not booked. Over the whole run, ${n(w.detail.calls)} calls for ${n(w.detail.requests)} requests ` +
               `(${w.detail.requestsPerCall} requests a call): ${callKinds(w.detail.callsByKind)}; ${n(w.detail.isolatesBorn)} isolates lived in the run. ` +
               `The object was busy ${percent(w.detail.objectBusy)} of the run with up to ${n(w.detail.objectMaxPeers)} peers. The busiest scenario at each count: ${busiest(rows)}.` +
-              (rw?.detail.relay ? ` With ${CONTINENT}, ${whyRelayCalls(rw)}` : ""),
+              (rw?.detail.relay ? ` With ${AUTO}, ${whyRelayCalls(rw)}` : ""),
           }
         : rw?.detail.relay
           ? { why: whyRelayCalls(rw) }
@@ -229,7 +236,12 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
       target: "10× load, 8 isolates: ≤ 2 object calls per 100 requests, for 300 per 30 s and for 3,000 per 60 s",
       measured: text || "not run",
       met,
-      ...optional("basis", relays.length && rows.length ? "read on the default, the design the README recommends at 8 isolates" : undefined),
+      ...optional(
+        "basis",
+        rows.length
+          ? `read on ${NONE}, which the default, ${AUTO}, is at 8 isolates: it syncs straight until the key's object reports ${AUTO_RELAY_PEERS} peers, and these objects held at most ${n(Math.max(...rows.map((r) => r.detail.objectMaxPeers)))}`
+          : undefined,
+      ),
       ...(met === false && worst
         ? {
             why:
@@ -243,18 +255,18 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "global-fast" && r.load === 1 && r.isolates === 512);
-    const aggregated = continentGlobal.filter((r) => r.load === 1 && r.isolates === 512);
+    const aggregated = autoGlobal.filter((r) => r.load === 1 && r.isolates === 512);
     const text = rows.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · ");
-    const defaultMet = all(rows, (r) => r.underAdmission <= THRESHOLD.under);
+    const straightMet = all(rows, (r) => r.underAdmission <= THRESHOLD.under);
     const rec = recommended(rows, aggregated);
     const met = all(rec, (r) => r.underAdmission <= THRESHOLD.under);
     const worstOf = (list: ScenarioResult[]) => [...list].sort((a, b) => b.underAdmission - a.underAdmission)[0];
-    const worst = met === false ? worstOf(rec) : defaultMet === false ? worstOf(rows) : undefined;
+    const worst = met === false ? worstOf(rec) : straightMet === false ? worstOf(rows) : undefined;
     out.push({
       target: "1× load, 512 isolates: underAdmission ≤ 5 %",
-      measured: text ? `${text}${withContinents(aggregated.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · "))}` : "not run (needs 512 isolates)",
+      measured: text ? `${text}${withAuto(aggregated.map((r) => `${r.algorithm}: ${percent(r.underAdmission)}`).join(" · "))}` : "not run (needs 512 isolates)",
       met,
-      ...optional("basis", basisOf(rec, defaultMet, overAt(rec, (r) => r.underAdmission, THRESHOLD.under, percent))),
+      ...optional("basis", basisOf(rec, straightMet, overAt(rec, (r) => r.underAdmission, THRESHOLD.under, percent))),
       ...(worst
         ? {
             why:
@@ -269,18 +281,18 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "global-fast" && r.name.endsWith("-1x"));
-    const aggregated = continentGlobal.filter((r) => r.name.endsWith("-1x"));
+    const aggregated = autoGlobal.filter((r) => r.name.endsWith("-1x"));
     const m = byIsolates(rows, (r) => r.waitedForObject, (x) => percent(x));
-    const defaultMet = ok(m.values, THRESHOLD.waited);
+    const straightMet = ok(m.values, THRESHOLD.waited);
     const rec = recommended(rows, aggregated);
     const r = byIsolates(rec, (x) => x.waitedForObject, (x) => percent(x));
     const met = ok(r.values, THRESHOLD.waited);
-    const w = defaultMet === false ? m.worst : met === false ? r.worst : undefined;
+    const w = straightMet === false ? m.worst : met === false ? r.worst : undefined;
     out.push({
       target: "1× load, steady state: waitedForObject ≤ 1 % (every isolate count)",
-      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the warm-up: the key's first period, while its window fills)${withContinents(byIsolates(aggregated, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
+      measured: m.text ? `${m.text} (worst of sliding window and token bucket, after the warm-up: the key's first period, while its window fills)${withAuto(byIsolates(aggregated, (r) => r.waitedForObject, (x) => percent(x)).text)}` : "not run",
       met,
-      ...optional("basis", basisOf(rec, defaultMet, overAt(rec, (x) => x.waitedForObject, THRESHOLD.waited, percent))),
+      ...optional("basis", basisOf(rec, straightMet, overAt(rec, (x) => x.waitedForObject, THRESHOLD.waited, percent))),
       ...(w
         ? {
             why:
@@ -295,7 +307,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const rows = today.filter((r) => r.family === "churn");
-    const aggregated = continents.filter((r) => r.name.startsWith("continent-churn-"));
+    const aggregated = autos.filter((r) => r.name.startsWith("auto-churn-"));
     const calm = (r: ScenarioResult) => today.find((t) => t.family === "global-fast" && t.isolates === r.isolates && t.algorithm === r.algorithm && t.name.endsWith(`-${r.load}x`));
     const checksOf = (list: ScenarioResult[]) =>
       list.map((r) => {
@@ -309,22 +321,22 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
     const text = (checks: ReturnType<typeof checksOf>) => checks.map((c) => `${c.r.algorithm === "sliding-window" ? "sw" : "tb"} ${c.r.load}×: ${c.parts.map(([w]) => w).join(", ")}`).join(" · ");
     const missedIn = (checks: ReturnType<typeof checksOf>) => checks.flatMap((c) => c.parts.filter(([, good]) => !good).map(([what]) => `${c.r.name}: ${what}`));
     const checks = checksOf(rows);
-    const defaultMet = rows.length ? missedIn(checks).length === 0 : undefined;
+    const straightMet = rows.length ? missedIn(checks).length === 0 : undefined;
     const rec = recommended(rows, aggregated);
     const recMissed = missedIn(checksOf(rec));
     const met = rec.length ? recMissed.length === 0 : undefined;
     const missed = missedIn(checks);
     out.push({
       target: "isolates vanishing with their leases (512 isolates living 30 s on average) break none of the above",
-      measured: `${text(checks) || "not run"}${withContinents(text(checksOf(aggregated)))}`,
+      measured: `${text(checks) || "not run"}${withAuto(text(checksOf(aggregated)))}`,
       met,
       ...optional(
         "basis",
         aggregated.length && rec.length
-          ? `read on ${rec.map((x) => `\`${x.name}\``).join(", ")} (${CONTINENT} where it ran); ${recMissed.length ? `missed: ${recMissed.join("; ")}; ` : ""}the default alone ${defaultMet ? "meets it too" : "misses it"}`
+          ? `read on ${rec.map((x) => `\`${x.name}\``).join(", ")} (${AUTO}, the default, where it ran); ${recMissed.length ? `missed: ${recMissed.join("; ")}; ` : ""}${NONE} alone ${straightMet ? "meets it too" : "misses it"}`
           : undefined,
       ),
-      ...(defaultMet === false
+      ...(straightMet === false
         ? {
             why:
               `Missed: ${missed.join("; ")}. The same 512 isolates living 5 minutes: ` +
@@ -355,6 +367,10 @@ function whyRelayCalls(r: ScenarioResult): string {
     `${r.name}: ${n(r.objectCallsPerSecondPeak)} calls at the key's object in its busiest second, each a batch from one of ${n(relay.relays)} relays (one in flight per relay, paced by the object to ${relayGap(relay.relays)} ms apart or more); ` +
     `${n(relay.batches)} batches carried ${n(relay.calls)} syncs, ${relay.syncsPerBatch.toFixed(2)} a batch on average, and the busiest relay took ${n(relay.callsPerSecondPeak)} calls in its busiest second.`
   );
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** `{ [key]: value }` when there is a value, else nothing: for optional fields. */

@@ -22,7 +22,7 @@ export interface LimitOptions {
   cost?: number;
   /** the caller's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
   location?: string;
-  /** the caller's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay */
+  /** the caller's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay, and one with `"auto"` (a fast rule's default) once many isolates share the key */
   continent?: string;
 }
 

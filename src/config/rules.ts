@@ -17,7 +17,7 @@ const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
-const AGGREGATE: Choices<"none" | Aggregate> = ["none", "location", "continent"];
+const AGGREGATE: Choices<"none" | Aggregate> = ["auto", "none", "location", "continent"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
@@ -414,6 +414,7 @@ function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
 }
 
 function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | Aggregate {
+  if (value === undefined) return mode === "fast" ? "auto" : "none";
   const aggregate = parseChoice(value, AGGREGATE, at, "aggregate");
   if (aggregate !== "none" && mode !== "fast") {
     fail(at, "aggregate", `aggregate applies to fast mode only (a strict rule's every decision is its object's); remove it, or set "mode": "fast"`);

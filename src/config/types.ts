@@ -12,8 +12,12 @@ export type Cost = { units: number } | { header: string };
 
 export type Mode = "strict" | "fast";
 
-/** How a fast rule's isolates reach the key's object: through one relay per location (`request.cf.colo`) or per continent (`request.cf.continent`). */
-export type Aggregate = "location" | "continent";
+/**
+ * How a fast rule's isolates reach the key's object: through one relay per location
+ * (`request.cf.colo`) or per continent (`request.cf.continent`), or (`auto`) straight to it until
+ * the object reports a crowd of isolates, then through their continent's relay.
+ */
+export type Aggregate = "auto" | "location" | "continent";
 
 /** What a rule decides when its Durable Object fails or is slower than `timeout`. */
 export type OnError = "local" | "allow" | "deny";
@@ -49,7 +53,9 @@ export interface Rule {
   /**
    * fast mode: "location" sends the isolate's syncs through a relay object for its location
    * (`request.cf.colo`), which forwards them to the key's object in batches, "continent" through
-   * one for its continent (`request.cf.continent`); absent: straight to it
+   * one for its continent (`request.cf.continent`), "auto" (a fast rule's default) straight to the
+   * key's object while few isolates share it and through the continent's relay past that (see
+   * `syncsThrough`, src/fast/local.ts); absent (`"none"`, and every strict rule): straight to it
    */
   aggregate?: Aggregate;
   /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */

@@ -10,7 +10,7 @@ import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease, SyncRequest } from "./lease";
-import { relayFor, type Whereabouts } from "./relay";
+import { relayFor, syncsThrough, type Whereabouts } from "./relay";
 import {
   admittedUnleased,
   applyLease,
@@ -207,7 +207,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
     try {
       const { rule, objectName } = entry;
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.
-      const via = relayFor(rule.aggregate, context, objectName);
+      const via = relayFor(syncsThrough(rule.aggregate, entry.key.relayed), context, objectName);
       const stub = limiterStub(context.namespace, via ?? objectName);
       const call = (): Promise<Lease> => {
         metrics.count("floodgate_durable_object_calls_total", { method: via ? "relay" : "sync" });

@@ -128,11 +128,34 @@ export interface Whereabouts {
 }
 
 /**
- * The relay a rule's sync goes through from `from`: its colo's for `aggregate: "location"`, its
- * continent's for `"continent"`; undefined (straight to the key's object) for a rule that does not
- * aggregate, or when the caller did not say where it is.
+ * `aggregate: "auto"` sends a key's syncs through the continent's relay once the key's object
+ * reports at least this many isolates syncing with it, and straight to it again once they are no
+ * more than AUTO_DIRECT_PEERS. Straight, each isolate calls about once an interval, up to the
+ * object's booking budget (200 a second, src/fast/schedule.ts): past a few hundred isolates the
+ * calls it does not book (first calls, early top-ups) take it past 250 a second and towards the
+ * 1,000 one object takes (bench/SIMULATION.md: 277–495 at 512 isolates, 922 at 4,096), while
+ * through 6 continental relays it hears 40–46. Below, a relay would only add its batching to each
+ * answer: at 64 isolates the object's busiest second took at most 100 calls straight.
  */
-export function relayFor(aggregate: Aggregate | undefined, from: Whereabouts, objectName: string): string | undefined {
+export const AUTO_RELAY_PEERS = 256;
+export const AUTO_DIRECT_PEERS = 128;
+
+/** Whether a key that `aggregate: "auto"` routes by goes through relays, after its object reported `peers` (`relayed`: whether it did before). */
+export function crowded(relayed: boolean, peers: number): boolean {
+  return peers >= AUTO_RELAY_PEERS || (relayed && peers > AUTO_DIRECT_PEERS);
+}
+
+/** How a rule's syncs for a key go now: `aggregate`, with "auto" resolved by whether the key is `relayed` (see {@link crowded}). */
+export function syncsThrough(aggregate: Aggregate | undefined, relayed: boolean): "location" | "continent" | undefined {
+  return aggregate === "auto" ? (relayed ? "continent" : undefined) : aggregate;
+}
+
+/**
+ * The relay a rule's sync goes through from `from`: its colo's for `"location"`, its continent's
+ * for `"continent"` (as {@link syncsThrough} resolves the rule's `aggregate`); undefined (straight
+ * to the key's object) for a rule that does not aggregate, or when the caller did not say where it is.
+ */
+export function relayFor(aggregate: "location" | "continent" | undefined, from: Whereabouts, objectName: string): string | undefined {
   const place = aggregate === "location" ? from.location : aggregate === "continent" ? from.continent : undefined;
   return place === undefined ? undefined : relayName(place, objectName);
 }

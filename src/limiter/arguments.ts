@@ -25,8 +25,9 @@ export function checkCost(cost: unknown, fallback: number, where: string): numbe
 /**
  * Where a call comes from as given: `location` (`request.cf.colo`, a code like "AMS") for a rule
  * with `aggregate: "location"` to sync through that location's relay, `continent`
- * (`request.cf.continent`, like "EU") for one with `aggregate: "continent"`; either left out: such
- * a rule syncs straight to the key's object. Each names a relay object, so only short codes are
+ * (`request.cf.continent`, like "EU") for one with `aggregate: "continent"`, or `"auto"` (a fast
+ * rule's default) once many isolates share its key; either left out: such a rule syncs straight to
+ * the key's object. Each names a relay object, so only short codes are
  * taken: a client's own string passed here would make one object per value.
  */
 export function checkWhereabouts(options: { location?: unknown; continent?: unknown }, where: string): Whereabouts {

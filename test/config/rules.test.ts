@@ -103,6 +103,7 @@ describe("accepted shapes", () => {
         cost: { units: 1 },
         mode: "fast",
         syncMs: 1_000,
+        aggregate: "auto",
         onError: "local",
         timeoutMs: 1_000,
         ipv6Prefix: 56,
@@ -651,16 +652,24 @@ describe("failure handling and fast mode", () => {
     expect(fieldFor({ mode: "fast", sync })).toBe("rules[0].sync");
   });
 
-  it("reads a fast rule's aggregate, absent by default", () => {
-    expect(only([rule({ mode: "fast" })]).aggregate).toBeUndefined();
+  it("reads a fast rule's aggregate, auto by default", () => {
+    expect(only([rule({ mode: "fast" })]).aggregate).toBe("auto");
+    expect(describeRule(only([rule({ mode: "fast" })]))).toMatchObject({ aggregate: "auto" });
+    expect(only([rule({ mode: "fast", aggregate: "auto" })]).aggregate).toBe("auto");
     expect(only([rule({ mode: "fast", aggregate: "none" })]).aggregate).toBeUndefined();
+    expect(describeRule(only([rule({ mode: "fast", aggregate: "none" })]))).not.toHaveProperty("aggregate");
     expect(only([rule({ mode: "fast", aggregate: "location" })]).aggregate).toBe("location");
     expect(describeRule(only([rule({ mode: "fast", aggregate: "location" })]))).toMatchObject({ aggregate: "location" });
     expect(only([rule({ mode: "fast", aggregate: "continent" })]).aggregate).toBe("continent");
     expect(describeRule(only([rule({ mode: "fast", aggregate: "continent" })]))).toMatchObject({ aggregate: "continent" });
   });
 
-  it.each(["location", "continent"])("rejects aggregate: %s on a strict rule", (aggregate) => {
+  it("leaves a strict rule without aggregate, which it does not take", () => {
+    expect(only([rule({})]).aggregate).toBeUndefined();
+    expect(only([rule({ aggregate: "none" })]).aggregate).toBeUndefined();
+  });
+
+  it.each(["auto", "location", "continent"])("rejects aggregate: %s on a strict rule", (aggregate) => {
     const error = errorFor([rule({ aggregate })]);
     expect(error.field).toBe("rules[0].aggregate");
     expect(error.message).toContain("fast mode only");

@@ -22,6 +22,7 @@ import {
   syncFailed,
   type Sender,
 } from "../../src/fast/local";
+import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS } from "../../src/fast/relay";
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;
@@ -422,6 +423,11 @@ describe("a fast key's booked call, made on time when no request comes to make i
     expect(onTimeCallAt(key, relayed, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBe(T0 + 2_000 - 600);
   });
 
+  it("sets a timer after a slow answer of an auto rule's key once the object reports a crowd, whose relay answered it", () => {
+    const key = answered(4, { nextSyncAt: T0 + 2_000, expiresAt: T0 + 3_000, peers: AUTO_RELAY_PEERS }, fast, T0 + 600);
+    expect(onTimeCallAt(key, fast, sent(2), { since: T0, calls: 0 }, T0 + 600)).toBe(T0 + 2_000 - 600);
+  });
+
   it("sets no timer once the timers under one request have made as many calls as a chain may", () => {
     expect(onTimeCallAt(answered(4), fast, sent(2), { since: T0, calls: ON_TIME_CALLS_PER_CHAIN }, T0 + 80)).toBeUndefined();
   });
@@ -496,5 +502,38 @@ describe("what onError local knows of how a fast key is shared", () => {
     nextSync(key, fast, from, 1, T0);
     applyLease(key, fast, lease(key.outbox!.seq, 10, { peers: 7 }), T0 + 5);
     expect(knownShare(key, 40, 0)).toEqual({ peers: 7, free: 50, heardAt: T0 + 5 });
+  });
+});
+
+describe("a key's crowd, for aggregate: auto", () => {
+  it("is crowded once an answer reports AUTO_RELAY_PEERS isolates at the key's object", () => {
+    expect(leased(5, { peers: AUTO_RELAY_PEERS - 1 }).relayed).toBe(false);
+    expect(leased(5, { peers: AUTO_RELAY_PEERS }).relayed).toBe(true);
+  });
+
+  it("stays crowded until an answer reports AUTO_DIRECT_PEERS isolates or fewer", () => {
+    const key = leased(5, { peers: AUTO_RELAY_PEERS });
+    const answer = (peers: number, at: number) => applyLease(key, fast, lease(nextSync(key, fast, from, 0, at).seq, 5, { peers }), at);
+    answer(AUTO_DIRECT_PEERS + 1, T0 + 1_000);
+    expect(key.relayed).toBe(true);
+    answer(AUTO_DIRECT_PEERS, T0 + 2_000);
+    expect(key.relayed).toBe(false);
+  });
+
+  it("turns to the relay when a sync fails, until an answer reports AUTO_DIRECT_PEERS isolates or fewer", () => {
+    const key = leased(5);
+    nextSync(key, fast, from, 1, T0 + 1_000);
+    syncFailed(key, fast, T0 + 2_000);
+    expect(key.relayed).toBe(true);
+    applyLease(key, fast, lease(key.outbox!.seq, 5, { peers: AUTO_DIRECT_PEERS }), T0 + 2_500);
+    expect(key.relayed).toBe(false);
+  });
+
+  it("keeps a rule with another aggregate as it is when a sync fails", () => {
+    const none = rule({ name: "n", mode: "fast", limit: 100, syncMs: 1_000, aggregate: undefined });
+    const key = freshKey(T0);
+    nextSync(key, none, from, 1, T0);
+    syncFailed(key, none, T0 + 1_000);
+    expect(key.relayed).toBe(false);
   });
 });

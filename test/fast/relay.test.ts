@@ -1,8 +1,13 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Policy } from "../../src/algorithms";
+import { parseConfig } from "../../src/config/rules";
+import { policyOf } from "../../src/config/policy";
 import type { SyncRequest } from "../../src/fast/lease";
 import {
+  AUTO_DIRECT_PEERS,
+  AUTO_RELAY_PEERS,
+  crowded,
   MAX_RELAY_GAP_MS,
   RELAY_ACTIVE_MS,
   RELAY_BATCH,
@@ -14,6 +19,7 @@ import {
   relayDeadline,
   relayGap,
   relayName,
+  syncsThrough,
 } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { isRelay, originLog, send } from "../helpers/worker";
@@ -99,6 +105,26 @@ describe("a relay's queue", () => {
     expect(book.heard("new", RELAY_ACTIVE_MS + 1)).toBe(relayGap(1));
   });
 
+  it("routes an auto rule's key straight while it is not crowded, and through its continent's relay once it is", () => {
+    expect(syncsThrough("auto", false)).toBeUndefined();
+    expect(syncsThrough("auto", true)).toBe("continent");
+  });
+
+  it("routes every other rule as its aggregate says, crowded or not", () => {
+    for (const relayed of [false, true]) {
+      expect(syncsThrough(undefined, relayed)).toBeUndefined();
+      expect(syncsThrough("location", relayed)).toBe("location");
+      expect(syncsThrough("continent", relayed)).toBe("continent");
+    }
+  });
+
+  it("counts a key crowded from AUTO_RELAY_PEERS isolates, and no longer at AUTO_DIRECT_PEERS", () => {
+    expect(crowded(false, AUTO_RELAY_PEERS - 1)).toBe(false);
+    expect(crowded(false, AUTO_RELAY_PEERS)).toBe(true);
+    expect(crowded(true, AUTO_DIRECT_PEERS + 1)).toBe(true);
+    expect(crowded(true, AUTO_DIRECT_PEERS)).toBe(false);
+  });
+
   it("names a relay apart from every key's object", () => {
     expect(relayName("AMS", "api/global")).toBe("@AMS/api/global");
   });
@@ -159,6 +185,23 @@ describe("a location's relay in the real runtime", () => {
     expect(calls("sync") - direct).toBe(0);
     expect(await isRelay(relayName("EU", "relay-continent/global"))).toBe(true);
     expect(await isRelay(relayName("LHR", "relay-continent/global"))).toBe(false);
+  });
+
+  it("syncs a fast rule's key straight by default (aggregate: auto) until its object reports a crowd, then through the continent's relay", async () => {
+    const rules = [{ name: "relay-auto", mode: "fast", limit: 1_000_000, period: "1h", key: "global" }];
+    const objectName = "relay-auto/global";
+    const policy = policyOf(parseConfig(rules).rules[0]!);
+    // Other isolates, straight to the key's object: AUTO_RELAY_PEERS of them sync with it.
+    for (let i = 1; i < AUTO_RELAY_PEERS; i++) await stub(objectName).sync(policy, { ...syncOf(`crowd-${i}`), need: 0 });
+    const request = () => new Request("http://floodgate.test/relay-auto/x", { headers: { "CF-Connecting-IP": "192.0.2.83" }, cf: { colo: "LHR", continent: "EU" } });
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    expect((await send(request(), { rules })).status).toBe(200);
+    expect(calls("sync") - direct).toBe(1);
+    expect(calls("relay") - relayed).toBe(0);
+    for (let i = 0; i < 100 && calls("relay") === relayed; i++) expect((await send(request(), { rules })).status).toBe(200);
+    expect(calls("relay") - relayed).toBeGreaterThan(0);
+    expect(calls("sync") - direct).toBe(1);
+    expect(await isRelay(relayName("EU", objectName))).toBe(true);
   });
 
   it("syncs straight to the key's object when the request names no location", async () => {

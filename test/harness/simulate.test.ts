@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runScenario } from "../../bench/simulation/engine";
 import { renderReport } from "../../bench/simulation/report";
+import { CONTINENTS } from "../../bench/simulation/latency";
+import { RELAY_GAP_MS } from "../../src/fast/relay";
 import { selectScenarios } from "../../bench/simulation/scenarios";
 import { ROOT } from "./root";
 
@@ -99,6 +101,17 @@ describe("npm run simulate", () => {
     const [direct, relayed] = selectScenarios({ quick: true, isolates: [4096], only, seconds: 20 }).map((s) => runScenario(s, 1));
     expect(relayed!.detail.relay!.syncsPerBatch).toBeGreaterThan(1);
     expect(relayed!.detail.calls).toBeLessThan(direct!.detail.calls / 2);
+  });
+
+  it("runs the default, aggregate: auto, straight at 64 isolates and through the continents' relays at 512", () => {
+    const only = ["auto-sw-global-i64-10x", "auto-sw-global-i512-10x"];
+    const [few, crowd] = selectScenarios({ quick: false, isolates: [64, 512], only, seconds: 20 }).map((s) => runScenario(s, 1));
+    expect(few!.detail.relay).toBeNull();
+    expect(crowd!.detail.relay!.relays).toBeLessThanOrEqual(CONTINENTS.length);
+    expect(crowd!.detail.relay!.syncsPerBatch).toBeGreaterThan(1);
+    // Past its first sync each isolate's syncs reach the key's object in its continent's batches, at most one per relay gap.
+    expect(crowd!.objectCallsPerSecondPeak).toBeLessThanOrEqual((CONTINENTS.length * 1_000) / RELAY_GAP_MS + crowd!.detail.objectPeakByKind.first);
+    expect(crowd!.maxPerWindowOverLimit).toBeLessThanOrEqual(1.01);
   });
 
   it("restarts relays during a run, losing the syncs waiting there, and the limit still holds", () => {

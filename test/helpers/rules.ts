@@ -29,6 +29,8 @@ export function rule(overrides: RuleOverrides = {}): Rule {
     newKeysPerSecond: null,
     dryRun: false,
     blockMs: null,
+    // The parser's default for a fast rule; `aggregate: undefined` is its "none".
+    ...(rest.mode === "fast" && !("aggregate" in rest) ? { aggregate: "auto" as const } : {}),
     ...rest,
     match: { path: "*", methods: null, host: null, ips: null, ...match },
   };

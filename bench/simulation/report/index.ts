@@ -4,6 +4,7 @@ import type { ChartSpec } from "../../lib/section";
 import type { JobResult } from "../pool";
 import { RATE_BASIS } from "../../../src/fast/lease";
 import { PEER_TTL_MS } from "../../../src/fast/peer";
+import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS } from "../../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL, SATURATION } from "../../../src/fast/schedule";
 import { AGREEMENT, LIFETIME_MS, STRESS_LIFETIME_MS, type Scenario } from "../scenarios";
 import type { ScenarioResult } from "../summary";
@@ -11,7 +12,7 @@ import { WAIT_CAUSES, type WaitCause } from "../isolate";
 import { callKinds, readByTargets, rerunOnSeeds, type SeedVerdicts, type Verdict } from "../targets";
 import { f3, img, n, scenarioTable } from "./format";
 import { boundSection, modelSection } from "./model";
-import { continentSection, prototypeSection, relaySection } from "./relays";
+import { autoSection, prototypeSection, relaySection } from "./relays";
 import { strictSections } from "./strict";
 
 export interface RunInfo {
@@ -41,7 +42,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
       `${scenarios.length} scenarios (${failed.length} failed) in ${info.seconds.toFixed(0)} s of wall time on ${info.machine} (${info.jobs} worker thread${info.jobs === 1 ? "" : "s"}); floodgate at ${info.source}.`,
     "",
     `A deterministic discrete-event simulation that drives floodgate's own code: the algorithms, the fast path's isolate side and the object's lease logic are imported from \`src/\`, not re-implemented, ` +
-      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default design, and a fast rule with \`aggregate: "continent"\` (each continent's relay forwarding its isolates' syncs to the key's object in batches; [below](#continental-relays-aggregate-continent)) at 512 and 4,096 isolates, where the README recommends it, with the alternative, \`aggregate: "location"\` (a relay per location; [below](#relays-aggregate-location)), measured too. Two simulator-only **prototypes** (strict calls that carry their deadline; relays that hold a lease for their location) are measured beside it ([below](#prototypes-simulator-only)). ` +
+      `so the simulation cannot drift from the product. It measures **floodgate as \`src/\` has it** against the targets of issue #13: its default, a fast rule's \`aggregate: "auto"\` (each isolate syncs straight to the key's object until the object reports ${AUTO_RELAY_PEERS} isolates syncing with it, then through its continent's relay, which forwards its isolates' syncs to the key's object in batches; [below](#the-default-aggregate-auto)), beside \`aggregate: "none"\` (always straight to the key's object, the default before) and \`aggregate: "location"\` (a relay per location; [below](#relays-aggregate-location)). Two simulator-only **prototypes** (strict calls that carry their deadline; relays that hold a lease for their location) are measured beside them ([below](#prototypes-simulator-only)). ` +
       `The raw numbers are in [\`simulation.json\`](simulation.json).`,
     "",
     `**The fast-mode design measured.** Each key's object books every isolate's next sync from one call budget per key (src/fast/schedule.ts: at most ${MAX_CALLS_PER_SECOND} booked calls a second: each booking at least one sync interval away and one budget step after the last). ` +
@@ -55,14 +56,14 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     `${met} of ${read} met.`,
     "",
-    "Each target is read for the design the README recommends at each isolate count: the default up to 64 isolates, `aggregate: \"continent\"` at 512 and 4,096 (where its scenarios ran; `aggregate: \"location\"`, the alternative, is measured beside it below); the verdict says which design's figures decided it.",
+    `Each target is read on the default, \`aggregate: "auto"\` (its \`auto-\` scenarios, where they ran; \`aggregate: "none"\`'s \`fast-\` and \`churn-\` scenarios, the same keys always straight, and \`aggregate: "location"\` are measured beside it); the verdict says which design's figures decided it. Below ${AUTO_RELAY_PEERS} isolates at the key's object auto syncs straight, as none does, and turns back to straight at ${AUTO_DIRECT_PEERS}.`,
     "",
     table(
       ["target", "measured", "verdict"],
       verdicts.map((v) => [v.target, v.measured, `${v.met === undefined ? "not read" : v.met ? "met" : "**missed**"}${v.basis ? `: ${v.basis}` : ""}`]),
     ),
     "",
-    ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met only with `aggregate: \"continent\"`; the default misses" : "Missed"}: ${v.target}.** ${v.why}`]),
+    ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met by the default, `aggregate: \"auto\"`; `aggregate: \"none\"` misses" : "Missed"}: ${v.target}.** ${v.why}`]),
     "",
     ...acrossSeeds(seeds, scenarios.filter((s) => readByTargets(s) && !rerunOnSeeds(s)).map((s) => s.name)),
     ...boundSection(family("global-fast")),
@@ -81,7 +82,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     out.push(
       "## Global fast keys",
       "",
-      "One global key (`key: global`), fast mode, default sync (1 s), timeout (1 s), 60 buckets and onError (`local`), every isolate sending it traffic. " +
+      "One global key (`key: global`), fast mode, default sync (1 s), timeout (1 s), 60 buckets and onError (`local`), every isolate sending it traffic and syncing straight to its object (`aggregate: \"none\"`; the default, `aggregate: \"auto\"`, is [below](#the-default-aggregate-auto)). " +
         "1× and 10× its limit with requests spread evenly over the isolates, 10× spread by Zipf's law over isolates (below 512 isolates; isolate k receives a share ∝ 1/(k+1)), and a flash crowd: the limit's rate, then within 5 s ten times it for a third of the run, skewed likewise.",
       "",
       scenarioTable(global),
@@ -109,16 +110,16 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     out.push(
       "## Isolates vanishing with their leases",
       "",
-      `512 isolates that live ${STRESS_LIFETIME_MS / 1000} s on average instead of ${LIFETIME_MS / 60_000} minutes: each vanishes with its lease unreported and its requests in flight (counted as lost, not admitted), and a fresh isolate takes its traffic.`,
+      `512 isolates that live ${STRESS_LIFETIME_MS / 1000} s on average instead of ${LIFETIME_MS / 60_000} minutes: each vanishes with its lease unreported and its requests in flight (counted as lost, not admitted), and a fresh isolate takes its traffic. These sync straight (\`aggregate: "none"\`); the default's are in [its section](#the-default-aggregate-auto).`,
       "",
       scenarioTable(churn),
       "",
     );
   }
+  const auto = family("auto");
+  if (auto.length) out.push(...autoSection(auto, results));
   const relay = family("relay");
   if (relay.length) out.push(...relaySection(relay, results, charts));
-  const continent = family("continent");
-  if (continent.length) out.push(...continentSection(continent, results));
   const perClient = family("per-client");
   if (perClient.length) {
     out.push(
@@ -216,7 +217,7 @@ function findings(results: ScenarioResult[]): string[] {
         "Strict mode costs at most one call a request, fewer when coalesced or denied from the cache.",
     );
   }
-  const shown = ["fast-sw-global-i512-1x", "fast-sw-global-i4096-10x", "fast-tb-global-i512-1x", "fast-tb-global-i4096-10x", "fast-sw-300per30s-i8-10x", "fast-tb-300per30s-i8-10x", "churn-sw-global-i512-1x"]
+  const shown = ["fast-sw-global-i512-1x", "fast-sw-global-i4096-10x", "fast-tb-global-i512-1x", "fast-tb-global-i4096-10x", "fast-sw-300per30s-i8-10x", "fast-tb-300per30s-i8-10x", "churn-sw-global-i512-1x", "auto-sw-global-i512-1x", "auto-tb-global-i4096-flash"]
     .map(by)
     .filter((r): r is ScenarioResult => r !== undefined);
   const kinds = shown.length

@@ -3,6 +3,7 @@ import { percent, table } from "../../lib/stats";
 import { CONTINENT_RTT, continentAt, CONTINENTS, JITTER, MIXED_RTT, RELAY_RTT } from "../latency";
 import { longestCycle, reorderBound } from "../bound";
 import { OVERLOAD, SERVICE } from "../object";
+import { AUTO_RELAY_PEERS } from "../../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND } from "../../../src/fast/schedule";
 import { FULL, LIFETIME_MS, LOCATIONS, MANY_LOCATIONS, QUICK, STRESS_LIFETIME_MS } from "../scenarios";
 import type { ScenarioResult } from "../summary";
@@ -27,7 +28,7 @@ export function boundSection(global: ScenarioResult[]): string[] {
   return [
     "### What both 1× targets would take of an idealized lease",
     "",
-    "Two bounds, not measurements (bench/simulation/bound.ts), each set beside the sliding window at 1× as run (the default design). " +
+    `Two bounds, not measurements (bench/simulation/bound.ts), each set beside the sliding window at 1× as run with \`aggregate: "none"\` (every isolate straight to the key's object). ` +
       `In both, a request the lease cannot pay for waits on a call, at most 1 % of requests may (Poisson demand, ${n(perSecond)} requests a second, the limit's rate, shared evenly), ` +
       "and at a key held at its limit (1×: its demand is its limit) every unit an isolate holds unspent is one the others are refused. " +
       `Each call is a Durable Object request, through a relay or not; the key's object books ${MAX_CALLS_PER_SECOND} a second, and strict mode decides with at most one call a request.`,
@@ -49,7 +50,7 @@ export function boundSection(global: ScenarioResult[]): string[] {
   ];
 }
 
-/** How many of the continent scenarios' MANY_LOCATIONS locations are on continent `code`. */
+/** How many of the default's scenarios' MANY_LOCATIONS locations are on continent `code`. */
 function continentLocations(code: string): number {
   return Array.from({ length: MANY_LOCATIONS }, (_, k) => continentAt(k, MANY_LOCATIONS)).filter((c) => c === code).length;
 }
@@ -60,12 +61,12 @@ export function modelSection(): string[] {
     "",
     "**What runs is floodgate's.** Each rule is built by floodgate's config parser (`parseConfig`), so sync interval, timeout, buckets and onError are the product's defaults. " +
       "Each isolate keeps real `LocalKey`s and calls `freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `syncFailed`, `admittedUnleased` and `surrender` (src/fast/local.ts) on floodgate's own `LruTable`; " +
-      "a rule with `aggregate: \"location\"` or `\"continent\"` names its location's or its continent's relay with `relayFor`, and each relay queues and batches with floodgate's own `RelayQueue` (src/fast/relay.ts); " +
+      "a rule with `aggregate: \"location\"` or `\"continent\"`, or `\"auto\"` once its key is crowded (`crowded`, in `applyLease`), names its location's or its continent's relay with `syncsThrough` and `relayFor`, and each relay queues and batches with floodgate's own `RelayQueue` (src/fast/relay.ts); " +
       "each key's object calls `grantLease` (src/fast/lease.ts), `leasePolicy`, `settlePins`, `putPeer`, `removePeer` on its peer index (src/fast/peer-index.ts), `isLive`, `lastPinEnds` (src/fast/peer.ts) and the algorithms' `decide`, `peek`, `carryOver`; strict isolates use floodgate's `DenialCache`, `Breakers` and `RuleBreaker`. " +
       "What cannot be imported is mirrored in a few lines, each naming the lines it mirrors: the object's `sync`, `syncAll`, `decide` and `alarm` bodies (src/durable-object/rate-limiter.ts extends `DurableObject` from `cloudflare:workers`, which Node cannot load), the relay's `forward`, `pump` and `send` (src/durable-object/relay.ts, on timers and promises), " +
       "the promise-and-`Date.now()` shells of src/fast/index.ts (`decideFast`, `sync`, `sweep`, `flushEvicted`) and of src/strict/coalescer.ts and index.ts, and onError's `local` answer (its table is module state, one per isolate). Time is a parameter of every floodgate function, so the simulated clock drives them directly.",
     "",
-    "**Round trips.** Each isolate draws its round trip to the key's object once, from this mixture; each leg of each call is half of it times a uniform factor in " +
+    "**Round trips.** Each isolate draws its round trip to the key's object once, from this mixture (where a relay may carry its syncs, each location's is drawn instead, see below); each leg of each call is half of it times a uniform factor in " +
       `[${JITTER[0]}, ${JITTER[1]}]. A key's object lives in one data center, created near its first request, and does not move (Cloudflare's Durable Objects docs, *Data location*); every isolate elsewhere reaches it over the network. ` +
       "The bands are the issue's and agree with public city-to-city ping tables (WonderProxy, *Miles per Millisecond*: Milan–Zurich 11 ms, Paris–Milan 21 ms, Dallas–Fremont 44 ms, New York–Paris 78 ms, Baltimore–Sydney 251 ms, Paris–Sydney 349 ms). " +
       "Where the isolates of a region are, relative to one object, is an assumption: 40 / 45 / 15 %.",
@@ -84,7 +85,7 @@ export function modelSection(): string[] {
       `A batch of *n* syncs (\`syncAll\`) costs the key's object ${SERVICE.baseMs} ms + ${SERVICE.perSyncMs * 1000} µs a sync (an assumption: the lease code measured 9 µs a sync, and each sync writes its peer row). ` +
       "An isolate that vanishes leaves its syncs at the relay, which still reach the key's object. A relay restarts after a lifetime drawn as an isolate's (an assumption: an object is evicted when idle, and on every deploy): every sync waiting there, queued or in its batch in flight, fails as Cloudflare's reset does, which the isolate tries once more (`retriedOnce`, to a fresh relay), and the key's object, which may have applied that batch, answers the resent syncs without applying them twice.",
     "",
-    `**Continental relays** (\`aggregate: "continent"\`). The continent scenarios run their isolates in ${MANY_LOCATIONS} locations (slot *k* at location *k* mod ${MANY_LOCATIONS}), spread over the continents (\`request.cf.continent\`) by share of the locations, an assumption (roughly where Cloudflare's cities are): ` +
+    `**Continental relays** (\`aggregate: "auto"\`, the default, once the key's object reports ${AUTO_RELAY_PEERS} peers; \`"continent"\` from the first sync). The default's scenarios (\`auto-\`) run their isolates in ${MANY_LOCATIONS} locations (slot *k* at location *k* mod ${MANY_LOCATIONS}), spread over the continents (\`request.cf.continent\`) by share of the locations, an assumption (roughly where Cloudflare's cities are): ` +
       `${CONTINENTS.map(({ code, share }) => `${code} ${+(share * 100).toFixed(1)} % (${continentLocations(code)} locations)`).join(", ")}. Each continent has one relay for the key. ` +
       `Continents are bands of distance from the key's object (\`placeOnContinents\`, bench/simulation/latency.ts): its nearest locations are ${CONTINENTS[0]!.code}'s, where the key's object lives (near its first request, likeliest on the continent with the most locations), the next nearest ${CONTINENTS[1]!.code}'s, and so on. ` +
       "Each continent's relay sits at one of its locations, drawn (it is created near the first request that names it), so its round trip to the key's object is that location's. " +

@@ -1,12 +1,12 @@
-/** The relay sections of the simulation report: location relays, continental relays, and the simulator-only prototypes. */
+/** The relay sections of the simulation report: location relays, the default's continental relays, and the simulator-only prototypes. */
 import { percent, table } from "../../lib/stats";
 import type { ChartSpec } from "../../lib/section";
 import { CONTINENTS } from "../latency";
 import { SERVICE } from "../object";
 import { QUIET_GAPS, QUIET_UNTIL_INTERVALS } from "../../../src/fast/lease";
 import { POOL_LEASE_MS } from "../pool-relay";
-import { MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../../src/fast/relay";
-import { continentOf, inManyLocations, LOCATIONS, MANY_LOCATIONS, relayOf } from "../scenarios";
+import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS, MAX_RELAY_GAP_MS, RELAY_ACTIVE_MS, RELAY_BATCH, RELAY_CALLS_PER_SECOND, RELAY_GAP_MS, RELAY_QUEUE, relayGap } from "../../../src/fast/relay";
+import { autoOf, inManyLocations, LOCATIONS, MANY_LOCATIONS, relayOf } from "../scenarios";
 import type { ScenarioResult } from "../summary";
 import { beside, boundText, type Extra, img, n, scenarioTable, span, waitText } from "./format";
 
@@ -34,8 +34,8 @@ export function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[])
   }
   const pooled = proto.filter((p) => p.mode === "fast");
   if (pooled.length) {
-    /** The same scenario with relays that forward, as src/ has them: location relays for `proto-pool-`, continental for `proto-cpool-`. */
-    const forwarding = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-").replace(/^proto-cpool-/, "continent-"));
+    /** The same scenario with relays that forward, as src/ has them: location relays for `proto-pool-`, the default's continental ones for `proto-cpool-`. */
+    const forwarding = (p: ScenarioResult) => all.find((r) => r.name === p.name.replace(/^proto-pool-/, "relay-").replace(/^proto-cpool-/, "auto-"));
     const rows = pooled.map((p) => {
       const relayed = forwarding(p);
       return [
@@ -64,7 +64,7 @@ export function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[])
     out.push(
       "### Relays that hold a lease for their location or continent (fast mode)",
       "",
-      `bench/simulation/pool-relay.ts: each location's relay (\`proto-pool-\`) or continent's (\`proto-cpool-\`) is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease out of one of its lots, sized and timed as the key's object leases an isolate (its demand read by floodgate's \`demandRate\` until its next call an interval on has had half an interval to be answered, with a standard deviation more, topping up what it holds; lasting until then or, for a quiet isolate, ${QUIET_GAPS} of its mean gaps, up to ${QUIET_UNTIL_INTERVALS} intervals), never past a lot it holds units of, and reports upward, against that lot, what they report spent. So that a sub-lease can last as long as an isolate's lease, the key's object makes a pooled relay's lease and pins last ${POOL_LEASE_MS / 1000} s at least (\`lastLonger\` in bench/simulation/object.ts, not in src/): with the relay's lots ending at its booked call, sub-leases lasted about a second and 38–41 % of requests at 1× waited. An isolate whose requests the relay cannot pay waits for the relay's own sync, and one it turns away with nothing, its key at its limit, is booked for when that sync is due back. The key's object then has the relays, not the isolates, for peers. The same scenarios at 512 isolates as \`aggregate: "location"\` and \`aggregate: "continent"\` (forwarding → pooled):`,
+      `bench/simulation/pool-relay.ts: each location's relay (\`proto-pool-\`) or continent's (\`proto-cpool-\`) is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease out of one of its lots, sized and timed as the key's object leases an isolate (its demand read by floodgate's \`demandRate\` until its next call an interval on has had half an interval to be answered, with a standard deviation more, topping up what it holds; lasting until then or, for a quiet isolate, ${QUIET_GAPS} of its mean gaps, up to ${QUIET_UNTIL_INTERVALS} intervals), never past a lot it holds units of, and reports upward, against that lot, what they report spent. So that a sub-lease can last as long as an isolate's lease, the key's object makes a pooled relay's lease and pins last ${POOL_LEASE_MS / 1000} s at least (\`lastLonger\` in bench/simulation/object.ts, not in src/): with the relay's lots ending at its booked call, sub-leases lasted about a second and 38–41 % of requests at 1× waited. An isolate whose requests the relay cannot pay waits for the relay's own sync, and one it turns away with nothing, its key at its limit, is booked for when that sync is due back. The key's object then has the relays, not the isolates, for peers. The same scenarios at 512 isolates as \`aggregate: "location"\` and as the default, \`aggregate: "auto"\`, whose relays are its continents' (forwarding → pooled; a \`proto-cpool-\` isolate syncs through its continent's relay from its first sync, as \`"continent"\` has it, where auto's first sync goes straight to the key's object):`,
       "",
       table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
       "",
@@ -75,13 +75,19 @@ export function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[])
   return out;
 }
 
-/** A run's relay figures: set on every run whose rule aggregates. */
+/** A run's relay figures: set on every run that used a relay. */
 const relaysOf = (r: ScenarioResult) => r.detail.relay!;
 
 /** The relay runs' columns beside the scenario table's. */
 const RELAY_COLUMNS: Extra = {
   headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"],
   cells: (r) => [n(relaysOf(r).callsPerSecondPeak), n(relaysOf(r).calls), relaysOf(r).syncsPerBatch.toFixed(2), percent(relaysOf(r).busy)],
+};
+
+/** The same for the default's runs, "—" where no relay was used (a key that never reported a crowd). */
+const AUTO_RELAY_COLUMNS: Extra = {
+  headers: RELAY_COLUMNS.headers,
+  cells: (r) => (r.detail.relay ? RELAY_COLUMNS.cells(r) : RELAY_COLUMNS.headers.map(() => "—")),
 };
 
 /** What went wrong at the relays of `rows`, summed: "the relays refused … that way." */
@@ -100,7 +106,7 @@ export function relaySection(rows: ScenarioResult[], all: ScenarioResult[], char
   return [
     "## Relays: `aggregate: \"location\"`",
     "",
-    `The global keys at 512 and 4,096 isolates, and the churn stress's sliding window, again with the rule's \`aggregate: "location"\` (src/fast/relay.ts, src/durable-object/relay.ts), the alternative to \`aggregate: "continent"\` ([below](#continental-relays-aggregate-continent)): each isolate syncs through its location's relay, which sends the syncs waiting there to the key's object as one \`syncAll\`, one batch in flight, at most ${RELAY_BATCH} syncs each, and refuses a sync at once when ${n(RELAY_QUEUE)} wait. ` +
+    `The global keys at 512 and 4,096 isolates, and the churn stress's sliding window, again with the rule's \`aggregate: "location"\` (src/fast/relay.ts, src/durable-object/relay.ts), the alternative to the default's continental relays ([above](#the-default-aggregate-auto)): each isolate syncs through its location's relay, which sends the syncs waiting there to the key's object as one \`syncAll\`, one batch in flight, at most ${RELAY_BATCH} syncs each, and refuses a sync at once when ${n(RELAY_QUEUE)} wait. ` +
       `Batches leave a relay at least its gap apart: ${RELAY_GAP_MS} ms (\`RELAY_GAP_MS\`) until the key's object answers one, then what the object asks for, its share of ${RELAY_CALLS_PER_SECOND} calls a second among the relays it heard from in the last ${RELAY_ACTIVE_MS / 1000} s, at most ${MAX_RELAY_GAP_MS} ms (\`relayGap\`, \`RelayBook\`). ` +
       `The isolates sit in ${LOCATIONS} locations, so the key's object hears from at most ${LOCATIONS} relays, each at most once per ${relayGap(LOCATIONS)} ms once paced: ${n((LOCATIONS * 1000) / relayGap(LOCATIONS))} calls a second at most. ` +
       `The \`-l${MANY_LOCATIONS}\` scenarios repeat those at 4,096 isolates in ${MANY_LOCATIONS} locations (about Cloudflare's count), where each relay hears fewer syncs and the object's pace allows up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} calls a second. ` +
@@ -110,7 +116,7 @@ export function relaySection(rows: ScenarioResult[], all: ScenarioResult[], char
     "",
     scenarioTable(rows, RELAY_COLUMNS),
     "",
-    `Each beside the same scenario without relays (default → \`aggregate: "location"\`), and each \`-l${MANY_LOCATIONS}\` beside the same relays in ${LOCATIONS} locations (${LOCATIONS} → ${MANY_LOCATIONS}):`,
+    `Each beside the same scenario without relays (\`aggregate: "none"\` → \`aggregate: "location"\`), and each \`-l${MANY_LOCATIONS}\` beside the same relays in ${LOCATIONS} locations (${LOCATIONS} → ${MANY_LOCATIONS}):`,
     "",
     table(
       ["scenario", "max window ÷ limit or token excess", "calls/s peak", "calls per 100", "under-admission", "waited", "errors"],
@@ -129,22 +135,26 @@ export function relaySection(rows: ScenarioResult[], all: ScenarioResult[], char
   ];
 }
 
-/** The continent family: its own table with the relays' figures, and each scenario beside the default design's and the location relays'. */
-export function continentSection(rows: ScenarioResult[], all: ScenarioResult[]): string[] {
+/** The default's family (`aggregate: "auto"`): its own table with the relays' figures, and each scenario beside `aggregate: "none"`'s and the location relays'. */
+export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): string[] {
   const relays = CONTINENTS.length;
   const named = (name: string) => all.find((x) => x.name === name);
-  // A continent scenario's location relays are its name with `relay-` for `continent-`; the repeat in MANY_LOCATIONS first, where the continent scenarios run.
+  // An auto scenario's location relays are its name with `relay-` for `auto-`; the repeat in MANY_LOCATIONS first, where the auto scenarios run.
   const runs = rows.map((r) => {
-    const location = r.name.replace(/^continent-/, "relay-");
-    return { r, d: all.find((x) => continentOf(x.name) === r.name && x.family !== "continent"), l: named(`${location}-l${MANY_LOCATIONS}`) ?? named(location) };
+    const location = r.name.replace(/^auto-/, "relay-");
+    return { r, d: all.find((x) => autoOf(x.name) === r.name && x.family !== "auto"), l: named(`${location}-l${MANY_LOCATIONS}`) ?? named(location) };
   });
+  const relayed = rows.filter((r) => (r.detail.relay?.calls ?? 0) > 0);
+  const straight = rows.filter((r) => !relayed.includes(r));
   const locations = runs.flatMap(({ l }) => (l ? [l] : []));
-  const defaults = runs.flatMap(({ d }) => (d ? [d] : []));
+  const nones = runs.flatMap(({ r, d }) => (d && relayed.includes(r) ? [d] : []));
   const batch = (r: ScenarioResult) => relaysOf(r).syncsPerBatch;
   const calls = (r: ScenarioResult) => r.objectCallsPerSecondPeak;
-  const most = (f: (r: ScenarioResult) => number) => [...rows].sort((a, b) => f(b) - f(a))[0]!;
-  const busiest = most((r) => relaysOf(r).callsPerSecondPeak);
-  const coldest = most((r) => relaysOf(r).callsPerSecondPeakWithWarmup);
+  const most = (list: ScenarioResult[], f: (r: ScenarioResult) => number) => [...list].sort((a, b) => f(b) - f(a))[0];
+  const busiest = most(relayed, (r) => relaysOf(r).callsPerSecondPeak);
+  const coldest = most(relayed, (r) => relaysOf(r).callsPerSecondPeakWithWarmup);
+  const coldObject = most(relayed, (r) => r.detail.objectCallsPerSecondPeakWithWarmup);
+  const firsts = most(relayed, (r) => r.detail.objectPeakByKind.first);
   const failing = rows.filter((r) => r.errors > 0);
   const whyFailed = (r: ScenarioResult) =>
     Object.entries(r.detail.errorsByKind)
@@ -153,22 +163,31 @@ export function continentSection(rows: ScenarioResult[], all: ScenarioResult[]):
       .join(", ");
   const inLocations = (many: boolean) => locations.filter((l) => inManyLocations(l.name) === many);
   const against = [
-    defaults.length && `${span(defaults, calls, n)} in the default design`,
+    nones.length && `${span(nones, calls, n)} with \`aggregate: "none"\``,
     inLocations(false).length && `${span(inLocations(false), calls, n)} through location relays in ${LOCATIONS} locations`,
     inLocations(true).length && `${span(inLocations(true), calls, n)} in ${MANY_LOCATIONS}`,
   ].filter(Boolean);
+  const straightText = straight.length
+    ? `Below ${AUTO_RELAY_PEERS} it is \`aggregate: "none"\`: ${[...new Set(straight.map((r) => r.isolates))]
+        .sort((a, b) => a - b)
+        .map((i) => `at ${n(i)} isolates the key's object held at most ${n(Math.max(...straight.filter((r) => r.isolates === i).map((r) => r.detail.objectMaxPeers)))} peers and no sync went through a relay`)
+        .join("; ")}. `
+    : "";
   return [
-    "## Continental relays: `aggregate: \"continent\"`",
+    "## The default: `aggregate: \"auto\"`",
     "",
-    `The same scenarios again with the rule's \`aggregate: "continent"\`, the design the README recommends at 512 and 4,096 isolates: each isolate syncs through its continent's relay (\`request.cf.continent\`), the same relay code as \`aggregate: "location"\`, its isolates in ${MANY_LOCATIONS} locations over ${relays} continents. ` +
-      `It cuts the key's object's calls twice over. The key's object hears from at most ${relays} relays, so it paces each at the shortest gap, ${relayGap(relays)} ms: ${n((relays * 1000) / relayGap(relays))} calls a second at most, however many locations there are. ` +
-      `Location relays in ${MANY_LOCATIONS} locations would each need a gap of ${n(Math.ceil((MANY_LOCATIONS * 1000) / RELAY_CALLS_PER_SECOND))} ms to keep within ${RELAY_CALLS_PER_SECOND} calls a second, but the gap stops at ${MAX_RELAY_GAP_MS} ms (\`MAX_RELAY_GAP_MS\`, so a sync is still answered in time), which lets them send up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} a second; ${relays} relays never reach that cap. ` +
-      `And each relay hears a whole continent's syncs, so more of them meet in a batch: ${span(rows, batch, (x) => x.toFixed(2))} a batch on average${locations.length ? `, against ${span(locations, batch, (x) => x.toFixed(2))} through the location relays beside them` : ""}. ` +
-      "The relay columns read as for the location relays: the busiest relay's busiest second after the warm-up, the isolates' calls to their relays, the mean syncs a batch, the busiest relay's busy share of its thread.",
+    `The global keys and the churn stress again with the rule's default, \`aggregate: "auto"\` (src/fast/relay.ts \`crowded\`, \`syncsThrough\`): an isolate syncs a key straight to its object until an answer says ${AUTO_RELAY_PEERS} isolates or more sync with it, then through its continent's relay (\`request.cf.continent\`), the same relay code as \`aggregate: "location"\`, until an answer says ${AUTO_DIRECT_PEERS} or fewer; a key new to an isolate makes its first sync straight. ` +
+      `Its isolates sit in ${MANY_LOCATIONS} locations over ${relays} continents. ${straightText}` +
+      (relayed.length
+        ? `Past it, it cuts the key's object's calls twice over. The key's object hears from at most ${relays} relays, so it paces each at the shortest gap, ${relayGap(relays)} ms: ${n((relays * 1000) / relayGap(relays))} batches a second at most, however many locations there are, beside the isolates' first syncs. ` +
+          `Location relays in ${MANY_LOCATIONS} locations would each need a gap of ${n(Math.ceil((MANY_LOCATIONS * 1000) / RELAY_CALLS_PER_SECOND))} ms to keep within ${RELAY_CALLS_PER_SECOND} calls a second, but the gap stops at ${MAX_RELAY_GAP_MS} ms (\`MAX_RELAY_GAP_MS\`, so a sync is still answered in time), which lets them send up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} a second; ${relays} relays never reach that cap. ` +
+          `And each relay hears a whole continent's syncs, so more of them meet in a batch: ${span(relayed, batch, (x) => x.toFixed(2))} a batch on average${locations.length ? `, against ${span(locations, batch, (x) => x.toFixed(2))} through the location relays beside them` : ""}. `
+        : "") +
+      "The relay columns read as for the location relays: the busiest relay's busiest second after the warm-up, the isolates' calls to their relays, the mean syncs a batch, the busiest relay's busy share of its thread (— where no relay was used).",
     "",
-    scenarioTable(rows, RELAY_COLUMNS),
+    scenarioTable(rows, AUTO_RELAY_COLUMNS),
     "",
-    `Each beside the same scenario of the default design and through location relays (default → \`aggregate: "location"\` → \`aggregate: "continent"\`); the location relays' run is the \`-l${MANY_LOCATIONS}\` repeat where one ran, in the same ${MANY_LOCATIONS} locations as the continent scenarios, otherwise the run in ${LOCATIONS} (*location relays in*):`,
+    `Each beside the same scenario with \`aggregate: "none"\` and through location relays (\`aggregate: "none"\` → \`aggregate: "location"\` → \`aggregate: "auto"\`); the location relays' run is the \`-l${MANY_LOCATIONS}\` repeat where one ran, in the same ${MANY_LOCATIONS} locations as the default's scenarios, otherwise the run in ${LOCATIONS} (*location relays in*; — where none ran):`,
     "",
     table(
       ["scenario", "location relays in", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99", "errors"],
@@ -185,13 +204,19 @@ export function continentSection(rows: ScenarioResult[], all: ScenarioResult[]):
       ["l", "r", "r", "r", "r", "r", "r", "r"],
     ),
     "",
-    `Through continental relays the key's object took ${span(rows, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}.`,
-    "",
-    `**The limitation: one relay per continent takes every sync of that continent's isolates for the key.** The busiest continental relay here took ${n(relaysOf(busiest).callsPerSecondPeak)} calls in its busiest second after the warm-up (\`${busiest.name}\`, busy ${percent(relaysOf(busiest).busy)} of its thread), ` +
-      `and ${n(relaysOf(coldest).callsPerSecondPeakWithWarmup)} counting the warm-up, when every isolate makes its first sync (\`${coldest.name}\`)${locations.length ? `; no location relay beside them took more than ${n(Math.max(...locations.map((l) => relaysOf(l).callsPerSecondPeakWithWarmup)))}, warm-up included` : ""}. ` +
-      `A relay is an object too, at ${SERVICE.baseMs} ms an isolate's call about ${n(1000 / SERVICE.baseMs)} calls a second (Cloudflare's soft limit per object): a key whose one continent sends it more syncs a second than that makes its continent's relay the hot object, queueing, then refusing syncs (at ${n(RELAY_QUEUE)} waiting) or answering "overloaded", where location relays spread the same syncs over the continent's locations. ` +
-      `${failing.length ? `Requests that got onError's answer through continental relays: ${failing.map((r) => `\`${r.name}\` ${n(r.errors)} (${whyFailed(r)})`).join(", ")}.` : "No request through a continental relay got onError's answer."} ` +
-      `Over these runs ${relayTrouble(rows)}`,
-    "",
+    ...(relayed.length && busiest && coldest && coldObject && firsts
+      ? [
+          `Where it relayed, the key's object took ${span(relayed, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}. ` +
+            `Its first syncs go straight: up to ${n(firsts.detail.objectPeakByKind.first)} of the key's object's calls in a second after the warm-up were isolates' first (\`${firsts.name}\`, isolates new to the key in a flash crowd), ` +
+            `and at the cold start, when every isolate makes its first sync at once (as after a deploy), the key's object took ${n(coldObject.detail.objectCallsPerSecondPeakWithWarmup)} calls in its busiest second (\`${coldObject.name}\`), as it does with \`aggregate: "none"\`. \`aggregate: "continent"\` sends first syncs through the relays too, for a key known to be hot everywhere at once.`,
+          "",
+          `**The limitation: one relay per continent takes every sync of that continent's isolates for the key.** The busiest continental relay here took ${n(relaysOf(busiest).callsPerSecondPeak)} calls in its busiest second after the warm-up (\`${busiest.name}\`, busy ${percent(relaysOf(busiest).busy)} of its thread), ` +
+            `and ${n(relaysOf(coldest).callsPerSecondPeakWithWarmup)} counting the warm-up (\`${coldest.name}\`)${locations.length ? `; no location relay beside them took more than ${n(Math.max(...locations.map((l) => relaysOf(l).callsPerSecondPeakWithWarmup)))}, warm-up included` : ""}. ` +
+            `A relay is an object too, at ${SERVICE.baseMs} ms an isolate's call about ${n(1000 / SERVICE.baseMs)} calls a second (Cloudflare's soft limit per object): a key whose one continent sends it more syncs a second than that makes its continent's relay the hot object, queueing, then refusing syncs (at ${n(RELAY_QUEUE)} waiting) or answering "overloaded", where location relays spread the same syncs over the continent's locations. ` +
+            `${failing.length ? `Requests that got onError's answer with the default: ${failing.map((r) => `\`${r.name}\` ${n(r.errors)} (${whyFailed(r)})`).join(", ")}.` : "No request of the default's runs got onError's answer."} ` +
+            `Over these runs ${relayTrouble(relayed)}`,
+          "",
+        ]
+      : []),
   ];
 }
