@@ -52,7 +52,8 @@ export async function main(argv: string[]): Promise<number> {
   const targets = verdicts(results);
   // The targets again on the next seeds, the scenarios they read run anew: a verdict one seed's luck decided shows.
   const read = scenarios.filter(readByTargets);
-  const repeated = scenarios.filter(rerunOnSeeds);
+  const names = new Set(scenarios.map((s) => s.name));
+  const repeated = scenarios.filter((s) => rerunOnSeeds(s, names));
   const seeds: SeedVerdicts[] = [{ seed: options.seed, verdicts: targets, failed: jobs.filter((j) => !j.ok && read.some((s) => s.name === j.name)).map((j) => j.name) }];
   for (let seed = options.seed + 1; seed < options.seed + options.seeds && repeated.length > 0; seed++) {
     log(`seed ${seed}: the ${repeated.length} scenario${repeated.length === 1 ? "" : "s"} the targets read again`);

@@ -37,10 +37,12 @@ export function readByTargets(s: Pick<ScenarioResult, "mode" | "family">): boole
 /**
  * Whether the targets read this scenario again on further seeds: all they read but the per-client
  * keys', a tenth of a full run's time for figures far from every bound (their busiest key takes a
- * few calls a second), so `npm run simulate` stays within its 5 minutes on a busy 2-core machine.
+ * few calls a second), and `aggregate: "none"`'s where the run has the default's (`auto-`) beside
+ * it, which decides the verdict; so `npm run simulate` stays within its 5 minutes on a busy 2-core
+ * machine. `names`: every scenario of the run.
  */
-export function rerunOnSeeds(s: Pick<ScenarioResult, "mode" | "family">): boolean {
-  return readByTargets(s) && s.family !== "per-client";
+export function rerunOnSeeds(s: Pick<ScenarioResult, "mode" | "family" | "name">, names: ReadonlySet<string>): boolean {
+  return readByTargets(s) && s.family !== "per-client" && (s.family === "auto" || !names.has(autoOf(s.name)));
 }
 
 const THRESHOLD = { window: 1.01, excess: 0.01, callsPerSecond: 250, per100: 2, under: 0.05, waited: 0.01 } as const;
@@ -94,12 +96,12 @@ const AUTO = '`aggregate: "auto"`';
 const NONE = '`aggregate: "none"`';
 
 /**
- * The default design, `aggregate: "auto"`, as rows: each row of `aggregate: "none"` replaced by its
- * auto scenario where one ran, none's own elsewhere (a run of a few families).
+ * The default design, `aggregate: "auto"`, as rows: its own where they ran, and each row of
+ * `aggregate: "none"` that has none beside it (a run of a few families; the per-client keys').
  */
 function recommended(straight: ScenarioResult[], autos: ScenarioResult[]): ScenarioResult[] {
-  const byName = new Map(autos.map((r) => [r.name, r]));
-  return straight.map((d) => byName.get(autoOf(d.name)) ?? d);
+  const names = new Set(autos.map((r) => r.name));
+  return [...straight.filter((d) => !names.has(autoOf(d.name))), ...autos];
 }
 
 /** "`aggregate: "auto"` at 8, 64, 512, 4,096": which design each isolate count of `rows` was read on. */

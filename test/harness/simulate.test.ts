@@ -67,6 +67,13 @@ describe("npm run simulate", () => {
     expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain("but the per-client keys' (`fast-sw-per-client-i8`");
   }, 30_000);
 
+  it("reads aggregate: none's global keys on the first seed only where the default's run beside them", () => {
+    const { status, stderr, out } = simulate(["--only", "fast-sw-global-i8-1x,auto-sw-global-i8-1x", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
+    expect(status, stderr).toBe(0);
+    expect(stderr).toContain("seed 4: the 1 scenario the targets read again");
+    expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain('but the 1 of `aggregate: "none"` set beside the default\'s');
+  }, 30_000);
+
   it("gives the same scenarios for the same seed, in worker threads or not, and others for another seed", () => {
     const a = simulate([...TINY, "--seed", "3"]);
     const b = simulate([...TINY, "--seed", "3", "--jobs", "1"]);

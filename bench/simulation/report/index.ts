@@ -31,6 +31,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   const results = jobs.flatMap((j) => (j.ok ? [j.result] : []));
   const failed = jobs.filter((j): j is Extract<JobResult, { ok: false }> => !j.ok);
   const family = (f: string) => results.filter((r) => r.family === f);
+  const names = new Set(scenarios.map((s) => s.name));
   const out: string[] = [];
   const met = verdicts.filter((v) => v.met === true).length;
   const read = verdicts.filter((v) => v.met !== undefined).length;
@@ -65,7 +66,7 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
     "",
     ...verdicts.filter((v) => v.why).flatMap((v) => [`- **${v.met ? "Met by the default, `aggregate: \"auto\"`; `aggregate: \"none\"` misses" : "Missed"}: ${v.target}.** ${v.why}`]),
     "",
-    ...acrossSeeds(seeds, scenarios.filter((s) => readByTargets(s) && !rerunOnSeeds(s)).map((s) => s.name)),
+    ...acrossSeeds(seeds, scenarios.filter((s) => readByTargets(s) && !rerunOnSeeds(s, names))),
     ...boundSection(family("global-fast")),
   );
   if (failed.length) {
@@ -152,8 +153,8 @@ export function renderReport(jobs: JobResult[], scenarios: Scenario[], info: Run
   return out.join("\n");
 }
 
-/** The targets read again on each further seed (the scenarios named in `once` on the first seed only): one column a seed, and which verdicts differ. */
-function acrossSeeds(seeds: SeedVerdicts[], once: string[]): string[] {
+/** The targets read again on each further seed (the scenarios in `once` on the first seed only): one column a seed, and which verdicts differ. */
+function acrossSeeds(seeds: SeedVerdicts[], once: Scenario[]): string[] {
   if (seeds.length < 2) return [];
   const [first] = seeds as [SeedVerdicts, ...SeedVerdicts[]];
   const on = (s: SeedVerdicts, target: string) => s.verdicts.find((v) => v.target === target)?.met;
@@ -161,10 +162,16 @@ function acrossSeeds(seeds: SeedVerdicts[], once: string[]): string[] {
   const differing = first.verdicts.filter((v) => seeds.some((s) => on(s, v.target) !== v.met));
   const read = first.verdicts.filter((v) => v.met !== undefined).length;
   const failed = seeds.slice(1).flatMap((s) => s.failed.map((name) => `\`${name}\` (seed ${s.seed})`));
+  const clients = once.filter((s) => s.family === "per-client");
+  const straight = once.filter((s) => s.family !== "per-client");
+  const but = [
+    clients.length && `the per-client keys' (${clients.map((s) => `\`${s.name}\``).join(", ")}: a tenth of the run's time, and their busiest key takes a few calls a second, far from every bound)`,
+    straight.length && `the ${straight.length} of \`aggregate: "none"\` set beside the default's (\`fast-\` and \`churn-\`: the verdicts are read on the default's \`auto-\` runs, which do run again)`,
+  ].filter(Boolean);
   return [
     "### The same targets on other seeds",
     "",
-    `Every scenario the targets read ran again with seed${seeds.length > 2 ? "s" : ""} ${seeds.slice(1).map((s) => s.seed).join(", ")}${once.length ? ` but the per-client keys' (${once.map((name) => `\`${name}\``).join(", ")}: a tenth of the run's time, and their busiest key takes a few calls a second, far from every bound; they are read on seed ${first.seed} only)` : ""}, and the targets were read on each seed's runs as on seed ${first.seed}'s above (each seed's figures are in \`simulation.json\`, \`acrossSeeds\`). ` +
+    `Every scenario the targets read ran again with seed${seeds.length > 2 ? "s" : ""} ${seeds.slice(1).map((s) => s.seed).join(", ")}${but.length ? ` but ${but.join(" and ")}, read on seed ${first.seed} only` : ""}, and the targets were read on each seed's runs as on seed ${first.seed}'s above (each seed's figures are in \`simulation.json\`, \`acrossSeeds\`). ` +
       `Met: ${seeds.map((s) => `${s.verdicts.filter((v) => v.met === true).length} of ${read} on seed ${s.seed}`).join(", ")}. ` +
       (differing.length ? `Not the same on every seed: ${differing.map((v) => v.target).join("; ")}.` : "Every verdict is the same on every seed.") +
       (failed.length ? ` Failed on a further seed, and left out of its reading: ${failed.join(", ")}.` : ""),
