@@ -224,7 +224,7 @@ function findings(results: ScenarioResult[]): string[] {
         "Strict mode costs at most one call a request, fewer when coalesced or denied from the cache.",
     );
   }
-  const shown = ["fast-sw-global-i512-1x", "fast-sw-global-i4096-10x", "fast-tb-global-i512-1x", "fast-tb-global-i4096-10x", "fast-sw-300per30s-i8-10x", "fast-tb-300per30s-i8-10x", "churn-sw-global-i512-1x", "auto-sw-global-i512-1x", "auto-tb-global-i4096-flash"]
+  const shown = ["fast-sw-global-i512-1x", "fast-sw-global-i4096-10x", "fast-tb-global-i512-1x", "fast-tb-global-i4096-10x", "fast-sw-300per30s-i8-10x", "fast-tb-300per30s-i8-10x", "churn-sw-global-i512-1x"]
     .map(by)
     .filter((r): r is ScenarioResult => r !== undefined);
   const kinds = shown.length
