@@ -55,7 +55,7 @@ export interface Rule {
    * (`request.cf.colo`), which forwards them to the key's object in batches, "continent" through
    * one for its continent (`request.cf.continent`), "auto" (a fast rule's default) straight to the
    * key's object while few isolates share it and through the continent's relay past that (see
-   * `syncsThrough`, src/fast/local.ts); absent (`"none"`, and every strict rule): straight to it
+   * `syncsThrough`, src/fast/relay.ts); absent (`"none"`, and every strict rule): straight to it
    */
   aggregate?: Aggregate;
   /** when the Durable Object fails: decide from this isolate's counters, let through, or deny */
