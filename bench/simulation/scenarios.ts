@@ -33,7 +33,7 @@ export interface Scenario {
   coalesce: boolean;
   /** PROTOTYPE: the object answers at once, undone, a call whose caller has already given up */
   dropExpired: boolean;
-  /** the rule's `aggregate`: isolates sync through their location's relay, or their continent's */
+  /** the rule's `aggregate`: isolates sync straight to the key's object, through their location's or continent's relay, or (auto) straight until the object reports a crowd */
   aggregate: "none" | "auto" | "location" | "continent";
   /**
    * PROTOTYPE: each relay (of a location or a continent, by `aggregate`) holds a lease for its
