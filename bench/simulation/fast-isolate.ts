@@ -11,7 +11,7 @@ import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
 import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type OnTimeChain, type Sender } from "../../src/fast/local";
 import type { SyncRequest } from "../../src/fast/lease";
-import { relayFor, syncsThrough } from "../../src/fast/relay";
+import { firstThroughRelay, relayFor, syncsThrough } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";
 import { RuleBreaker } from "../../src/strict/breaker";
 import { IsolateBase, type Done, type Link, type Outcome, type WaitCause } from "./isolate";
@@ -146,7 +146,7 @@ export class FastIsolate extends IsolateBase {
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
-    const entry: Entry = { rule, objectName, key: freshKey(now), inflight: null, inflightSince: 0, inflightCause: "first", waiting: 0, synced: false };
+    const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, inflightCause: "first", waiting: 0, synced: false };
     this.table.set(objectName, entry);
     return entry;
   }

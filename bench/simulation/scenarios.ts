@@ -257,9 +257,10 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
   const relayed = out.filter((r) => (r.family === "global-fast" && r.isolates >= 512) || (r.family === "churn" && r.algorithm === "sliding-window"));
   const relays = relayed.map((r) => ({ ...r, name: relayOf(r.name), family: "relay" as const, aggregate: "location" as const }));
   out.push(...relays, ...relays.filter((r) => r.isolates === 4_096).map((r) => ({ ...r, name: `${r.name}-l${MANY_LOCATIONS}`, locations: MANY_LOCATIONS })));
-  // Every global key and the churn stress again with the default, `aggregate: "auto"`, the isolates in
-  // MANY_LOCATIONS: straight to the key's object until it reports a crowd, then one relay per continent.
-  const autos = out.filter((r) => r.family === "global-fast" || r.family === "churn");
+  // Every global key, the cost runs at 8 isolates and the churn stress again with the default,
+  // `aggregate: "auto"`, the isolates in MANY_LOCATIONS: a global key's first sync through its
+  // continent's relay, then straight to the key's object until it reports a crowd, then the relay.
+  const autos = out.filter((r) => r.family === "global-fast" || r.family === "calls-at-8" || r.family === "churn");
   out.push(...autos.map((r) => ({ ...r, name: autoOf(r.name), family: "auto" as const, aggregate: "auto" as const, locations: MANY_LOCATIONS })));
   // Per-client keys: 600 per minute each; the hottest of 100,000 (Zipf, s = 1) at 10× its limit.
   const clientLimit = 600;

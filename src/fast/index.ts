@@ -10,7 +10,7 @@ import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
 import { withTimeout } from "../strict/timeout";
 import type { Lease, SyncRequest } from "./lease";
-import { relayFor, syncsThrough, type Whereabouts } from "./relay";
+import { firstThroughRelay, relayFor, syncsThrough, type Whereabouts } from "./relay";
 import {
   admittedUnleased,
   applyLease,
@@ -181,7 +181,7 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
   const entry: Entry = {
     rule,
     objectName,
-    key: known?.key ?? freshKey(now),
+    key: known?.key ?? freshKey(now, firstThroughRelay(rule)),
     inflight: known?.inflight ?? null,
     inflightSince: known?.inflightSince ?? 0,
     waiting: known?.waiting ?? 0,

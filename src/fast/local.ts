@@ -59,7 +59,8 @@ export interface LocalKey {
   failures: number;
 }
 
-export function freshKey(now: number): LocalKey {
+/** A key the isolate has not synced yet; `relayed`: its first sync goes through the relay (see `firstThroughRelay`, ./relay). */
+export function freshKey(now: number, relayed = false): LocalKey {
   return {
     lots: [],
     granted: 0,
@@ -67,7 +68,7 @@ export function freshKey(now: number): LocalKey {
     retryAfter: 0,
     standing: null,
     peers: 1,
-    relayed: false,
+    relayed,
     demand: 0,
     since: now,
     reports: [],
@@ -403,9 +404,10 @@ export function admittedUnleased(key: LocalKey, rule: Rule, units: number, now: 
 export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
   key.failures++;
   key.retryAt = now + backoffMs(rule.syncMs, key.failures);
-  // An object that did not answer may be crowded beyond what its answers said: at a cold start of
-  // 4,096 isolates at 10× their first syncs overload it, and retried through the continents' relays
-  // they cut the simulation's onError answers by a fifth and its onError admissions by four fifths.
+  // An object that did not answer may be crowded beyond what its answers said, as at a cold start
+  // where every isolate meets the key at once: at the simulation's, 4,096 isolates at 10× making
+  // their first syncs straight, retries through the continents' relays cut onError's answers by a
+  // fifth and its admissions by four fifths.
   if (rule.aggregate === "auto") key.relayed = true;
 }
 

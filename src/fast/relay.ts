@@ -1,6 +1,6 @@
 /** A location's relay for one key: its isolates' syncs, forwarded to the key's object together, one batch in flight at a time. */
 import type { Policy } from "../algorithms";
-import type { Aggregate } from "../config/types";
+import type { Aggregate, Rule } from "../config/types";
 import type { Lease, SyncRequest } from "./lease";
 
 /**
@@ -144,6 +144,17 @@ export const AUTO_DIRECT_PEERS = 128;
 /** Whether a key that `aggregate: "auto"` routes by goes through relays, after its object reported `peers` (`relayed`: whether it did before). */
 export function crowded(relayed: boolean, peers: number): boolean {
   return peers >= AUTO_RELAY_PEERS || (relayed && peers > AUTO_DIRECT_PEERS);
+}
+
+/**
+ * Whether `aggregate: "auto"` sends a key's first sync in an isolate through the relay: for a rule
+ * with one key for every request (`key: "global"`), which every isolate shares, so that when they
+ * all start at once (a deploy) their first syncs reach the key's object in batches, not as a herd.
+ * Any other rule's first sync goes straight: most per-client keys never see a crowd, and a relay
+ * would add its batching to the first request of each.
+ */
+export function firstThroughRelay(rule: Pick<Rule, "aggregate" | "key">): boolean {
+  return rule.aggregate === "auto" && rule.key.length === 1 && rule.key[0]!.source === "global";
 }
 
 /** How a rule's syncs for a key go now: `aggregate`, with "auto" resolved by whether the key is `relayed` (see {@link crowded}). */

@@ -8,6 +8,7 @@ import {
   AUTO_DIRECT_PEERS,
   AUTO_RELAY_PEERS,
   crowded,
+  firstThroughRelay,
   MAX_RELAY_GAP_MS,
   RELAY_ACTIVE_MS,
   RELAY_BATCH,
@@ -110,6 +111,13 @@ describe("a relay's queue", () => {
     expect(syncsThrough("auto", true)).toBe("continent");
   });
 
+  it("sends the first sync through the relay for an auto rule with one key for every request, and for no other", () => {
+    expect(firstThroughRelay({ aggregate: "auto", key: [{ source: "global" }] })).toBe(true);
+    expect(firstThroughRelay({ aggregate: "auto", key: [{ source: "ip" }] })).toBe(false);
+    expect(firstThroughRelay({ aggregate: "auto", key: [{ source: "global" }, { source: "path" }] })).toBe(false);
+    expect(firstThroughRelay({ aggregate: undefined, key: [{ source: "global" }] })).toBe(false);
+  });
+
   it("routes every other rule as its aggregate says, crowded or not", () => {
     for (const relayed of [false, true]) {
       expect(syncsThrough(undefined, relayed)).toBeUndefined();
@@ -188,12 +196,12 @@ describe("a location's relay in the real runtime", () => {
   });
 
   it("syncs a fast rule's key straight by default (aggregate: auto) until its object reports a crowd, then through the continent's relay", async () => {
-    const rules = [{ name: "relay-auto", mode: "fast", limit: 1_000_000, period: "1h", key: "global" }];
-    const objectName = "relay-auto/global";
+    const rules = [{ name: "relay-auto", mode: "fast", limit: 1_000_000, period: "1h", key: "header:x-tenant" }];
+    const objectName = "relay-auto/acme";
     const policy = policyOf(parseConfig(rules).rules[0]!);
     // Other isolates, straight to the key's object: AUTO_RELAY_PEERS of them sync with it.
     for (let i = 1; i < AUTO_RELAY_PEERS; i++) await stub(objectName).sync(policy, { ...syncOf(`crowd-${i}`), need: 0 });
-    const request = () => new Request("http://floodgate.test/relay-auto/x", { headers: { "CF-Connecting-IP": "192.0.2.83" }, cf: { colo: "LHR", continent: "EU" } });
+    const request = () => new Request("http://floodgate.test/relay-auto/x", { headers: { "CF-Connecting-IP": "192.0.2.83", "x-tenant": "acme" }, cf: { colo: "LHR", continent: "EU" } });
     const [relayed, direct] = [calls("relay"), calls("sync")];
     expect((await send(request(), { rules })).status).toBe(200);
     expect(calls("sync") - direct).toBe(1);
@@ -202,6 +210,22 @@ describe("a location's relay in the real runtime", () => {
     expect(calls("relay") - relayed).toBeGreaterThan(0);
     expect(calls("sync") - direct).toBe(1);
     expect(await isRelay(relayName("EU", objectName))).toBe(true);
+  });
+
+  it("sends an auto rule's global key's first sync through the continent's relay, and its next straight while few isolates share it", async () => {
+    const rules = [{ name: "relay-auto-global", mode: "fast", limit: 1_000_000, period: "1h", key: "global", sync: "50ms" }];
+    const request = () => new Request("http://floodgate.test/relay-auto-global/x", { headers: { "CF-Connecting-IP": "192.0.2.84" }, cf: { colo: "LHR", continent: "EU" } });
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    expect((await send(request(), { rules })).status).toBe(200);
+    expect(calls("relay") - relayed).toBe(1);
+    expect(calls("sync") - direct).toBe(0);
+    expect(await isRelay(relayName("EU", "relay-auto-global/global"))).toBe(true);
+    for (let i = 0; i < 100 && calls("sync") === direct; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await send(request(), { rules })).status).toBe(200);
+    }
+    expect(calls("sync") - direct).toBeGreaterThan(0);
+    expect(calls("relay") - relayed).toBe(1);
   });
 
   it("syncs straight to the key's object when the request names no location", async () => {

@@ -64,7 +64,7 @@ export function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[])
     out.push(
       "### Relays that hold a lease for their location or continent (fast mode)",
       "",
-      `bench/simulation/pool-relay.ts: each location's relay (\`proto-pool-\`) or continent's (\`proto-cpool-\`) is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease out of one of its lots, sized and timed as the key's object leases an isolate (its demand read by floodgate's \`demandRate\` until its next call an interval on has had half an interval to be answered, with a standard deviation more, topping up what it holds; lasting until then or, for a quiet isolate, ${QUIET_GAPS} of its mean gaps, up to ${QUIET_UNTIL_INTERVALS} intervals), never past a lot it holds units of, and reports upward, against that lot, what they report spent. So that a sub-lease can last as long as an isolate's lease, the key's object makes a pooled relay's lease and pins last ${POOL_LEASE_MS / 1000} s at least (\`lastLonger\` in bench/simulation/object.ts, not in src/): with the relay's lots ending at its booked call, sub-leases lasted about a second and 38–41 % of requests at 1× waited. An isolate whose requests the relay cannot pay waits for the relay's own sync, and one it turns away with nothing, its key at its limit, is booked for when that sync is due back. The key's object then has the relays, not the isolates, for peers. The same scenarios at 512 isolates as \`aggregate: "location"\` and as the default, \`aggregate: "auto"\`, whose relays are its continents' (forwarding → pooled; a \`proto-cpool-\` isolate syncs through its continent's relay from its first sync, as \`"continent"\` has it, where auto's first sync goes straight to the key's object):`,
+      `bench/simulation/pool-relay.ts: each location's relay (\`proto-pool-\`) or continent's (\`proto-cpool-\`) is one peer of the key's object and syncs with it as an isolate does (floodgate's \`nextSync\`, \`applyLease\`, \`syncDue\` on its own \`LocalKey\`), at the times the object books for it; it answers its isolates' syncs from the units it holds, carving each a sub-lease out of one of its lots, sized and timed as the key's object leases an isolate (its demand read by floodgate's \`demandRate\` until its next call an interval on has had half an interval to be answered, with a standard deviation more, topping up what it holds; lasting until then or, for a quiet isolate, ${QUIET_GAPS} of its mean gaps, up to ${QUIET_UNTIL_INTERVALS} intervals), never past a lot it holds units of, and reports upward, against that lot, what they report spent. So that a sub-lease can last as long as an isolate's lease, the key's object makes a pooled relay's lease and pins last ${POOL_LEASE_MS / 1000} s at least (\`lastLonger\` in bench/simulation/object.ts, not in src/): with the relay's lots ending at its booked call, sub-leases lasted about a second and 38–41 % of requests at 1× waited. An isolate whose requests the relay cannot pay waits for the relay's own sync, and one it turns away with nothing, its key at its limit, is booked for when that sync is due back. The key's object then has the relays, not the isolates, for peers. The same scenarios at 512 isolates as \`aggregate: "location"\` and as the default, \`aggregate: "auto"\`, whose relays are its continents' (forwarding → pooled; a \`proto-cpool-\` isolate syncs through its continent's relay from its first sync to its last, as \`"continent"\` has it):`,
       "",
       table(["scenario", "max window ÷ limit or token excess", "calls/s peak", "under-admission", "waited", "wait p50 / p99"], rows),
       "",
@@ -144,17 +144,19 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
     const location = r.name.replace(/^auto-/, "relay-");
     return { r, d: all.find((x) => autoOf(x.name) === r.name && x.family !== "auto"), l: named(`${location}-l${MANY_LOCATIONS}`) ?? named(location) };
   });
-  const relayed = rows.filter((r) => (r.detail.relay?.calls ?? 0) > 0);
-  const straight = rows.filter((r) => !relayed.includes(r));
+  // Where the key's object saw a crowd its isolates turned to relays; below it only a global key's first syncs took one.
+  const crowded = rows.filter((r) => r.detail.objectMaxPeers >= AUTO_RELAY_PEERS);
+  const few = rows.filter((r) => !crowded.includes(r));
+  const withRelays = rows.filter((r) => r.detail.relay);
   const locations = runs.flatMap(({ l }) => (l ? [l] : []));
-  const nones = runs.flatMap(({ r, d }) => (d && relayed.includes(r) ? [d] : []));
+  const nones = runs.flatMap(({ r, d }) => (d && crowded.includes(r) ? [d] : []));
   const batch = (r: ScenarioResult) => relaysOf(r).syncsPerBatch;
   const calls = (r: ScenarioResult) => r.objectCallsPerSecondPeak;
   const most = (list: ScenarioResult[], f: (r: ScenarioResult) => number) => [...list].sort((a, b) => f(b) - f(a))[0];
-  const busiest = most(relayed, (r) => relaysOf(r).callsPerSecondPeak);
-  const coldest = most(relayed, (r) => relaysOf(r).callsPerSecondPeakWithWarmup);
-  const coldObject = most(relayed, (r) => r.detail.objectCallsPerSecondPeakWithWarmup);
-  const firsts = most(relayed, (r) => r.detail.objectPeakByKind.first);
+  const busiest = most(withRelays, (r) => relaysOf(r).callsPerSecondPeak);
+  const coldest = most(withRelays, (r) => relaysOf(r).callsPerSecondPeakWithWarmup);
+  const coldObject = most(crowded, (r) => r.detail.objectCallsPerSecondPeakWithWarmup);
+  const coldNone = coldObject && runs.find(({ r }) => r === coldObject)?.d;
   const failing = rows.filter((r) => r.errors > 0);
   const whyFailed = (r: ScenarioResult) =>
     Object.entries(r.detail.errorsByKind)
@@ -167,21 +169,25 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
     inLocations(false).length && `${span(inLocations(false), calls, n)} through location relays in ${LOCATIONS} locations`,
     inLocations(true).length && `${span(inLocations(true), calls, n)} in ${MANY_LOCATIONS}`,
   ].filter(Boolean);
-  const straightText = straight.length
-    ? `Below ${AUTO_RELAY_PEERS} it is \`aggregate: "none"\`: ${[...new Set(straight.map((r) => r.isolates))]
+  const fewText = few.length
+    ? `Below ${AUTO_RELAY_PEERS} only each isolate's first sync goes through a relay and the rest straight, as with \`aggregate: "none"\`: ${[...new Set(few.map((r) => r.isolates))]
         .sort((a, b) => a - b)
-        .map((i) => `at ${n(i)} isolates the key's object held at most ${n(Math.max(...straight.filter((r) => r.isolates === i).map((r) => r.detail.objectMaxPeers)))} peers and no sync went through a relay`)
+        .map((i) => {
+          const at = few.filter((r) => r.isolates === i);
+          return `at ${n(i)} isolates the key's object held at most ${n(Math.max(...at.map((r) => r.detail.objectMaxPeers)))} peers, and the relays took ${span(at, (r) => r.detail.relay?.calls ?? 0, n)} syncs in a run, against ${span(at, (r) => r.detail.isolatesBorn, n)} isolates that lived in it`;
+        })
         .join("; ")}. `
     : "";
   return [
     "## The default: `aggregate: \"auto\"`",
     "",
-    `The global keys and the churn stress again with the rule's default, \`aggregate: "auto"\` (src/fast/relay.ts \`crowded\`, \`syncsThrough\`): an isolate syncs a key straight to its object until an answer says ${AUTO_RELAY_PEERS} isolates or more sync with it, then through its continent's relay (\`request.cf.continent\`), the same relay code as \`aggregate: "location"\`, until an answer says ${AUTO_DIRECT_PEERS} or fewer; a key new to an isolate makes its first sync straight. ` +
-      `Its isolates sit in ${MANY_LOCATIONS} locations over ${relays} continents. ${straightText}` +
-      (relayed.length
+    `The global keys, the cost runs at 8 isolates and the churn stress again with the rule's default, \`aggregate: "auto"\` (src/fast/relay.ts \`firstThroughRelay\`, \`crowded\`, \`syncsThrough\`): an isolate syncs a key through its continent's relay (\`request.cf.continent\`), the same relay code as \`aggregate: "location"\`, while an answer says ${AUTO_RELAY_PEERS} isolates or more sync with it, and until one says ${AUTO_DIRECT_PEERS} or fewer; otherwise straight to the key's object. ` +
+      `A key new to an isolate makes its first sync through the relay when its rule has one key for every request (\`key: "global"\`, as here), which every isolate shares, and straight otherwise; a failed sync is retried through the relay. ` +
+      `Its isolates sit in ${MANY_LOCATIONS} locations over ${relays} continents. ${fewText}` +
+      (crowded.length
         ? `Past it, it cuts the key's object's calls twice over. The key's object hears from at most ${relays} relays, so it paces each at the shortest gap, ${relayGap(relays)} ms: ${n((relays * 1000) / relayGap(relays))} batches a second at most, however many locations there are, beside the isolates' first syncs. ` +
           `Location relays in ${MANY_LOCATIONS} locations would each need a gap of ${n(Math.ceil((MANY_LOCATIONS * 1000) / RELAY_CALLS_PER_SECOND))} ms to keep within ${RELAY_CALLS_PER_SECOND} calls a second, but the gap stops at ${MAX_RELAY_GAP_MS} ms (\`MAX_RELAY_GAP_MS\`, so a sync is still answered in time), which lets them send up to ${n((MANY_LOCATIONS * 1000) / relayGap(MANY_LOCATIONS))} a second; ${relays} relays never reach that cap. ` +
-          `And each relay hears a whole continent's syncs, so more of them meet in a batch: ${span(relayed, batch, (x) => x.toFixed(2))} a batch on average${locations.length ? `, against ${span(locations, batch, (x) => x.toFixed(2))} through the location relays beside them` : ""}. `
+          `And each relay hears a whole continent's syncs, so more of them meet in a batch: ${span(crowded, batch, (x) => x.toFixed(2))} a batch on average${locations.length ? `, against ${span(locations, batch, (x) => x.toFixed(2))} through the location relays beside them` : ""}. `
         : "") +
       "The relay columns read as for the location relays: the busiest relay's busiest second after the warm-up, the isolates' calls to their relays, the mean syncs a batch, the busiest relay's busy share of its thread (— where no relay was used).",
     "",
@@ -204,17 +210,16 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
       ["l", "r", "r", "r", "r", "r", "r", "r"],
     ),
     "",
-    ...(relayed.length && busiest && coldest && coldObject && firsts
+    ...(crowded.length && busiest && coldest && coldObject
       ? [
-          `Where it relayed, the key's object took ${span(relayed, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}. ` +
-            `Its first syncs go straight: up to ${n(firsts.detail.objectPeakByKind.first)} of the key's object's calls in a second after the warm-up were isolates' first (\`${firsts.name}\`, isolates new to the key in a flash crowd), ` +
-            `and at the cold start, when every isolate makes its first sync at once (as after a deploy), the key's object took ${n(coldObject.detail.objectCallsPerSecondPeakWithWarmup)} calls in its busiest second (\`${coldObject.name}\`), as it does with \`aggregate: "none"\`. \`aggregate: "continent"\` sends first syncs through the relays too, for a key known to be hot everywhere at once.`,
+          `Where the key's object saw a crowd, it took ${span(crowded, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}. ` +
+            `At the cold start, when every isolate makes its first sync at once (as after a deploy), it took ${n(coldObject.detail.objectCallsPerSecondPeakWithWarmup)} calls in its busiest second (\`${coldObject.name}\`)${coldNone ? `, against ${n(coldNone.detail.objectCallsPerSecondPeakWithWarmup)} with \`aggregate: "none"\`, where ${n(coldNone.errors)} requests got onError's answer` : ""}: a global key's first syncs come in its continents' batches.`,
           "",
           `**The limitation: one relay per continent takes every sync of that continent's isolates for the key.** The busiest continental relay here took ${n(relaysOf(busiest).callsPerSecondPeak)} calls in its busiest second after the warm-up (\`${busiest.name}\`, busy ${percent(relaysOf(busiest).busy)} of its thread), ` +
             `and ${n(relaysOf(coldest).callsPerSecondPeakWithWarmup)} counting the warm-up (\`${coldest.name}\`)${locations.length ? `; no location relay beside them took more than ${n(Math.max(...locations.map((l) => relaysOf(l).callsPerSecondPeakWithWarmup)))}, warm-up included` : ""}. ` +
             `A relay is an object too, at ${SERVICE.baseMs} ms an isolate's call about ${n(1000 / SERVICE.baseMs)} calls a second (Cloudflare's soft limit per object): a key whose one continent sends it more syncs a second than that makes its continent's relay the hot object, queueing, then refusing syncs (at ${n(RELAY_QUEUE)} waiting) or answering "overloaded", where location relays spread the same syncs over the continent's locations. ` +
             `${failing.length ? `Requests that got onError's answer with the default: ${failing.map((r) => `\`${r.name}\` ${n(r.errors)} (${whyFailed(r)})`).join(", ")}.` : "No request of the default's runs got onError's answer."} ` +
-            `Over these runs ${relayTrouble(relayed)}`,
+            `Over these runs ${relayTrouble(withRelays)}`,
           "",
         ]
       : []),
