@@ -109,7 +109,7 @@ function readOn(rows: ScenarioResult[]): string {
   const counts = (aggregated: boolean) => [...new Set(rows.filter((r) => (r.family === "auto") === aggregated).map((r) => r.isolates))].sort((a, b) => a - b).map(n).join(", ");
   const parts = [
     counts(true) && `${AUTO}, the default, at ${counts(true)} isolates`,
-    counts(false) && `${NONE} at ${counts(false)} isolates where no auto scenario ran (auto is none below ${AUTO_RELAY_PEERS} peers at the key's object)`,
+    counts(false) && `${NONE} at ${counts(false)} isolates where no auto scenario ran (auto is none below ${AUTO_RELAY_PEERS} peers at the key's object, but for a global key's first syncs)`,
   ].filter(Boolean);
   return `read on ${parts.join(" and ")}`;
 }
@@ -191,10 +191,8 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
       n,
     ).text;
     // Below AUTO_RELAY_PEERS peers only a global key's first syncs go through the relays.
-    const fewAt = [...byIsolates(autoGlobal.filter((x) => x.detail.objectMaxPeers < AUTO_RELAY_PEERS), (x) => x.detail.objectMaxPeers, n).values]
-      .sort((a, b) => a[0] - b[0])
-      .map(([i, peers]) => `${n(i)} isolates (at most ${n(peers)} peers)`)
-      .join(" and ");
+    const few = [...byIsolates(autoGlobal.filter((x) => x.detail.objectMaxPeers < AUTO_RELAY_PEERS), (x) => x.detail.objectMaxPeers, n).values].sort((a, b) => a[0] - b[0]);
+    const fewAt = few.length ? `${few.map(([i]) => n(i)).join(" and ")} isolates, whose objects held at most ${few.map(([, peers]) => n(peers)).join(" and ")} peers` : "";
     const over = (values: Map<number, number>) => [...values].filter(([, v]) => v > THRESHOLD.callsPerSecond).sort((a, b) => a[0] - b[0]).map(([i, v]) => `${n(i)} (${n(v)})`).join(" and ");
     // Location relays, beside: in LOCATIONS, and in MANY_LOCATIONS as the default's scenarios run.
     const located = byIsolates(relaysIn(false), (x) => x.objectCallsPerSecondPeak, n);
@@ -214,7 +212,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
         autos.length && recMet !== undefined
           ? `met when the default, ${AUTO}, stays within 250 at every isolate count and every one of its scenarios keeps the bounds (maxPerWindowOverLimit ≤ 1.01, tokenExcess ≤ 0.01). ` +
               `${capitalized(readOn(rec))}: ${recMet ? "all within 250" : `over 250 at ${overAt(rec, (x) => x.objectCallsPerSecondPeak, THRESHOLD.callsPerSecond, n).join(", ")}`}` +
-              `${fewAt ? ` (at ${fewAt}, below the ${AUTO_RELAY_PEERS} that turn it to relays, only each isolate's first sync went through one)` : ""}. ` +
+              `${fewAt ? `; at ${fewAt}, below the ${AUTO_RELAY_PEERS} that turn it to relays, only each isolate's first sync went through one` : ""}. ` +
               `The ${AUTO} scenarios' worst maxPerWindowOverLimit ${f3(worstWindow)} and tokenExcess ${f3(worstExcess)}: ${boundsKept ? "within" : "not within"} the bounds.` +
               locationText +
               (straightMet ? ` ${NONE} alone meets it too.` : ` ${NONE} alone still misses at ${over(m.values)}.`)
