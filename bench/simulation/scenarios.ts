@@ -68,6 +68,11 @@ export function autoOf(scenario: string): string {
   return scenario.replace(/^fast-/, "auto-").replace(/^churn-/, "auto-churn-");
 }
 
+/** Whether a scenario is one of the cost runs at 8 isolates (`calls-at-8`), or the default's repeat of one. */
+export function isCostRun(name: string): boolean {
+  return /-\d+per\d+s-i8-10x$/.test(name);
+}
+
 /** Whether a scenario is one of the MANY_LOCATIONS repeats (`…-l300`). */
 export function inManyLocations(name: string): boolean {
   return name.endsWith(`-l${MANY_LOCATIONS}`);

@@ -4,7 +4,7 @@ import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { AUTO_RELAY_PEERS, MAX_RELAY_GAP_MS, relayGap } from "../../src/fast/relay";
 import { MAX_CALLS_PER_SECOND, SATURATED_UNITS_PER_CALL } from "../../src/fast/schedule";
 import { SERVICE } from "./object";
-import { autoOf, inManyLocations, LOCATIONS, MANY_LOCATIONS } from "./scenarios";
+import { autoOf, inManyLocations, isCostRun, LOCATIONS, MANY_LOCATIONS } from "./scenarios";
 import type { ScenarioResult } from "./summary";
 
 export interface Verdict {
@@ -236,7 +236,7 @@ export function verdicts(results: ScenarioResult[]): Verdict[] {
 
   {
     const straight = today.filter((r) => r.family === "calls-at-8");
-    const aggregated = autos.filter((r) => straight.some((s) => autoOf(s.name) === r.name));
+    const aggregated = autos.filter((r) => isCostRun(r.name));
     const rows = recommended(straight, aggregated);
     const text = (list: ScenarioResult[]) => list.map((r) => `${r.algorithm === "sliding-window" ? "sliding window" : "token bucket"} ${n(r.detail.limit)}/${r.detail.periodMs / 1000} s: ${r.objectCallsPer100Requests.toFixed(2)}`).join(" · ");
     const cheap = (list: ScenarioResult[]) => (list.length ? list.every((r) => r.objectCallsPer100Requests <= THRESHOLD.per100) : undefined);

@@ -74,6 +74,15 @@ describe("npm run simulate", () => {
     expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain('but the 1 of `aggregate: "none"` set beside the default\'s');
   }, 30_000);
 
+  it("reads the cost target on a further seed from the default's runs alone", () => {
+    const { status, stderr, out } = simulate(["--only", "fast-sw-300per30s-i8-10x,auto-sw-300per30s-i8-10x", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
+    expect(status, stderr).toBe(0);
+    const cost = (targets: unknown[]) => (targets as { target: string; measured: string }[]).find((t) => t.target.startsWith("10× load, 8 isolates"));
+    const [first, further] = json(out).acrossSeeds.map((s) => cost(s.targets));
+    expect(first!.measured).toContain('`aggregate: "none"`');
+    expect(further!.measured).toMatch(/^`aggregate: "auto"`: sliding window 300\/30 s: /);
+  }, 30_000);
+
   it("gives the same scenarios for the same seed, in worker threads or not, and others for another seed", () => {
     const a = simulate([...TINY, "--seed", "3"]);
     const b = simulate([...TINY, "--seed", "3", "--jobs", "1"]);

@@ -155,8 +155,12 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
   const most = (list: ScenarioResult[], f: (r: ScenarioResult) => number) => [...list].sort((a, b) => f(b) - f(a))[0];
   const busiest = most(withRelays, (r) => relaysOf(r).callsPerSecondPeak);
   const coldest = most(withRelays, (r) => relaysOf(r).callsPerSecondPeakWithWarmup);
-  const coldObject = most(crowded, (r) => r.detail.objectCallsPerSecondPeakWithWarmup);
-  const coldNone = coldObject && runs.find(({ r }) => r === coldObject)?.d;
+  // The cold start that hit `aggregate: "none"` hardest, and the default's on the same traffic.
+  const cold = most(
+    runs.flatMap(({ r, d }) => (d && crowded.includes(r) ? [d] : [])),
+    (d) => d.detail.objectCallsPerSecondPeakWithWarmup,
+  );
+  const coldObject = cold && runs.find(({ d }) => d === cold)?.r;
   const failing = rows.filter((r) => r.errors > 0);
   const whyFailed = (r: ScenarioResult) =>
     Object.entries(r.detail.errorsByKind)
@@ -210,10 +214,11 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
       ["l", "r", "r", "r", "r", "r", "r", "r"],
     ),
     "",
-    ...(crowded.length && busiest && coldest && coldObject
+    ...(crowded.length && busiest && coldest && cold && coldObject
       ? [
           `Where the key's object saw a crowd, it took ${span(crowded, calls, n)} calls in its busiest second${against.length ? `, against ${against.join(" and ")}` : ""}. ` +
-            `At the cold start, when every isolate makes its first sync at once (as after a deploy), it took ${n(coldObject.detail.objectCallsPerSecondPeakWithWarmup)} calls in its busiest second (\`${coldObject.name}\`)${coldNone ? `, against ${n(coldNone.detail.objectCallsPerSecondPeakWithWarmup)} with \`aggregate: "none"\`, where ${n(coldNone.errors)} requests got onError's answer` : ""}: a global key's first syncs come in its continents' batches.`,
+            `At the cold start, when every isolate makes its first sync at once (as after a deploy), \`${coldObject.name}\`'s object took ${n(coldObject.detail.objectCallsPerSecondPeakWithWarmup)} calls in its busiest second and ${n(coldObject.errors)} requests got onError's answer, ` +
+            `against ${n(cold.detail.objectCallsPerSecondPeakWithWarmup)} and ${n(cold.errors)} with \`aggregate: "none"\` (\`${cold.name}\`): a global key's first syncs come in its continents' batches, ${n(relaysOf(coldObject).callsPerSecondPeakWithWarmup)} in the busiest relay's busiest second.`,
           "",
           `**The limitation: one relay per continent takes every sync of that continent's isolates for the key.** The busiest continental relay here took ${n(relaysOf(busiest).callsPerSecondPeak)} calls in its busiest second after the warm-up (\`${busiest.name}\`, busy ${percent(relaysOf(busiest).busy)} of its thread), ` +
             `and ${n(relaysOf(coldest).callsPerSecondPeakWithWarmup)} counting the warm-up (\`${coldest.name}\`)${locations.length ? `; no location relay beside them took more than ${n(Math.max(...locations.map((l) => relaysOf(l).callsPerSecondPeakWithWarmup)))}, warm-up included` : ""}. ` +
