@@ -134,9 +134,8 @@ export interface Whereabouts {
  * object's booking budget (200 a second, src/fast/schedule.ts): past a few hundred isolates the
  * calls it does not book (first calls, early top-ups) take it past 250 a second and towards the
  * 1,000 one object takes (bench/SIMULATION.md: 428–495 at 512 isolates, 766–922 at 4,096), while
- * through 6 continental relays it hears 52–54 and 153–162, most of the latter isolates' first
- * calls, which go straight. Below, a relay would only add its batching to each answer: at 64
- * isolates the object's busiest second took about 100 calls straight.
+ * through 6 continental relays it hears 45–47 and 47–48. Below, a relay would only add its
+ * batching to each answer: at 64 isolates the object's busiest second took about 100 calls straight.
  */
 export const AUTO_RELAY_PEERS = 256;
 export const AUTO_DIRECT_PEERS = 128;
