@@ -9,6 +9,7 @@ import { renderReport } from "../../bench/simulation/report";
 import { CONTINENTS } from "../../bench/simulation/latency";
 import { RELAY_GAP_MS } from "../../src/fast/relay";
 import { selectScenarios } from "../../bench/simulation/scenarios";
+import type { Verdict } from "../../bench/simulation/targets";
 import { ROOT } from "./root";
 
 const dirs: string[] = [];
@@ -24,7 +25,13 @@ function simulate(args: string[]): { status: number | null; stderr: string; out:
 }
 
 const json = (out: string) =>
-  JSON.parse(readFileSync(join(out, "simulation.json"), "utf8")) as { scenarios: Record<string, unknown>[]; targets: unknown[]; acrossSeeds: { seed: number; targets: unknown[] }[]; run: unknown };
+  JSON.parse(readFileSync(join(out, "simulation.json"), "utf8")) as { scenarios: Record<string, unknown>[]; targets: Verdict[]; acrossSeeds: { seed: number; targets: Verdict[] }[]; run: unknown };
+/** `only`, 8 isolates for 12 simulated seconds, on seed 3 and again on seed 4: the run, which must have succeeded. */
+function onTwoSeeds(only: string): ReturnType<typeof simulate> {
+  const run = simulate(["--only", only, "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
+  expect(run.status, run.stderr).toBe(0);
+  return run;
+}
 /** One fast and one strict scenario, 12 simulated seconds each. */
 const TINY = ["--only", "fast-sw-global-i8-1x,fast-tb-global-i8-10x,strict-hot-i8-1000rps", "--isolates", "8", "--seconds", "12"];
 
@@ -61,24 +68,20 @@ describe("npm run simulate", () => {
   }, 30_000);
 
   it("reads the per-client keys on the first seed only", () => {
-    const { status, stderr, out } = simulate(["--only", "fast-sw-global-i8-1x,fast-sw-per-client-i8", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
-    expect(status, stderr).toBe(0);
+    const { stderr, out } = onTwoSeeds("fast-sw-global-i8-1x,fast-sw-per-client-i8");
     expect(stderr).toContain("seed 4: the 1 scenario the targets read again");
     expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain("but the per-client keys' (`fast-sw-per-client-i8`");
   }, 30_000);
 
   it("reads aggregate: none's global keys on the first seed only where the default's run beside them", () => {
-    const { status, stderr, out } = simulate(["--only", "fast-sw-global-i8-1x,auto-sw-global-i8-1x", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
-    expect(status, stderr).toBe(0);
+    const { stderr, out } = onTwoSeeds("fast-sw-global-i8-1x,auto-sw-global-i8-1x");
     expect(stderr).toContain("seed 4: the 1 scenario the targets read again");
     expect(readFileSync(join(out, "SIMULATION.md"), "utf8")).toContain('but the 1 of `aggregate: "none"` set beside the default\'s');
   }, 30_000);
 
   it("reads the cost target on a further seed from the default's runs alone", () => {
-    const { status, stderr, out } = simulate(["--only", "fast-sw-300per30s-i8-10x,auto-sw-300per30s-i8-10x", "--isolates", "8", "--seconds", "12", "--seed", "3", "--seeds", "2"]);
-    expect(status, stderr).toBe(0);
-    const cost = (targets: unknown[]) => (targets as { target: string; measured: string }[]).find((t) => t.target.startsWith("10× load, 8 isolates"));
-    const [first, further] = json(out).acrossSeeds.map((s) => cost(s.targets));
+    const { out } = onTwoSeeds("fast-sw-300per30s-i8-10x,auto-sw-300per30s-i8-10x");
+    const [first, further] = json(out).acrossSeeds.map((s) => s.targets.find((t) => t.target.startsWith("10× load, 8 isolates")));
     expect(first!.measured).toContain('`aggregate: "none"`');
     expect(further!.measured).toMatch(/^`aggregate: "auto"`: sliding window 300\/30 s: /);
   }, 30_000);

@@ -78,16 +78,10 @@ export function prototypeSection(proto: ScenarioResult[], all: ScenarioResult[])
 /** A run's relay figures: set on every run that used a relay. */
 const relaysOf = (r: ScenarioResult) => r.detail.relay!;
 
-/** The relay runs' columns beside the scenario table's. */
+/** The relay runs' columns beside the scenario table's, "—" for a run that used no relay (a default key that never reported a crowd). */
 const RELAY_COLUMNS: Extra = {
   headers: ["relay calls/s peak", "relay calls", "syncs per batch", "busiest relay busy"],
-  cells: (r) => [n(relaysOf(r).callsPerSecondPeak), n(relaysOf(r).calls), relaysOf(r).syncsPerBatch.toFixed(2), percent(relaysOf(r).busy)],
-};
-
-/** The same for the default's runs, "—" where no relay was used (a key that never reported a crowd). */
-const AUTO_RELAY_COLUMNS: Extra = {
-  headers: RELAY_COLUMNS.headers,
-  cells: (r) => (r.detail.relay ? RELAY_COLUMNS.cells(r) : RELAY_COLUMNS.headers.map(() => "—")),
+  cells: (r) => (r.detail.relay ? [n(relaysOf(r).callsPerSecondPeak), n(relaysOf(r).calls), relaysOf(r).syncsPerBatch.toFixed(2), percent(relaysOf(r).busy)] : ["—", "—", "—", "—"]),
 };
 
 /** What went wrong at the relays of `rows`, summed: "the relays refused … that way." */
@@ -195,7 +189,7 @@ export function autoSection(rows: ScenarioResult[], all: ScenarioResult[]): stri
         : "") +
       "The relay columns read as for the location relays: the busiest relay's busiest second after the warm-up, the isolates' calls to their relays, the mean syncs a batch, the busiest relay's busy share of its thread (— where no relay was used).",
     "",
-    scenarioTable(rows, AUTO_RELAY_COLUMNS),
+    scenarioTable(rows, RELAY_COLUMNS),
     "",
     `Each beside the same scenario with \`aggregate: "none"\` and through location relays (\`aggregate: "none"\` → \`aggregate: "location"\` → \`aggregate: "auto"\`); the location relays' run is the \`-l${MANY_LOCATIONS}\` repeat where one ran, in the same ${MANY_LOCATIONS} locations as the default's scenarios, otherwise the run in ${LOCATIONS} (*location relays in*; — where none ran):`,
     "",
