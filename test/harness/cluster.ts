@@ -35,7 +35,8 @@ export interface ClusterOptions {
   objectDelayMs?: number;
   /**
    * The Cloudflare location each front runs in: front i's requests carry
-   * `request.cf.colo = locations[i % locations.length]`. Absent: Miniflare's placeholder.
+   * `request.cf.colo = locations[i % locations.length]`. Absent (and `continents` too): no
+   * `request.cf` at all, since a front's direct socket takes it only from Miniflare's header.
    */
   locations?: string[];
   /** The continent each front runs in, likewise: `request.cf.continent = continents[i % continents.length]`. */
