@@ -319,8 +319,10 @@ export function scenarios(sizes: Sizes, counts: readonly number[] = ISOLATE_COUN
     out.push({ ...base, name: `strict-sw-3000per60s-i${isolates}-10x`, family: "strict-limited", mode: "strict", algorithm: "sliding-window", isolates, load: 10, limit: 3_000, periodMs: P, shape: steady(3_000, P, 10), durationMs: sizes.fastMs });
   }
   // PROTOTYPE (simulator only): relays that hold a lease for their location or continent, on the location relays' and the
-  // default's global keys at 512 isolates, 1× and 10×; a continent's relay from the first sync, as `aggregate: "continent"` has it.
-  const pooled = out.filter((r) => (r.family === "relay" || r.family === "auto") && r.isolates === 512 && !r.name.includes("-churn-") && !r.name.endsWith("-flash") && !r.name.endsWith("-skewed"));
+  // default's global keys at 512 isolates, 1× and 10×, and the default's at 4,096 too; a continent's relay from the first
+  // sync, as `aggregate: "continent"` has it.
+  const steadyGlobal = (r: Scenario) => !r.name.includes("-churn-") && !r.name.endsWith("-flash") && !r.name.endsWith("-skewed");
+  const pooled = out.filter((r) => steadyGlobal(r) && ((r.family === "relay" && r.isolates === 512) || (r.family === "auto" && r.isolates >= 512)));
   out.push(
     ...pooled.map((r) => ({
       ...r,
