@@ -24,6 +24,16 @@ export class UnknownAlgorithmError extends Error {
   }
 }
 
+/**
+ * The most units one request can ever be granted under the policy, whatever the key's state: a
+ * larger cost is denied with reason "cost-exceeds-capacity" and told to wait one period, by every
+ * algorithm alike (token-bucket: its `burst`; gcra: one unit plus its `burst` of tolerance; the
+ * others: `limit`).
+ */
+export function largestCost(policy: Pick<Policy, "algorithm" | "limit" | "burst">): number {
+  return policy.algorithm === "token-bucket" ? policy.burst : policy.algorithm === "gcra" ? policy.burst + 1 : policy.limit;
+}
+
 /** Decides one request of `cost` units at `now`; state left by another algorithm is started afresh (see {@link carryOver}). */
 export function decide(policy: Policy, state: LimiterState | undefined, cost: number, now: number): Outcome {
   switch (policy.algorithm) {

@@ -94,6 +94,16 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 }
 
 /**
+ * The denial of a request costing more than the rule can ever admit (`largestCost`), as the key
+ * stands for this isolate: told to wait one period, as every algorithm tells it. Its units are not
+ * counted in `demand`, which sizes the isolate's leases.
+ */
+export function beyondCapacity(key: LocalKey, rule: Rule, now: number): Decision {
+  expireLots(key, now);
+  return standing(key, rule, false, now, "cost-exceeds-capacity", now + rule.periodMs);
+}
+
+/**
  * Whether the object's denial of the key holds, or a busy isolate's hold at its booked call (see
  * `heldUntil`), and the lease cannot pay for `cost`: then {@link decideLocally} denies it from the
  * cache, and no other rule need ask its object either.
@@ -484,7 +494,7 @@ function record(spent: Spent[], slot: number, units: number): void {
 }
 
 /** A decision in the shared shape, from the lease left and the object's last word; a denial holds until `until`. */
-function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache", until = now): Decision {
+function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache" | "cost-exceeds-capacity", until = now): Decision {
   const global = key.standing;
   const decision: Decision = {
     allowed,

@@ -68,7 +68,7 @@ export function objectNameOf(rule: Rule, key: string, now: number): Promise<stri
 
 /** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */
 export function cachedDenial(ask: Ask, context: LimiterContext, now: number): Decision | undefined {
-  if (ask.rule.mode === "strict") return cachedStrictDenial(ask.objectName, ask.cost, now);
+  if (ask.rule.mode === "strict") return cachedStrictDenial(ask.rule, ask.objectName, ask.cost, now);
   return context.waitUntil ? cachedFastDenial(fastContext(context), ask.rule, ask.objectName, ask.cost, now) : undefined;
 }
 

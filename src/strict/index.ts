@@ -1,5 +1,5 @@
 /** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
-import type { Decision, Policy } from "../algorithms";
+import { largestCost, type Decision, type Policy } from "../algorithms";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
@@ -23,10 +23,11 @@ export interface StrictDecision {
 
 /**
  * This isolate's denial of the key for a request of `cost`, while the object's last denial holds
- * (see {@link DenialCache}); undefined when only the object can tell.
+ * (see {@link DenialCache}); undefined when only the object can tell. A cost the rule can never
+ * admit is left to the object, which says so, where the cache would only say "cache".
  */
-export function cachedStrictDenial(objectName: string, cost: number, now: number): Decision | undefined {
-  return denials.lookup(objectName, cost, now);
+export function cachedStrictDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
+  return cost > largestCost(rule) ? undefined : denials.lookup(objectName, cost, now);
 }
 
 /** Forgets this isolate's cached denial of a key whose object was reset. */
@@ -52,7 +53,7 @@ export async function decideStrict(
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): Promise<StrictDecision> {
   const now = Date.now();
-  const cached = denials.lookup(objectName, cost, now);
+  const cached = cachedStrictDenial(rule, objectName, cost, now);
   if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name);
   const wait = Math.max(breakers.waitFor(objectName, now), wholeRule.waitFor(now));

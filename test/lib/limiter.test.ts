@@ -106,6 +106,34 @@ describe("limiter", () => {
     await waitOnExecutionContext(ctx);
     expect(results.filter((r) => r.success)).toHaveLength(3);
   });
+
+  it("denies a cost beyond a fast rule's capacity with that reason, a period's wait and no object call", async () => {
+    const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
+    const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
+    const ctx = createExecutionContext();
+    const before = calls("sync") + calls("relay");
+    const fresh = [await window.limit("new", { cost: 6, ctx }), await window.limit("new", { cost: 6, ctx }), await bucket.limit("new", { cost: 9, ctx })];
+    expect(calls("sync") + calls("relay")).toBe(before);
+    expect(fresh.map((r) => [r.success, r.reason, r.retryAfter, r.remaining])).toEqual([
+      [false, "cost-exceeds-capacity", 60_000, 5],
+      [false, "cost-exceeds-capacity", 60_000, 5],
+      [false, "cost-exceeds-capacity", 60_000, 8],
+    ]);
+
+    expect((await window.limit("known", { cost: 2, ctx })).success).toBe(true);
+    const known = await window.limit("known", { cost: 6, ctx });
+    await waitOnExecutionContext(ctx);
+    expect(known).toMatchObject({ success: false, reason: "cost-exceeds-capacity", retryAfter: 60_000, remaining: 3 });
+    expect((await bucket.limit("new", { cost: 8, ctx: createExecutionContext() })).success).toBe(true);
+  });
+
+  it("denies a cost beyond a strict rule's capacity with that reason while the key's denial is cached", async () => {
+    const api = limiter(namespace, { name: "lib-strict-cap", limit: 2, period: "1m" });
+    await api.limit("k", { cost: 2 });
+    expect(await api.limit("k")).toMatchObject({ success: false, reason: "limit" });
+    expect(await api.limit("k")).toMatchObject({ success: false, reason: "cache" });
+    expect(await api.limit("k", { cost: 3 })).toMatchObject({ success: false, reason: "cost-exceeds-capacity", retryAfter: 60_000 });
+  });
 });
 
 describe("limiter with a gcra delay", () => {
