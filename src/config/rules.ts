@@ -91,28 +91,34 @@ export function parseConfig(raw: unknown): Config {
   return { rules };
 }
 
-/** What a rule used from code means nothing there: the caller chooses the key, and no request is matched. */
-const STANDALONE_EXCLUDED = ["match", "key"];
+/**
+ * What means nothing in a rule used from code: your code gives the key, used as is (so no prefix
+ * groups IPv6 addresses in it), and no request is matched.
+ */
+const STANDALONE_EXCLUDED = ["match", "key", "ipv6Prefix"];
+const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.includes(field));
 
 /**
  * Validates one rule used from code (the library's `limiter`, the Hono middleware): the fields of
- * a `RATE_LIMIT_RULES` rule, with the same defaults and messages, except `match` and `key`, which
- * are errors there. Throws a {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
+ * a `RATE_LIMIT_RULES` rule, with the same defaults and messages, except `match`, `key` and
+ * `ipv6Prefix`, which are errors there, and a header `cost` unless the rule decides requests
+ * (`{ requests: true }`: the middleware reads it from each request as the proxy does). Throws a
+ * {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
  *
  * @example
  * parseStandaloneRule({ name: "api", limit: 100, period: "1m" }).periodMs; // 60000
  */
-export function parseStandaloneRule(value: unknown): Rule {
+export function parseStandaloneRule(value: unknown, { requests = false } = {}): Rule {
   const fields = isObject(value) ? fieldsOf(value) : undefined;
   for (const field of STANDALONE_EXCLUDED) {
     if (!fields?.has(field)) continue;
     const name = fields.get("name");
     const at: RuleRef = typeof name === "string" && NAME.test(name) ? { name } : {};
-    fail(at, field, `has no meaning for a rule used from code (the key is what you pass to limit, and no request is matched); remove it`);
+    fail(at, field, `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`);
   }
-  const rule = parseRule(value, undefined);
-  if ("header" in rule.cost) {
-    fail({ name: rule.name }, "cost", `a header cost needs a request, and a rule used from code has none; pass { cost } to limit instead`);
+  const rule = parseRule(value, undefined, STANDALONE_FIELDS);
+  if (!requests && "header" in rule.cost) {
+    fail({ name: rule.name }, "cost", `a header cost needs a request, and limit is given a key, not a request; pass { cost } to limit instead`);
   }
   return rule;
 }
@@ -178,7 +184,7 @@ function ruleList(value: unknown): unknown[] {
   return rules;
 }
 
-function parseRule(value: unknown, index: number | undefined): Rule {
+function parseRule(value: unknown, index: number | undefined, allowed: readonly string[] = RULE_FIELDS): Rule {
   if (!isObject(value)) {
     const example = `{"name": "api", "limit": 100, "period": "1m"}`;
     fail({ index }, undefined, `expected a rule object like ${example}, got ${show(value)}`);
@@ -186,7 +192,7 @@ function parseRule(value: unknown, index: number | undefined): Rule {
   const fields = fieldsOf(value);
   const claimed = fields.get("name");
   const at: RuleRef = typeof claimed === "string" && NAME.test(claimed) ? { index, name: claimed } : { index };
-  rejectUnknown(fields, RULE_FIELDS, at, undefined);
+  rejectUnknown(fields, allowed, at, undefined);
 
   const name = parseName(claimed, at);
   const match = parseMatch(fields.get("match"), at);

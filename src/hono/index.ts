@@ -4,12 +4,12 @@ import { parseStandaloneRule } from "../config/rules";
 import type { Env } from "../env";
 import { denial } from "../gate/check";
 import { headerOptions, type HeaderForm } from "../http/header-options";
-import { clientClosed } from "../http/problem";
+import { clientClosed, invalidRequest } from "../http/problem";
 import { rateLimitHeaders } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
-import { MISSING_PART } from "../routing/key";
+import { MISSING_PART, requestCost } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
 
@@ -19,7 +19,11 @@ type Namespace = Env["LIMITER"];
 export interface RateLimitOptions<C extends Context = Context> {
   /** the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context returning the namespace */
   binding: string | ((c: C) => Namespace);
-  /** one rule, as in RATE_LIMIT_RULES without `match` and `key`, e.g. `{ name: "api", limit: 100, period: "1m" }` */
+  /**
+   * one rule, as in RATE_LIMIT_RULES without `match`, `key` and `ipv6Prefix`, e.g. `{ name: "api",
+   * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
+   * reads it (absent: 1; not a positive integer: the proxy's 400)
+   */
   rule: unknown;
   /**
    * the request's key, e.g. `(c) => c.req.header("x-api-key")`. Nothing (undefined, null or "")
@@ -47,13 +51,14 @@ export interface RateLimitOptions<C extends Context = Context> {
  */
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: expected options { binding, rule, key }");
-  const rule = parseStandaloneRule(options.rule);
+  const rule = parseStandaloneRule(options.rule, { requests: true });
   const { binding, key } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
   const forms = headerOptions(options, "rateLimit");
-  const cost = "units" in rule.cost ? rule.cost.units : 1;
   return async function rateLimitMiddleware(c, next) {
+    const cost = requestCost(rule.cost, c.req.raw);
+    if ("error" in cost) return invalidRequest(`rule "${rule.name}": ${cost.error}`).toResponse();
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
@@ -61,7 +66,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }
     const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
-    const held = await limitKey(context, rule, value ? value : MISSING_PART, cost, signal).catch((error: unknown) => {
+    const held = await limitKey(context, rule, value ? value : MISSING_PART, cost.units, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
     });

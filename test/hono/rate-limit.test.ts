@@ -55,6 +55,18 @@ describe("rateLimit (Hono middleware)", () => {
     expect(response.headers.get("X-RateLimit-Remaining")).toBe("4");
   });
 
+  it("reads a header cost from each request as the proxy does: absent costs 1, malformed gets the 400", async () => {
+    const hono = app({ rule: { name: "hono-cost", limit: 10, period: "1m", cost: "header:x-cost" } });
+    const costly = await get(hono, "/api/a", { "x-api-key": "k-cost", "x-cost": "4" });
+    const plain = await get(hono, "/api/b", { "x-api-key": "k-cost" });
+    const bad = await get(hono, "/api/c", { "x-api-key": "k-cost", "x-cost": "-2" });
+
+    expect([costly.headers.get("X-RateLimit-Remaining"), plain.headers.get("X-RateLimit-Remaining")]).toEqual(["6", "5"]);
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(((await bad.json()) as { detail: string }).detail).toBe('rule "hono-cost": header x-cost: expected a positive integer, got "-2"');
+  });
+
   it("sends the header forms it is given", async () => {
     const response = await get(app({ rule: { name: "hono-forms", limit: 5, period: "1m" }, headers: "draft-7", legacyHeaders: false }), "/api/x", { "x-api-key": "k-f" });
     expect(response.headers.get("RateLimit")).toMatch(/^limit=5, remaining=4, reset=\d+$/);
@@ -118,6 +130,7 @@ describe("rateLimit (Hono middleware)", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
     expect(() => rateLimit({ binding: 42 as never, rule: { name: "h", limit: 1, period: "1m" }, key: () => "k" })).toThrow(/binding must be the name/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", headers: "draft-99" as never })).toThrow(/headers/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 }, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
   });
 
   it("says which binding is missing instead of letting the request through", async () => {

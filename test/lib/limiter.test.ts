@@ -17,14 +17,20 @@ describe("limiter", () => {
     expect(() => limiter(namespace, { name: "lib-bad", limit: 0, period: "1m" })).toThrow(/^rule \("lib-bad"\)\.limit: expected a positive integer/);
   });
 
+  it("lists only the fields a rule used from code may have when one is unknown", () => {
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 })).toThrow(/^rule \("lib-u"\)\.limt: unknown field; allowed fields here are name, algorithm, limit,/);
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 })).not.toThrow(/\b(match|key|ipv6Prefix)\b/);
+  });
+
   it("throws at construction when the namespace is not one (a mistyped binding)", () => {
     expect(() => limiter(undefined as never, { name: "lib-ns", limit: 1, period: "1m" })).toThrow(/limiter: the first argument must be the RateLimiter Durable Object namespace/);
     expect(() => createGate({} as never, [])).toThrow(/createGate: the first argument must be/);
   });
 
-  it("rejects match, key and a header cost, which have no meaning for a rule used from code", () => {
+  it("rejects match, key, ipv6Prefix and a header cost, which have no meaning for a rule used from code", () => {
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" })).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } })).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", ipv6Prefix: 48 })).toThrow(/rule \("lib-x"\)\.ipv6Prefix: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", cost: "header:x-cost" })).toThrow(/rule \("lib-x"\)\.cost: a header cost needs a request/);
   });
 
