@@ -2,7 +2,7 @@
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { cachedDenial, countDecision, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { asReleased, cachedDenial, countDecision, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { matchingRules } from "../routing/match";
@@ -58,7 +58,11 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
     giveAllBack();
     return { ...verdict, allowed: false, gone: true };
   }
-  return allowed ? { ...verdict, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) } : verdict;
+  if (!allowed) return verdict;
+  const released = verdict.entries.some((e) => e.decision.holdMs)
+    ? { ...verdict, entries: await Promise.all(verdict.entries.map(async (e, i) => ({ rule: e.rule, decision: await asReleased(asks[i]!, e.decision, context) }))) }
+    : verdict;
+  return { ...released, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) };
 }
 
 async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {

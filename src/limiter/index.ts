@@ -16,6 +16,7 @@ import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
 import { QueueFullError } from "../strict/coalescer";
+import { withTimeout } from "../strict/timeout";
 import type { Whereabouts } from "../fast/relay";
 
 /**
@@ -126,10 +127,27 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const cached = cachedDenial(ask, context, now);
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: taken.decision, ...releaseOf([{ ask, taken }], context) };
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), ...releaseOf([{ ask, taken }], context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;
+}
+
+/**
+ * An admission that a hold delayed (gcra's `delay`), as its key stands once the hold is over: the
+ * object's standing then, consuming nothing, so that what a response says of the key is true when
+ * it is sent, not when the request was admitted (requests were decided and units came back
+ * meanwhile). The admission as it was when the object cannot say within the rule's timeout.
+ */
+export async function asReleased(ask: Ask, decision: Decision, context: LimiterContext): Promise<Decision> {
+  if (!decision.allowed || !decision.holdMs) return decision;
+  try {
+    const now = await withTimeout(standing(context.namespace, ask.rule, ask.objectName), ask.rule.timeoutMs);
+    return { allowed: true, limit: now.limit, remaining: now.remaining, resetAt: now.resetAt, moreAt: now.moreAt, retryAfter: 0 };
+  } catch (error) {
+    countError("peek")(error);
+    return decision;
+  }
 }
 
 /** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */

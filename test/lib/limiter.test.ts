@@ -155,6 +155,13 @@ describe("limiter with a gcra delay", () => {
     expect(later! - sooner!).toBeGreaterThanOrEqual(190);
   });
 
+  it("resolves a held call with the key's standing once it conforms, not at its admission", async () => {
+    const smooth = limiter(namespace, rule("lib-hold-standing"));
+    const [, held] = await Promise.all([smooth.limit("k"), new Promise((r) => setTimeout(r, 5)).then(() => smooth.limit("k"))]);
+    // Admitted with both units of the burst taken (remaining 0); 200 ms later one of them is paid off.
+    expect(held).toMatchObject({ success: true, remaining: 1, retryAfter: 0 });
+  });
+
   it("rejects a held call whose signal aborts with the signal's reason, giving its unit back", async () => {
     const smooth = limiter(namespace, rule("lib-hold-abort"));
     await smooth.limit("k");

@@ -42,6 +42,23 @@ describe("gcra delay through the Worker", () => {
     }
   });
 
+  it("tells a held request's client how the key stands when it is proxied, not when it was admitted", async () => {
+    const tag = "hold-standing";
+    // One unit every 200 ms, burst 2, delay 0: of three at once, the second is held 200 ms and the third 400 ms.
+    const rules = [{ name: tag, algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 }];
+    const responses = await Promise.all([0, 1, 2].map((i) => send(get(`/${tag}/${i}`, "192.0.2.43"), { rules })));
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
+    // Each is sent with two units of debt left or less, so more comes within 200 ms: t is 1 on all three.
+    // With the admission's standing, a held one's next unit was already due when it was sent: no t, reset 0.
+    for (const response of responses) {
+      expect(response.headers.get("RateLimit")).toMatch(new RegExp(`^"${tag}";r=[0-2];t=1$`));
+      expect(response.headers.get("X-RateLimit-Reset")).toBe("1");
+    }
+    const remaining = responses.map((r) => Number(r.headers.get("X-RateLimit-Remaining"))).sort();
+    // The last one sent finds the debt of all three less what 400 ms paid off: one unit left free, not none.
+    expect(remaining[2]).toBeGreaterThanOrEqual(1);
+  });
+
   it("gives a held request's unit back when its client leaves, and never proxies it", async () => {
     const tag = "hold-abort";
     // One unit every 300 ms, burst 1, delay 0: the second request of a burst is held 300 ms.
