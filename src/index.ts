@@ -10,6 +10,7 @@ import { demoOrigin } from "./http/demo-origin";
 import { forbidden, HttpProblem, invalidConfig } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
+import { log } from "./metrics/log";
 import { metrics } from "./metrics/metrics";
 
 export { Floodgate } from "./binding/floodgate";
@@ -21,9 +22,12 @@ export default {
       return await handle(request, env, ctx);
     } catch (error) {
       if (error instanceof HttpProblem) return error.toResponse();
-      if (error instanceof ConfigError) return invalidConfig(error.message).toResponse();
+      if (error instanceof ConfigError) {
+        log.event("error", { kind: "config", message: error.message }, Date.now());
+        return invalidConfig(error.message).toResponse();
+      }
       metrics.count("floodgate_errors_total", { kind: "internal" });
-      console.error("floodgate: unexpected error", error);
+      log.event("error", { kind: "internal", message: error instanceof Error ? error.message : String(error), ...(error instanceof Error && error.stack ? { stack: error.stack } : {}) }, Date.now());
       return new HttpProblem({
         type: "about:blank",
         status: 500,

@@ -1,4 +1,5 @@
 /** Forwards an allowed request to the configured origin, exactly once, body streamed. */
+import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { badGateway } from "./problem";
 
@@ -65,7 +66,7 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
   } catch (error) {
     metrics.count("floodgate_errors_total", { kind: "origin" });
     // The runtime's reasons ("Network connection lost.", "internal error; reference = …") name no URL.
-    console.error(`floodgate: origin failed: ${error instanceof Error ? error.message : String(error)}`);
+    log.event("error", { kind: "origin", message: error instanceof Error ? error.message : String(error) }, Date.now());
     throw badGateway();
   }
   return new Response(upstream.body, upstream);

@@ -14,7 +14,7 @@ interface Kind {
 }
 
 /**
- * Writes `{ event, ...fields }` as one console line, unless its kind has used up its lines for
+ * Writes `{ event, ...fields }` as one JSON line on the console, unless its kind has used up its lines for
  * this second; what is left out is counted in `floodgate_log_lines_dropped_total{event}` and in
  * the `dropped` field of the kind's next line. Callers pass no raw key, token or header value.
  *
@@ -25,7 +25,7 @@ interface Kind {
 export class Log {
   private readonly kinds = new Map<string, Kind>();
 
-  constructor(private readonly write: (line: Record<string, unknown>) => void = (line) => console.log(line)) {}
+  constructor(private readonly write: (line: Record<string, unknown>) => void = writeLine) {}
 
   event(event: string, fields: Record<string, unknown>, now: number): void {
     this.admit(event, now)?.(fields);
@@ -49,6 +49,17 @@ export class Log {
     kind.dropped = 0;
     return (fields) => this.write({ event, ...fields, ...(dropped > 0 ? { dropped } : {}) });
   }
+}
+
+/**
+ * One JSON line on the console, an error's at the error level: Workers Logs indexes a JSON line's
+ * fields as it does a logged object's, and every console (`wrangler dev`, `wrangler tail`, a
+ * terminal) shows it as one line, where an object is printed over several.
+ */
+function writeLine(line: Record<string, unknown>): void {
+  const text = JSON.stringify(line);
+  if (line.event === "error") console.error(text);
+  else console.log(text);
 }
 
 /** The isolate's log. */

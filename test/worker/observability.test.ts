@@ -77,7 +77,7 @@ describe("Analytics Engine", () => {
 describe("structured logs", () => {
   it("writes each denial as one JSON object with rule, decision, reason, keyHash and status, never the key", async () => {
     const lines: Record<string, unknown>[] = [];
-    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
     const rules = [{ name: "log-deny", key: "header:x-api-key", limit: 1, period: "1m" }];
     const request = () => new Request("http://floodgate.test/log-deny/x", { headers: { "x-api-key": "sk_live_secret_123" } });
     await send(request(), { rules, ANALYTICS_HASH_KEY: "s" });
@@ -87,13 +87,26 @@ describe("structured logs", () => {
     expect(JSON.stringify(lines)).not.toContain("sk_live");
   });
 
+  it("writes an unreachable origin and an invalid configuration as one JSON line each, at the error level", async () => {
+    const lines: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(line));
+    await send(get("/log-origin/x", "192.0.2.187"), { rules: [{ name: "log-origin", limit: 5, period: "1m" }], ORIGIN_URL: "http://127.0.0.1:1" });
+    await send(get("/log-config/x", "192.0.2.187"), { rules: [{ name: "log-config", limit: 5, period: "ten" }] });
+
+    expect(lines.every((line) => !line.includes("\n"))).toBe(true);
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      { event: "error", kind: "origin", message: expect.any(String) },
+      { event: "error", kind: "config", message: expect.stringMatching(/^rules\[0\] \("log-config"\)\.period: expected a duration/) },
+    ]);
+  });
+
   it("writes at most 10 lines a second per kind under a flood, and says how many it left out", async () => {
     // Ahead of the real clock, so the lines other tests wrote in this isolate are long refilled.
     const t0 = Date.now() + 3_600_000;
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(t0);
     const lines: Record<string, unknown>[] = [];
-    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line as Record<string, unknown>));
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
     const rules = [{ name: "log-flood", limit: 1, period: "1h" }];
     for (let i = 0; i < 40; i++) await send(get("/log-flood/x", "192.0.2.186"), { rules });
     const floodLines = lines.filter((l) => l.rule === "log-flood");

@@ -61,7 +61,7 @@ describe("dryRun", () => {
 
   it("logs each would-be denial as one JSON line without the key", async () => {
     const lines: unknown[] = [];
-    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(line));
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line)));
     await statuses(2, () => get("/dry-log/x", "192.0.2.164"), { rules: [{ name: "dry-log", limit: 1, period: "1m", dryRun: true }] });
 
     expect(lines).toEqual([expect.objectContaining({ event: "dry_run_denied", rule: "dry-log", reason: "limit" })]);
