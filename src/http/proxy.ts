@@ -4,11 +4,14 @@ import { metrics } from "../metrics/metrics";
 import { badGateway } from "./problem";
 
 /**
- * Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on. Host needs no entry:
+ * Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on, and `Expect`: the
+ * runtime's fetch streams the body without waiting, and would hand back the origin's interim
+ * `100 Continue` as the response (a RangeError, then the body never sent). Host needs no entry:
  * the runtime sets it from the URL fetched, whatever the headers say.
  */
 const HOP_BY_HOP = [
   "connection",
+  "expect",
   "keep-alive",
   "proxy-authenticate",
   "proxy-authorization",

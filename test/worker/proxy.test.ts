@@ -46,6 +46,14 @@ describe("proxying an allowed request", () => {
     expect(seen?.chunks).toBeGreaterThan(1);
   });
 
+  it("delivers an upload that expects 100-continue, as curl sends past 1 KB, whole and once", async () => {
+    const body = "x".repeat(4096);
+    const response = await send(new Request("http://floodgate.test/forward-expect/upload", { method: "POST", headers: { expect: "100-continue" }, body }), { rules });
+    expect(response.status).toBe(200);
+    const seen = await originLog("forward-expect");
+    expect(seen.map((r) => r.bodyBytes)).toEqual([4096]);
+  });
+
   it("drops hop-by-hop headers and those the Connection header names", async () => {
     await send(
       new Request("http://floodgate.test/forward-3/", {
