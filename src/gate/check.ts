@@ -75,5 +75,8 @@ export function denial(denying: readonly Enforced[], now: number, options: Heade
   const names = denying.map((e) => e.rule.name);
   const seconds = Math.max(1, Math.ceil(shown.decision.retryAfter / 1000));
   const headers = rateLimitHeaders(shown.rule, shown.decision, now, options);
-  return { allowed: false, headers, response: rateLimited(names, `Rate limit exceeded for ${names.join(", ")}; retry in ${seconds} s.`).toResponse(headers) };
+  const never = denying.filter((e) => e.decision.reason === "cost-exceeds-capacity").map((e) => e.rule.name);
+  // Retrying such a request as it is will never help: say so, where the headers can only say when.
+  const why = never.length > 0 ? ` The request costs more than ${never.join(", ")} can ever grant one request.` : "";
+  return { allowed: false, headers, response: rateLimited(names, `Rate limit exceeded for ${names.join(", ")}; retry in ${seconds} s.${why}`).toResponse(headers) };
 }

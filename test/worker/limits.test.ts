@@ -119,9 +119,10 @@ describe("request input", () => {
     },
   );
 
-  it("denies a cost larger than the rule can ever admit", async () => {
-    const res = await send(get("/cost/huge", { "x-cost": "11" }), { rules });
+  it("denies a cost larger than the rule can ever admit, saying that waiting will not help it", async () => {
+    const res = await send(get("/cost/huge", { "x-cost": "11", "CF-Connecting-IP": "192.0.2.61" }), { rules });
     expect(res.status).toBe(429);
+    expect(((await res.json()) as { detail: string }).detail).toBe("Rate limit exceeded for costly; retry in 60 s. The request costs more than costly can ever grant one request.");
   });
 
   it("puts requests that lack a key part in one shared, limited bucket", async () => {
