@@ -1,4 +1,5 @@
 /** The rate-limit response headers: which rule to report, and its RateLimit* fields in the configured form, X-RateLimit-* and Retry-After. */
+import { largestCost } from "../algorithms";
 import type { Decision } from "../algorithms/types";
 import type { Rule } from "../config/types";
 
@@ -84,9 +85,10 @@ export function rateLimitHeaders(rule: Rule, decision: Decision, now: number, op
   const parts = fixedParts(rule);
   const remaining = sfInteger(decision.remaining);
   const retryAfter = decision.allowed ? undefined : Math.max(1, Math.ceil(decision.retryAfter / 1000));
-  const moreIn = parts.windowed ? decision.moreAt - now : 0;
-  // Undefined on an allowed response at the full quota: no more is to come.
-  const t = retryAfter !== undefined ? sfInteger(retryAfter) : moreIn > 0 ? sfInteger(Math.ceil(moreIn / 1000)) : undefined;
+  // Undefined on an allowed response at the full quota: no more is to come. Short of it, at least 1:
+  // a unit that came back between the decision and now is more that came within the second.
+  const full = !parts.windowed || decision.remaining >= largestCost(rule);
+  const t = retryAfter !== undefined ? sfInteger(retryAfter) : full ? undefined : sfInteger(Math.max(1, Math.ceil((decision.moreAt - now) / 1000)));
   const headers: Record<string, string> = {};
   switch (options.form) {
     case "draft-10":

@@ -16,8 +16,8 @@ const decision = (overrides: Partial<Decision> = {}): Decision => ({
 
 const denied = (overrides: Partial<Decision> = {}) => decision({ allowed: false, remaining: 0, retryAfter: 4_200, moreAt: NOW + 4_200, ...overrides });
 
-/** Allowed with nothing used: no more quota can come. */
-const full = (overrides: Partial<Decision> = {}) => decision({ remaining: 10, resetAt: NOW, moreAt: NOW, ...overrides });
+/** Allowed with nothing used under a rule of 1,000 a period: no more quota can come. */
+const full = (overrides: Partial<Decision> = {}) => decision({ limit: 1000, remaining: 1000, resetAt: NOW, moreAt: NOW, ...overrides });
 
 const draft7: HeaderOptions = { form: "draft-7", legacy: false };
 const draft6: HeaderOptions = { form: "draft-6", legacy: false };
@@ -80,12 +80,20 @@ describe("rateLimitHeaders, draft-10 (the default)", () => {
   });
 
   it("leaves t out when the key is at its full quota", () => {
-    expect(rateLimitHeaders(apiRule, full(), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"api-per-key";r=10');
+    expect(rateLimitHeaders(apiRule, full(), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"api-per-key";r=1000');
   });
 
-  it("leaves t out when the next unit was due before now, never writing a negative t", () => {
+  it("writes t 1 short of the full quota when the next unit came between the decision and now, never a negative t", () => {
     const [, params] = singleStringItem(rateLimitHeaders(apiRule, decision({ moreAt: NOW - 5_000 }), NOW, DEFAULT_HEADERS)["RateLimit"]!);
-    expect(params.has("t")).toBe(false);
+    expect(params.get("t")).toBe(1);
+  });
+
+  it("leaves t out at the full quota of a token bucket's burst and of gcra's burst + 1", () => {
+    const bucket = rule({ name: "tb", algorithm: "token-bucket", limit: 10, burst: 20, periodMs: 60_000 });
+    const cells = rule({ name: "gc", algorithm: "gcra", limit: 10, burst: 4, periodMs: 60_000 });
+    expect(rateLimitHeaders(bucket, full({ limit: 10, remaining: 20 }), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"tb";r=20');
+    expect(rateLimitHeaders(bucket, full({ limit: 10, remaining: 19, moreAt: NOW + 6_000 }), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"tb";r=19;t=6');
+    expect(rateLimitHeaders(cells, full({ limit: 10, remaining: 5 }), NOW, DEFAULT_HEADERS)["RateLimit"]).toBe('"gc";r=5');
   });
 
   it("makes t on a denial equal to Retry-After, whatever moreAt and resetAt say", () => {
@@ -130,7 +138,7 @@ describe("rateLimitHeaders, draft-7", () => {
   });
 
   it("writes reset 0 when the key is at its full quota", () => {
-    expect(rateLimitHeaders(apiRule, full(), NOW, draft7)["RateLimit"]).toBe("limit=1000, remaining=10, reset=0");
+    expect(rateLimitHeaders(apiRule, full(), NOW, draft7)["RateLimit"]).toBe("limit=1000, remaining=1000, reset=0");
   });
 
   it("writes RateLimit as a Structured Field Dictionary of integers, and the policy as a List of one integer with w", () => {
