@@ -1,13 +1,13 @@
 /** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
 import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
-import { loadSettings } from "./config";
+import { loadSettings, type Settings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
-import { check, refused } from "./gate/check";
+import { check, refusal, refused } from "./gate/check";
 import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
-import { forbidden, HttpProblem, invalidConfig } from "./http/problem";
+import { HttpProblem, invalidConfig } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { log } from "./metrics/log";
@@ -39,12 +39,21 @@ export default {
 } satisfies ExportedHandler<Env>;
 
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-  const settings = loadSettings(env);
+  const url = new URL(request.url);
+  const admin = url.pathname.startsWith(ADMIN_PREFIX);
+  let settings: Settings;
+  try {
+    settings = loadSettings(env);
+  } catch (error) {
+    // An invalid configuration is the admin's to read once signed in; to anyone else the admin API answers as ever.
+    if (admin && error instanceof ConfigError) return handleAdmin(request, env, () => { throw error; });
+    throw error;
+  }
   setCapacity(settings.fastMaxKeys);
   // DENY_IPS comes before anything else, the admin API included.
-  if (refused(request.headers.get("CF-Connecting-IP"), settings.ips)) return forbidden().toResponse();
-  const url = new URL(request.url);
-  if (url.pathname.startsWith(ADMIN_PREFIX)) return handleAdmin(request, env, settings);
+  const ip = request.headers.get("CF-Connecting-IP");
+  if (refused(ip, settings.ips)) return refusal(ip, settings.hashKey, (promise) => ctx.waitUntil(promise));
+  if (admin) return handleAdmin(request, env, () => settings);
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
   const send = () => (settings.origin.demo ? demoOrigin(request) : forward(request, url, settings.origin.url));

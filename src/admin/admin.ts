@@ -15,13 +15,16 @@ export const ADMIN_PREFIX = "/__floodgate/";
  * Answers an admin call. Without ADMIN_TOKEN the API does not exist (404); without the right
  * bearer token it answers 401 and nothing else, whatever the path. The one exception is the status
  * page at `GET /__floodgate/`: a browser cannot send the token when it navigates, so the page is
- * served to anyone, holds no data, and reads the API with the token the admin types in.
+ * served to anyone, holds no data, and reads the API with the token the admin types in. The
+ * settings are read once the token is checked, so an invalid configuration reaches the admin only.
  */
-export async function handleAdmin(request: Request, env: Env, settings: Settings): Promise<Response> {
+export async function handleAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   if (!env.ADMIN_TOKEN) return notFound().toResponse();
   const url = new URL(request.url);
   if (request.method === "GET" && url.pathname === ADMIN_PREFIX) return statusPage();
   if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
+  // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.
+  const settings = settingsOf();
   const route = `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}`;
   switch (route) {
     case "GET rules":
@@ -40,7 +43,8 @@ export async function handleAdmin(request: Request, env: Env, settings: Settings
 async function state(method: string, url: URL, env: Env, settings: Settings): Promise<Response> {
   const ruleName = url.searchParams.get("rule");
   const key = url.searchParams.get("key");
-  if (ruleName === null || key === null) throw invalidRequest("state needs ?rule=<name>&key=<key>");
+  // floodgate never builds an empty key (a missing part is "#none"): an empty one is a mistake, not a key to reset.
+  if (!ruleName || !key) throw invalidRequest("state needs ?rule=<name>&key=<key>, neither empty");
   const rule = settings.rules.find((r) => r.name === ruleName);
   if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
   const objectName = await durableObjectName(rule.name, key);

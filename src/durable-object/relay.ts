@@ -42,7 +42,8 @@ export class Relay {
     const waiting = lane.queue;
     return new Promise<Lease>((resolve, reject) => {
       if (!waiting.add({ ...forwarded, timeoutMs, resolve, reject }, relayDeadline(Date.now(), timeoutMs))) {
-        reject(new RelayFullError(`${waiting.size} syncs already wait for ${objectName} at this relay`));
+        // The object's name holds the key, which no error message may carry into a log line.
+        reject(new RelayFullError(`${waiting.size} syncs already wait for this key at this relay`));
         return;
       }
       this.pump(objectName, lane);

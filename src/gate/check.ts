@@ -6,6 +6,9 @@ import { clientClosed, forbidden, HttpProblem, rateLimited } from "../http/probl
 import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
 import { enforce, type Enforced } from "./enforce";
+import { keyHash } from "../metrics/analytics";
+import { log } from "../metrics/log";
+import { metrics } from "../metrics/metrics";
 
 /** What `check` says of a request: the binding's `check`, the library's `createGate`, and the proxy all use it. */
 export interface Checked {
@@ -43,7 +46,7 @@ export interface GateSettings {
  */
 export async function check(request: Request, url: URL, gate: GateSettings, context: LimiterContext): Promise<Checked> {
   const ip = request.headers.get("CF-Connecting-IP");
-  if (refused(ip, gate.ips)) return { allowed: false, headers: {}, response: forbidden().toResponse() };
+  if (refused(ip, gate.ips)) return { allowed: false, headers: {}, response: refusal(ip, context.hashKey, context.waitUntil) };
   if (gate.ips.allow?.has(ip)) return { allowed: true, headers: {} };
   let verdict;
   try {
@@ -59,6 +62,21 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
   const shown = mostRestrictive(enforced);
   const headers = shown ? rateLimitHeaders(shown.rule, shown.decision, now, gate.headers) : {};
   return { allowed: true, headers, ...(verdict.release ? { release: verdict.release } : {}) };
+}
+
+/**
+ * The 403 for an address `DENY_IPS` refuses, counted in `floodgate_ip_refusals_total` and logged
+ * as a denial (the address only as `keyHash`, as any key), so the list can be seen working.
+ */
+export function refusal(ip: string | null, hashKey: string | undefined, waitUntil: ((promise: Promise<unknown>) => void) | undefined): Response {
+  metrics.count("floodgate_ip_refusals_total");
+  const write = log.admit("denied", Date.now());
+  if (write) {
+    const line = { decision: "denied", reason: "deny_ips", status: 403 };
+    const logged = keyHash(hashKey, ip ?? "").then((hash) => write({ ...line, keyHash: hash }), () => write(line));
+    waitUntil?.(logged);
+  }
+  return forbidden().toResponse();
 }
 
 /** Whether `DENY_IPS` refuses the address (an address in both lists is refused). */

@@ -73,9 +73,24 @@ describe("admin API", () => {
     expect((await hit("192.0.2.71")).status).toBe(200);
   });
 
-  it("answers 400 to a state call without rule and key, and 404 to an unknown rule", async () => {
+  it("answers 400 to a state call without rule and key, or with either empty, and 404 to an unknown rule", async () => {
     expect((await admin("state?rule=adm-window")).status).toBe(400);
+    expect((await admin("state?rule=adm-window&key=")).status).toBe(400);
+    expect((await admin("state?rule=adm-window&key=", { method: "DELETE" })).status).toBe(400);
+    expect((await admin("state?rule=&key=x")).status).toBe(400);
     expect((await admin("state?rule=nope&key=x")).status).toBe(404);
+  });
+
+  it("keeps an invalid configuration from whoever lacks the token, and tells the admin", async () => {
+    const broken = [{ name: "adm-broken", limit: 3, period: "ten" }];
+    const call = (path: string, headers: Record<string, string> = {}) => send(new Request(`http://floodgate.test/__floodgate/${path}`, { headers }), { rules: broken, ADMIN_TOKEN: TOKEN });
+    const [anonymous, page, signedIn] = await Promise.all([call("metrics"), call(""), call("rules", { Authorization: `Bearer ${TOKEN}` })]);
+    const withoutToken = await send(new Request("http://floodgate.test/__floodgate/rules"), { rules: broken });
+
+    expect([anonymous.status, page.status, withoutToken.status]).toEqual([401, 200, 404]);
+    expect(await anonymous.text()).not.toContain("adm-broken");
+    expect(signedIn.status).toBe(500);
+    expect(((await signedIn.json()) as { detail: string }).detail).toMatch(/^rules\[0\] \("adm-broken"\)\.period/);
   });
 
   it("exports this isolate's counters and histograms in the Prometheus text format", async () => {

@@ -128,6 +128,17 @@ describe("IP lists", () => {
     expect(await originLog("ips-deny")).toEqual([]);
   });
 
+  it("counts and logs each DENY_IPS refusal as a denial, the address only as its hash", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const before = metrics.value("floodgate_ip_refusals_total", {});
+    await send(get("/ips-logged/x", "203.0.113.11"), { rules, DENY_IPS: "203.0.113.11" });
+
+    expect(metrics.value("floodgate_ip_refusals_total", {})).toBe(before + 1);
+    expect(lines).toEqual([{ event: "denied", decision: "denied", reason: "deny_ips", status: 403, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(JSON.stringify(lines)).not.toContain("203.0.113.11");
+  });
+
   it("refuses a denied address the admin API too", async () => {
     const response = await send(get("/__floodgate/rules", "203.0.113.10", { Authorization: "Bearer t" }), { rules, DENY_IPS: "203.0.113.10", ADMIN_TOKEN: "t" });
     expect(response.status).toBe(403);
