@@ -29,7 +29,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 #rules-body code { white-space: nowrap; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f0f2f5; padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; white-space: pre-wrap; }
 .row { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
-#chart { width: 100%; height: auto; display: block; margin-bottom: 12px; }
+#chart { width: 100%; min-width: 560px; height: auto; display: block; margin-bottom: 12px; }
+.scroll { overflow-x: auto; }
 #chart text { font: 12px system-ui, sans-serif; fill: #1d232a; }
 #chart .allowed { fill: #2e7d32; }
 #chart .denied { fill: #c62828; }
@@ -329,11 +330,11 @@ export const STATUS_PAGE = `<!doctype html>
 <main id="app" hidden>
   <section>
     <h2>Rules</h2>
-    <table id="rules-body"></table>
+    <div class="scroll"><table id="rules-body"></table></div>
   </section>
   <section>
     <div class="row"><h2>Counters</h2><button id="refresh" type="button">Refresh</button></div>
-    <svg id="chart" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Decisions per rule"></svg>
+    <div class="scroll"><svg id="chart" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Decisions per rule"></svg></div>
     <details><summary>All counters</summary><table id="counters-body"></table></details>
     <p class="note">Counted by the isolate that answered; other isolates keep their own.</p>
   </section>
