@@ -1,22 +1,20 @@
-// `npm run deploy` runs this first: it refuses wrangler.toml unless the top level and every [env.<name>], as wrangler resolves
-// each, has valid rules, a real origin and the LIMITER binding. Usage: node scripts/validate-config.mjs [config] [--allow-demo]
+// The deploy gate: refuses a wrangler config unless each environment checked, as wrangler resolves it, has valid rules and
+// vars, a real origin, the LIMITER binding and a SQLite-backed RateLimiter. `npm run deploy` (scripts/deploy.mjs) checks the
+// environment it deploys; run alone it checks the top level and every [env.<name>]:
+//   node scripts/validate-config.mjs [config] [--env <name>] [--var KEY:VALUE]... [--allow-demo]
 import { build } from "esbuild";
 import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname, resolve } from "node:path";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const args = process.argv.slice(2);
-const configPath = args.find((arg) => arg !== "--allow-demo") ?? resolve(root, "wrangler.toml");
-/** The demo origin deployed on purpose; nothing else is ever allowed through. */
-const allowDemo = args.includes("--allow-demo") || process.env.FLOODGATE_ALLOW_DEMO === "1";
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** floodgate's validators, bundled from the sources the Worker itself runs. */
 async function loadValidators() {
   const result = await build({
     stdin: {
-      contents: `export { parseConfig } from "./src/config/rules.ts"; export { parseOrigin } from "./src/config/origin.ts";`,
-      resolveDir: root,
+      contents: `export { parseConfig } from "./src/config/rules.ts"; export { parseOrigin } from "./src/config/origin.ts"; export { loadSettings } from "./src/config/index.ts";`,
+      resolveDir: ROOT,
       loader: "ts",
     },
     bundle: true,
@@ -29,12 +27,11 @@ async function loadValidators() {
   return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
 }
 
-const { parseConfig, parseOrigin } = await loadValidators();
-const read = (env) => unstable_readConfig({ config: configPath, env }, { hideWarnings: true });
 const limiterOf = (config) => (config.durable_objects?.bindings ?? []).find((b) => b.name === "LIMITER");
 
 /** What is wrong with one environment's resolved config (empty when it can be deployed), and what it has. */
-function check(env, config, top) {
+function check(validators, env, config, top, allowDemo) {
+  const { parseConfig, parseOrigin, loadSettings } = validators;
   const vars = config.vars ?? {};
   const section = env === undefined ? "[vars]" : `[env.${env}.vars]`;
   // Wrangler copies neither [vars] nor durable_objects into an environment: say so when the top level has what is missing.
@@ -51,15 +48,26 @@ function check(env, config, top) {
       problems.push(error.message);
     }
   }
+  let origin;
   if (vars.ORIGIN_URL === undefined || vars.ORIGIN_URL === "") {
     problems.push(`no origin: ORIGIN_URL is not set; add it to ${section}, e.g. ORIGIN_URL = "https://api.example.com"${notInherited("[vars]", top.vars?.ORIGIN_URL)}`);
   } else {
     try {
-      if (parseOrigin(vars.ORIGIN_URL).demo && !allowDemo) {
+      origin = parseOrigin(vars.ORIGIN_URL);
+      if (origin.demo && !allowDemo) {
         problems.push(`demo origin: ORIGIN_URL is "demo", the built-in echo, which answers every request itself and reaches no API; set ORIGIN_URL = "https://api.example.com" in ${section}, or deploy the demo on purpose: FLOODGATE_ALLOW_DEMO=1 npm run deploy`);
       }
     } catch (error) {
       problems.push(error.message);
+    }
+  }
+  // Every other var, read as the Worker reads it: a value it would answer 500 to is refused here. The Analytics Engine
+  // binding and ANALYTICS_HASH_KEY are left out: the dataset exists only once deployed, and the key is a secret.
+  if (rules.length > 0 && origin) {
+    try {
+      loadSettings({ ...vars, ANALYTICS: undefined, ANALYTICS_HASH_KEY: undefined });
+    } catch (error) {
+      problems.push(`${error.message} (in ${section})`);
     }
   }
   const limiter = limiterOf(config);
@@ -69,24 +77,74 @@ function check(env, config, top) {
   } else if (limiter.class_name !== "RateLimiter") {
     problems.push(`LIMITER binding: class_name is ${JSON.stringify(limiter.class_name)}; write class_name = "RateLimiter" in ${bindings}`);
   }
-  const origin = vars.ORIGIN_URL === "demo" ? "demo (allowed on purpose)" : vars.ORIGIN_URL;
-  return { problems, summary: `${rules.length} rule(s) valid, origin ${origin}, LIMITER bound` };
+  const migrations = config.migrations ?? [];
+  if (!migrations.some((m) => (m.new_sqlite_classes ?? []).includes("RateLimiter"))) {
+    const kv = migrations.some((m) => (m.new_classes ?? []).includes("RateLimiter"));
+    problems.push(
+      kv
+        ? `RateLimiter is created by new_classes, which makes it key-value backed; floodgate needs SQLite storage: write new_sqlite_classes = ["RateLimiter"] in that [[migrations]] before the first deploy`
+        : `no migration creates RateLimiter: add [[migrations]] with tag = "v1" and new_sqlite_classes = ["RateLimiter"]`,
+    );
+  }
+  const shown = vars.ORIGIN_URL === "demo" ? "demo (allowed on purpose)" : vars.ORIGIN_URL;
+  return { problems, summary: `${rules.length} rule(s) valid, origin ${shown}, LIMITER bound` };
 }
 
-const { rawConfig } = experimental_readRawConfig({ config: configPath });
-const top = read(undefined);
-let refused = 0;
-for (const env of [undefined, ...Object.keys(rawConfig.env ?? {})]) {
-  const label = env === undefined ? "top level" : `[env.${env}]`;
-  const { problems, summary } = check(env, env === undefined ? top : read(env), top);
-  if (problems.length === 0) {
-    console.log(`floodgate: ${label}: ${summary}`);
-  } else {
-    refused++;
-    console.error(`floodgate: ${label}: refused:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+/**
+ * Checks `configPath` as wrangler resolves it: the environment `env` (the top level when undefined), or with `everyEnv`
+ * the top level and every [env.<name>]; `vars` (KEY → VALUE, as wrangler's --var) override each one's [vars].
+ * Writes one line per environment; resolves to the number refused.
+ */
+export async function validate({ configPath = resolve(ROOT, "wrangler.toml"), env, everyEnv = false, vars = {}, allowDemo = false }) {
+  const validators = await loadValidators();
+  const read = (name) => {
+    const config = unstable_readConfig({ config: configPath, env: name }, { hideWarnings: true });
+    return { ...config, vars: { ...config.vars, ...vars } };
+  };
+  const { rawConfig } = experimental_readRawConfig({ config: configPath });
+  if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
+    console.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
+    return 1;
   }
+  const top = read(undefined);
+  const names = everyEnv ? [undefined, ...Object.keys(rawConfig.env ?? {})] : [env];
+  let refused = 0;
+  for (const name of names) {
+    const label = name === undefined ? "top level" : `[env.${name}]`;
+    const { problems, summary } = check(validators, name, name === undefined ? top : read(name), top, allowDemo);
+    if (problems.length === 0) {
+      console.log(`floodgate: ${label}: ${summary}`);
+    } else {
+      refused++;
+      console.error(`floodgate: ${label}: refused:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    }
+  }
+  if (refused > 0) console.error(`floodgate: ${refused} environment(s) refused; nothing was deployed`);
+  return refused;
 }
-if (refused > 0) {
-  console.error(`floodgate: ${refused} environment(s) refused; nothing was deployed`);
-  process.exit(1);
+
+/** `--var KEY:VALUE` (or `--var=KEY:VALUE`) into [KEY, VALUE], as wrangler reads it; undefined when it has no colon. */
+export function varOf(text) {
+  const at = text.indexOf(":");
+  return at > 0 ? [text.slice(0, at), text.slice(at + 1)] : undefined;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const args = process.argv.slice(2);
+  let configPath;
+  let env;
+  const vars = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--allow-demo") continue;
+    if (arg === "--env") env = args[++i];
+    else if (arg === "--var") {
+      const pair = varOf(args[++i] ?? "");
+      if (!pair) throw new Error(`--var: expected KEY:VALUE, got ${JSON.stringify(args[i])}`);
+      vars[pair[0]] = pair[1];
+    } else configPath = arg;
+  }
+  const allowDemo = args.includes("--allow-demo") || process.env.FLOODGATE_ALLOW_DEMO === "1";
+  const refused = await validate({ ...(configPath ? { configPath } : {}), env, everyEnv: env === undefined, vars, allowDemo });
+  if (refused > 0) process.exit(1);
 }

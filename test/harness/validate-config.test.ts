@@ -107,9 +107,83 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(run.stderr).not.toContain("demo origin");
   });
 
+  it("refuses any var the Worker would answer 500 to, as the Worker reads it", async () => {
+    const cases: [string, string][] = [
+      ["FAST_MAX_KEYS", "-3"],
+      ["RATE_LIMIT_HEADERS", "draft-99"],
+      ["LEGACY_HEADERS", "maybe"],
+      ["DENY_IPS", "not-an-ip"],
+      ["ALLOW_IPS", "10.0.0.1/8"],
+      ["ANALYTICS_SAMPLE", "7"],
+    ];
+    const runs = await Promise.all(cases.map(([name, value]) => validate({ toml: `${COMPLETE}${name} = "${value}"\n` })));
+    runs.forEach((run, i) => {
+      expect(run.code, cases[i]![0]).toBe(1);
+      expect(run.stderr).toContain(`floodgate: top level: refused:\n  - ${cases[i]![0]}`);
+      expect(run.stderr).toContain("(in [vars])");
+    });
+  });
+
+  it("refuses a RateLimiter that no migration creates, or that one creates key-value backed", async () => {
+    const withoutMigration = TOP.replace(/\[\[migrations\]\][\s\S]*$/, "");
+    const none = await validate({ toml: `${withoutMigration}\n[vars]\n${VARS}` });
+    const kv = await validate({ toml: `${TOP.replace("new_sqlite_classes", "new_classes")}\n[vars]\n${VARS}` });
+    expect(none.stderr).toContain('no migration creates RateLimiter: add [[migrations]] with tag = "v1" and new_sqlite_classes = ["RateLimiter"]');
+    expect(kv.stderr).toContain("RateLimiter is created by new_classes, which makes it key-value backed");
+    expect([none.code, kv.code]).toEqual([1, 1]);
+  });
+
+  it("checks one environment when given --env, and --var as overriding its vars", async () => {
+    const broken = `${COMPLETE}\n[env.staging]\nroute = "staging.example.com/*"\n`;
+    const production = `${broken}\n[env.production]\n[[env.production.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n\n[env.production.vars]\n${VARS}`;
+    const only = await validate({ toml: production }, { args: ["--env", "production"] });
+    expect(only, only.stderr).toMatchObject({ code: 0, stderr: "" });
+    expect(only.stdout).toBe("floodgate: [env.production]: 1 rule(s) valid, origin https://api.example.com, LIMITER bound\n");
+    const demo = await validate({ toml: production }, { args: ["--env", "production", "--var", "ORIGIN_URL:demo"] });
+    expect(demo.stderr).toContain('floodgate: [env.production]: refused:\n  - demo origin: ORIGIN_URL is "demo"');
+    const missing = await validate({ toml: production }, { args: ["--env", "nope"] });
+    expect(missing.stderr).toContain("has no [env.nope]; wrangler would deploy the top level under that name");
+    expect(missing.code).toBe(1);
+  });
+
   it("refuses the repository's own wrangler.toml as it is: it names no origin", async () => {
     const run = await validate({ path: join(ROOT, "wrangler.toml") }, { allowDemo: "1" });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('floodgate: top level: refused:\n  - no origin: ORIGIN_URL is not set; add it to [vars], e.g. ORIGIN_URL = "https://api.example.com"');
   });
+});
+
+describe("npm run deploy (scripts/deploy.mjs)", () => {
+  /** Runs the deploy script with `args`, as `npm run deploy -- <args>` does. */
+  function deploy(args: string[]): Promise<Run> {
+    const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", CI: "1" };
+    delete env.FLOODGATE_ALLOW_DEMO;
+    return new Promise((resolve) => {
+      execFile(process.execPath, [join(ROOT, "scripts/deploy.mjs"), ...args], { cwd: ROOT, env }, (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
+      });
+    });
+  }
+  const config = async (toml: string) => {
+    const path = join(dir, `${Math.random().toString(36).slice(2)}.toml`);
+    await writeFile(path, `main = "${join(ROOT, "src/index.ts")}"\n${toml}`);
+    return path;
+  };
+
+  it("checks the --config and --var wrangler is given, and refuses before wrangler runs", async () => {
+    const path = await config(COMPLETE);
+    const run = await deploy(["--config", path, "--var", "ORIGIN_URL:demo", "--dry-run", "--outdir", join(dir, "out-demo")]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('demo origin: ORIGIN_URL is "demo"');
+    expect(run.stdout).not.toContain("--dry-run: exiting now.");
+  });
+
+  it("runs wrangler deploy with the same options once the check passes", async () => {
+    const path = await config(COMPLETE);
+    const run = await deploy(["-c", path, "--var", "FAST_MAX_KEYS:5000", "--dry-run", "--outdir", join(dir, "out-ok")]);
+    expect(run, run.stderr).toMatchObject({ code: 0 });
+    expect(run.stdout).toContain("floodgate: top level: 1 rule(s) valid, origin https://api.example.com, LIMITER bound");
+    expect(run.stdout).toContain("env.FAST_MAX_KEYS (");
+    expect(run.stdout).toContain("--dry-run: exiting now.");
+  }, 60_000);
 });

@@ -1,0 +1,49 @@
+// `npm run deploy [-- <wrangler deploy options>]`: checks what wrangler is about to deploy (the same --config, --env and
+// --var), then runs `wrangler deploy` with the same options. --allow-demo (or FLOODGATE_ALLOW_DEMO=1) lets the demo origin
+// through and is not passed on.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { resolve } from "node:path";
+import { validate, varOf } from "./validate-config.mjs";
+
+/** Reads the options the check depends on out of wrangler deploy's arguments, which are passed on as they are. */
+function readArgs(args) {
+  const read = { passed: [], vars: {}, allowDemo: process.env.FLOODGATE_ALLOW_DEMO === "1" };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--allow-demo") {
+      read.allowDemo = true;
+      continue;
+    }
+    read.passed.push(arg);
+    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = () => {
+      if (inline !== undefined) return inline;
+      read.passed.push(args[++i]);
+      return args[i];
+    };
+    if (flag === "--config" || flag === "-c") read.configPath = resolve(value() ?? "");
+    else if (flag === "--env" || flag === "-e") read.env = value();
+    else if (flag === "--var") {
+      // wrangler takes several KEY:VALUE after one --var, as yargs reads an array.
+      const values = inline !== undefined ? [inline] : [];
+      while (inline === undefined && i + 1 < args.length && !args[i + 1].startsWith("-")) {
+        values.push(args[++i]);
+        read.passed.push(args[i]);
+      }
+      for (const text of values) {
+        const pair = varOf(text);
+        if (!pair) throw new Error(`--var: expected KEY:VALUE, got ${JSON.stringify(text)}`);
+        read.vars[pair[0]] = pair[1];
+      }
+    }
+  }
+  return read;
+}
+
+const { passed, configPath, env, vars, allowDemo } = readArgs(process.argv.slice(2));
+const refused = await validate({ ...(configPath ? { configPath } : {}), env, vars, allowDemo });
+if (refused > 0) process.exit(1);
+const wrangler = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
+const child = spawn(process.execPath, [wrangler, "deploy", ...passed], { stdio: "inherit" });
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
