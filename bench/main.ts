@@ -9,6 +9,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { arch, cpus, platform, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 import { bundleForNode } from "./lib/build";
 import { CHARTS, ROOT } from "./lib/paths";
 import { keptParts, type KeptPart } from "./lib/kept";
@@ -61,11 +62,34 @@ export interface Outcome {
   chartErrors: string[];
 }
 
+const USAGE = `usage: npm run bench [-- --quick] [-- --only <part>,<part>…]
+  --quick   smaller sizes, a few minutes; writes bench/RESULTS.md as a quick run
+  --only    runs just these parts and keeps the others as the last full run left them: ${PARTS.map((p) => p.id).join(", ")}
+  --help    this text`;
+
+/** The run's flags, or the text to print instead: the usage for --help, an error naming a bad flag. */
+function readFlags(argv: string[]): { quick: boolean; only: Set<string> | undefined } | string {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { quick: { type: "boolean" }, only: { type: "string" }, help: { type: "boolean" } }, strict: true, allowPositionals: false }));
+  } catch (error) {
+    return `npm run bench: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`;
+  }
+  if (values.help) return USAGE;
+  const only = values.only === undefined ? undefined : new Set(values.only.split(",").map((id) => id.trim()).filter(Boolean));
+  const unknown = [...(only ?? [])].filter((id) => !PARTS.some((p) => p.id === id));
+  if (only && (only.size === 0 || unknown.length > 0)) return `npm run bench: --only: ${only.size === 0 ? "names no part" : `no part named ${unknown.map((id) => JSON.stringify(id)).join(", ")}`}; the parts are ${PARTS.map((p) => p.id).join(", ")}`;
+  return { quick: values.quick ?? false, only };
+}
+
 /** Parses the flags, runs the parts, writes the report; resolves to the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const quick = argv.includes("--quick");
-  const onlyAt = argv.indexOf("--only");
-  const only = onlyAt >= 0 ? new Set((argv[onlyAt + 1] ?? "").split(",").filter(Boolean)) : undefined;
+  const flags = readFlags(argv);
+  if (typeof flags === "string") {
+    (flags === USAGE ? console.log : console.error)(flags);
+    return flags === USAGE ? 0 : 2;
+  }
+  const { quick, only } = flags;
   const command = `npm run bench${argv.length ? ` -- ${argv.join(" ")}` : ""}`;
   const started = Date.now();
   const timeLimitS = quick ? 240 : 900;
