@@ -2,7 +2,7 @@
 import type { Policy } from "../algorithms";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
-import { TimeoutError } from "./timeout";
+import { deadline, TimeoutError } from "./timeout";
 
 /** Sends one batch of costs to the named object and returns its decisions in the same order. */
 export type BatchCall = (name: string, policy: Policy, costs: number[]) => Promise<Decided[]>;
@@ -73,18 +73,18 @@ export class Coalescer {
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
     // Registered now, from this request's own invocation, so that a batch handed to it is sent there.
     context.waitUntil(led.then((batch) => this.send(call, name, policy, laneKey, queue, batch)));
-    let timer: ReturnType<typeof setTimeout> | null = null;
+    let cancel!: () => void;
     const decided = new Promise<Decided>((resolve, reject) => {
       const waiter: Waiter = { cost, resolve, reject, lead };
       queue.waiting.push(waiter);
-      // The timer also keeps this request alive while it waits on I/O another request started.
-      timer = setTimeout(() => {
+      // The deadline also keeps this request alive while it waits on I/O another request started.
+      cancel = deadline(context.timeoutMs, () => {
         const at = queue.waiting.indexOf(waiter);
         if (at !== -1) queue.waiting.splice(at, 1);
         reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
-      }, context.timeoutMs);
+      });
     }).finally(() => {
-      clearTimeout(timer!);
+      cancel();
       lead([]);
     });
     if (!queue.inFlight || Date.now() - queue.progressAt > 2 * context.timeoutMs) this.handOff(laneKey, queue);

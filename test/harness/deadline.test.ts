@@ -1,0 +1,27 @@
+// A request whose object call is answered through another request (a strict batch) still gets its answer past its deadline: never cancelled by the runtime as hung.
+import { describe, expect, it } from "vitest";
+import { useWranglerDevWithOrigin } from "./wrangler-dev";
+
+const rules = [{ name: "deadline-1ms", match: { path: "/deadline/*" }, key: "header:x-k", limit: 5, period: "1h", onError: "allow", timeout: "1ms" }];
+
+describe("a strict rule's timeout through wrangler dev", () => {
+  const served = useWranglerDevWithOrigin("deadline", rules);
+
+  it("answers every request of a cold burst by the object or onError within a 1 ms timeout, none as hung", async () => {
+    const statuses: number[] = [];
+    const until = Date.now() + 2_000;
+    // 40 clients at a cold object: the first call is slow, so requests time out while their batch is on its way.
+    await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        while (Date.now() < until) {
+          const response = await served.dev.fetch("/deadline/x", { headers: { "x-k": "cold" } });
+          await response.arrayBuffer();
+          statuses.push(response.status);
+        }
+      }),
+    );
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(5);
+    expect(served.dev.output()).not.toContain("hung");
+  }, 60_000);
+});
