@@ -235,7 +235,7 @@ export function grantLease(
   // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? asked : blockedDecision(policy, state, block, now);
+  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
@@ -257,6 +257,17 @@ export function grantLease(
   putPeer(peers, sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };
+}
+
+/**
+ * A standing decided under another live version's stricter policy (`others`), as the isolate must
+ * read it: more comes, and a denial ends, within `intervalMs` at most, when it asks again. That
+ * version may be gone by then, and the isolate's own looser policy is its to use: a key denied
+ * under an old limit of 10 an hour stayed denied for the hour after a raise to 20 had taken over.
+ */
+export function soonerUnderOthers(standing: Decision, others: boolean, now: number, intervalMs: number): Decision {
+  if (!others) return standing;
+  return { ...standing, moreAt: Math.min(standing.moreAt, now + intervalMs), retryAfter: Math.min(standing.retryAfter, intervalMs) };
 }
 
 /** The key's standing as every decision sees it: its state with every pinned unit taken now. */

@@ -385,6 +385,19 @@ describe("leases when Worker versions disagree on the limit", () => {
     expect(old.lease.standing).toMatchObject({ allowed: false, limit: 10 });
   });
 
+  it("has an isolate denied under another version's lower limit ask again within its interval, not when that limit frees units", () => {
+    const both = bothVersions();
+    const at = T0 + 1_000;
+    const under = leasePolicy(window, "old", both.peers, at);
+    const old = grantLease(under, both.state, both.peers, sync({ isolate: "old", seq: 2, need: 1 }), at, 0, both.cursor, window);
+    expect(old.lease.standing.allowed).toBe(false);
+    // Under its own 10 the key frees a unit only as the minute's window slides; that version may be gone long before.
+    expect(old.lease.standing.retryAfter).toBeLessThanOrEqual(2_000);
+    expect(old.lease.standing.moreAt).toBeLessThanOrEqual(at + 2_000);
+    const own = grantLease(lowered, both.state, both.peers, sync({ isolate: "new", seq: 2, need: 1 }), at, 0, both.cursor, lowered);
+    expect(own.lease.standing.retryAfter).toBeGreaterThan(2_000);
+  });
+
   it("does not tell an isolate to give up a lease granted under the limit it is leased under now", () => {
     const both = bothVersions();
     const at = T0 + 1_000;

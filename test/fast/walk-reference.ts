@@ -2,13 +2,14 @@
  * The object's lease functions as they were before the peer index (src/fast/peer-index.ts): each
  * sync walks every peer. Kept as the reference the index is proved against, verbatim but for two
  * changes: the active peers' demand is summed exactly and rounded once, as the index must (a float
- * sum depends on the order of its terms), and a call's most and an isolate's rate are lease.ts's own
- * `fairShare` and `demandRate`, which the index does not touch.
+ * sum depends on the order of its terms), and a call's most, an isolate's rate and a standing under
+ * another version's policy are lease.ts's own `fairShare`, `demandRate` and `soonerUnderOthers`,
+ * which the index does not touch.
  */
 import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { demandRate, fairShare, isRoomy, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { demandRate, fairShare, isRoomy, soonerUnderOthers, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
@@ -95,7 +96,7 @@ export function grantLease(
   // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? asked : blockedDecision(policy, state, block, now);
+  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
