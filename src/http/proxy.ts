@@ -45,14 +45,22 @@ export function originUrl(origin: URL, url: URL): string {
 export function forwardedHeaders(headers: Headers): Headers {
   const connection = headers.get("connection");
   const named = connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase()).filter((h) => HEADER_NAME.test(h));
+  // `Upgrade: websocket` is how the runtime's fetch is asked to open a WebSocket to the origin: kept, it is proxied.
+  const webSocket = isWebSocketUpgrade(headers);
   let out: Headers | undefined;
-  for (const name of HOP_BY_HOP) if (headers.has(name)) (out ??= new Headers(headers)).delete(name);
-  for (const name of named) if (headers.has(name)) (out ??= new Headers(headers)).delete(name);
+  for (const name of HOP_BY_HOP) if (headers.has(name) && !(webSocket && name === "upgrade")) (out ??= new Headers(headers)).delete(name);
+  for (const name of named) if (headers.has(name) && !(webSocket && name === "upgrade")) (out ??= new Headers(headers)).delete(name);
   return out ?? headers;
 }
 
+/** Whether the request asks to open a WebSocket (RFC 6455): `Upgrade: websocket`, any case. */
+function isWebSocketUpgrade(headers: Headers): boolean {
+  return headers.get("upgrade")?.trim().toLowerCase() === "websocket";
+}
+
 /**
- * Sends the request to the origin and returns its answer, redirects included, untouched. Throws a
+ * Sends the request to the origin and returns its answer, redirects included, untouched; an opened
+ * WebSocket is handed through as the 101 it is. Throws a
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
  * closed): the request is not retried, as it may have arrived.
  */
@@ -72,5 +80,7 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
     log.event("error", { kind: "origin", message: error instanceof Error ? error.message : String(error) }, Date.now());
     throw badGateway();
   }
+  // An opened WebSocket is handed to the client whole; a new Response makes its headers ours to add to.
+  if (upstream.webSocket) return new Response(null, { status: 101, webSocket: upstream.webSocket, headers: upstream.headers });
   return new Response(upstream.body, upstream);
 }

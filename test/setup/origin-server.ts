@@ -2,6 +2,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
 
 /** What the origin saw of one request. */
 export interface Received {
@@ -26,7 +27,8 @@ export interface Received {
  * the headers and a first line at once and ends the body that much later, `?fail=1` drops the
  * connection without answering; `GET /__origin/inflight?tag=<t>` answers `{"current", "max"}`,
  * how many requests under `/<t>/` it is serving now and at most so far (from arrival until the
- * response has ended or the connection closed).
+ * response has ended or the connection closed). A WebSocket upgrade on any path is accepted,
+ * recorded, and echoes each message back prefixed "echo:".
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];
@@ -72,6 +74,12 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
     }
     res.writeHead(200, { "content-type": "application/json", "x-origin": "yes" });
     res.end(JSON.stringify({ ok: true, seen: log.length }));
+  });
+  // A WebSocket on any path: each message comes back prefixed "echo:", and the upgrade is recorded like a request.
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) => {
+    log.push({ at: Date.now(), method: req.method ?? "", url: req.url ?? "", headers: req.headers, bodyBytes: 0, bodySha256: "", chunks: 0 });
+    sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`echo:${String(data)}`)));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {

@@ -54,6 +54,23 @@ describe("proxying an allowed request", () => {
     expect(seen.map((r) => r.bodyBytes)).toEqual([4096]);
   });
 
+  it("opens a WebSocket to the origin for an allowed upgrade, with the rate-limit headers on the 101", async () => {
+    const upgrade = () => new Request("http://floodgate.test/forward-ws/socket", { headers: { Upgrade: "websocket", Connection: "Upgrade", "CF-Connecting-IP": "192.0.2.90" } });
+    const limited = [{ name: "ws-per-ip", key: "ip", limit: 1, period: "1m" }];
+    const response = await send(upgrade(), { rules: limited });
+    expect(response.status).toBe(101);
+    expect(response.headers.get("RateLimit-Policy")).toBe('"ws-per-ip";q=1;w=60');
+    const socket = response.webSocket!;
+    socket.accept();
+    const echoed = new Promise<string>((resolve) => socket.addEventListener("message", (event) => resolve(String(event.data)), { once: true }));
+    socket.send("hello");
+    expect(await echoed).toBe("echo:hello");
+    socket.close();
+
+    expect((await send(upgrade(), { rules: limited })).status).toBe(429);
+    expect(await originLog("forward-ws")).toHaveLength(1);
+  });
+
   it("drops hop-by-hop headers and those the Connection header names", async () => {
     await send(
       new Request("http://floodgate.test/forward-3/", {
