@@ -12,13 +12,13 @@ const STALE_PAIRS = 32;
  * Decides one request of `cost` units at `now` (epoch ms). The log holds the requests admitted in
  * the period ending now, (now − periodMs, now]; the request is admitted if they and it come to at
  * most `limit` units. A denied request is not logged. When the clock stepped back behind the
- * newest entry, the decision is made at that entry's time.
+ * newest entry, or behind the time the log was last pruned at, the decision is made at that time.
  *
  * @example
  * const { decision, state } = slidingLog({ algorithm: "sliding-log", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 }, undefined, 1, Date.now());
  */
 export function slidingLog(policy: Policy, stored: SlidingLogState | undefined, cost: number, now: number): Outcome<SlidingLogState> {
-  const at = Math.max(now, newest(stored?.log, stored?.from, stored?.end));
+  const at = Math.max(now, latest(stored));
   const state = pruned(policy.periodMs, stored, at);
   const used = state.used;
   const allowed = used + cost <= policy.limit;
@@ -50,27 +50,36 @@ export function adjustSlidingLog(
   at: number,
   now: number,
 ): SlidingLogState {
-  const latest = Math.max(now, newest(stored?.log, stored?.from, stored?.end));
-  const state = pruned(policy.periodMs, stored, latest);
-  const when = Math.min(at, latest);
-  if (units === 0 || when <= latest - policy.periodMs) return state;
-  if (units > 0 && when === latest) return appended(state, when, units);
+  const last = Math.max(now, latest(stored));
+  const state = pruned(policy.periodMs, stored, last);
+  const when = Math.min(at, last);
+  if (units === 0 || when <= last - policy.periodMs) return state;
+  if (units > 0 && when === last) return appended(state, when, units);
   // Placed before the newest entry, or given back: the pairs are copied and changed.
   const pairs = state.log.slice(state.from, state.end);
   if (units > 0) pairs.splice(insertionIndex(pairs, when), 0, when, units);
   else giveBack(pairs, -units, when);
   const kept = withoutEmpty(pairs);
-  return logState(policy.periodMs, kept, 0, kept.length, unitsIn(kept, 0, kept.length));
+  return logState(policy.periodMs, kept, 0, kept.length, unitsIn(kept, 0, kept.length), state.seenAt ?? 0);
 }
 
 /** Units the log holds in the period ending `now`, by the state's own period: what a change of rule carries over. */
 export function usedSlidingLog(stored: SlidingLogState, now: number): number {
-  return pruned(stored.periodMs, stored, Math.max(now, newest(stored.log, stored.from, stored.end))).used;
+  return pruned(stored.periodMs, stored, Math.max(now, latest(stored))).used;
 }
 
-/** When units decided at `now` were logged: `now`, or the newest entry's time if the clock stepped back behind it. */
+/** When units decided at `now` were logged: `now`, or the time decided at if the clock stepped back behind it. */
 export function countedAtSlidingLog(state: SlidingLogState, now: number): number {
-  return Math.max(now, newest(state.log, state.from, state.end));
+  return Math.max(now, latest(state));
+}
+
+/**
+ * The earliest time a decision may be made at: the newest entry's, or the time the log was last
+ * pruned at if later. Before it, pairs already dropped would still count, and a clock stepped back
+ * would find room they hold (a refund of the newest entry would leave only that drop to say so).
+ */
+function latest(stored: SlidingLogState | undefined): number {
+  return Math.max(newest(stored?.log, stored?.from, stored?.end), stored?.seenAt ?? 0);
 }
 
 /**
@@ -79,14 +88,15 @@ export function countedAtSlidingLog(state: SlidingLogState, now: number): number
  * of another period keeps its pairs and is pruned by the new one.
  */
 function pruned(periodMs: number, stored: SlidingLogState | undefined, at: number): SlidingLogState {
-  if (stored === undefined) return logState(periodMs, [], 0, 0, 0);
+  if (stored === undefined) return logState(periodMs, [], 0, 0, 0, 0);
   const { log, end } = stored;
   const from = firstAfter(log, stored.from, end, at - periodMs);
   if (from === stored.from && periodMs === stored.periodMs) return stored;
   const used = stored.used - unitsIn(log, stored.from, from);
-  if (from < 2 * STALE_PAIRS) return logState(periodMs, log, from, end, used);
+  const seenAt = from === stored.from ? (stored.seenAt ?? 0) : Math.max(at, stored.seenAt ?? 0);
+  if (from < 2 * STALE_PAIRS) return logState(periodMs, log, from, end, used, seenAt);
   const pairs = log.slice(from, end);
-  return logState(periodMs, pairs, 0, pairs.length, used);
+  return logState(periodMs, pairs, 0, pairs.length, used, seenAt);
 }
 
 /**
@@ -95,16 +105,17 @@ function pruned(periodMs: number, stored: SlidingLogState | undefined, at: numbe
  */
 function appended(state: SlidingLogState, at: number, units: number): SlidingLogState {
   const { periodMs, log, from, end, used } = state;
+  const seenAt = state.seenAt ?? 0;
   if (end === log.length) {
     log.push(at, units);
-    return logState(periodMs, log, from, end + 2, used + units);
+    return logState(periodMs, log, from, end + 2, used + units, seenAt);
   }
   const pairs = log.slice(from, end);
   pairs.push(at, units);
-  return logState(periodMs, pairs, 0, pairs.length, used + units);
+  return logState(periodMs, pairs, 0, pairs.length, used + units, seenAt);
 }
 
 /** Every state is built here, in one field order, so that all share one shape. */
-function logState(periodMs: number, log: number[], from: number, end: number, used: number): SlidingLogState {
-  return { algorithm: "sliding-log", periodMs, log, from, end, used };
+function logState(periodMs: number, log: number[], from: number, end: number, used: number, seenAt: number): SlidingLogState {
+  return { algorithm: "sliding-log", periodMs, log, from, end, used, seenAt };
 }

@@ -53,7 +53,8 @@ export function slidingWindow(
   // The usual denial asks for one unit more than is left: its wait is then also the next unit's.
   const moreAt =
     reason === "limit" && cost === remaining + 1 ? at + wait : remaining === policy.limit ? at : nextUnitAt(policy, next, usedNext, remaining, at);
-  return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, moreAt, retryAfter: wait, reason }, state: next };
+  // The wait counts from `at`, later than now when the clock stepped back behind the state.
+  return { decision: { allowed, limit: policy.limit, remaining, resetAt: reset, moreAt, retryAfter: reason === "limit" ? at - now + wait : wait, reason }, state: next };
 }
 
 /**

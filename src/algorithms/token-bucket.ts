@@ -35,7 +35,8 @@ export function tokenBucket(
   // A cost above the capacity never fits; it is told to wait one period rather than forever.
   const fits = cost <= policy.burst;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
-  const retryAfter = fits ? Math.ceil((need - next.level) / policy.limit) : policy.periodMs;
+  // Counted from the state's time, later than now when the clock stepped back behind it.
+  const retryAfter = fits ? next.updatedAt - now + Math.ceil((need - next.level) / policy.limit) : policy.periodMs;
   return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }
 

@@ -152,6 +152,11 @@ export interface SlidingLogState {
   end: number;
   /** units in the pairs from `from` to `end` */
   used: number;
+  /**
+   * the latest time the log was pruned at (0: never; absent in a state an earlier version wrote):
+   * pairs that had left the period ending then are gone, so no later decision is made before it
+   */
+  seenAt?: number;
 }
 
 /**

@@ -51,7 +51,8 @@ export function warmingBucket(
   if (allowed) return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter: 0 }, state };
   const fits = cost <= burst;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
-  const retryAfter = fits ? until((burst - cost) * periodMs) : periodMs;
+  // Counted from the state's time, later than now when the clock stepped back behind it.
+  const retryAfter = fits ? t - now + until((burst - cost) * periodMs) : periodMs;
   return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter, reason }, state };
 }
 

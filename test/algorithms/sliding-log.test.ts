@@ -24,6 +24,30 @@ describe("sliding log", () => {
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, false, true]);
   });
 
+  it("finds no room in pairs it dropped when the clock steps back: it decides at the time it dropped them", () => {
+    const p = policy(2, 1_000);
+    let state = decide(p, undefined, 1, T0).state;
+    state = decide(p, state, 1, T0 + 500).state;
+    // Denied at T0 + 1,000, which drops T0's pair; at T0 + 999 that pair would still count.
+    state = decide(p, state, 2, T0 + 1_000).state;
+    const stepped = decide(p, state, 1, T0 + 999);
+    expect(stepped.decision.allowed).toBe(true);
+    // Logged at T0 + 1,000: the period ending then holds T0 + 500's unit and this one, no more.
+    expect(countedAt(p, stepped.state, T0 + 999)).toBe(T0 + 1_000);
+    expect(decide(p, stepped.state, 1, T0 + 999).decision.allowed).toBe(false);
+  });
+
+  it("decides after the time it dropped pairs at even once a refund takes the newest pair back", () => {
+    const p = policy(1, 1_000);
+    let state = decide(p, undefined, 1, T0).state;
+    const second = decide(p, state, 1, T0 + 1_000);
+    state = adjust(p, second.state, -1, countedAt(p, second.state, T0 + 1_000), T0 + 1_000);
+    const stepped = decide(p, state, 1, T0 + 999);
+    // Admitted only as of T0 + 1,000, when T0's unit has left: never two in one period.
+    expect(stepped.decision.allowed).toBe(true);
+    expect(countedAt(p, stepped.state, T0 + 999)).toBe(T0 + 1_000);
+  });
+
   it("keeps one pair per admitted request, pruned as they leave", () => {
     const p = policy(10, 1_000);
     const { state } = run(p, [T0, T0, T0 + 1, T0 + 500]);
