@@ -35,7 +35,8 @@ export function gcra(policy: Policy, stored: GcraState | undefined, cost: number
   }
   // A cost above 1 + burst never conforms; it is told to wait one period rather than forever.
   const fits = cost <= policy.burst + 1;
-  const retryAfter = fits ? at - now + Math.ceil((debt + need - capacity(policy)) / policy.limit) : policy.periodMs;
+  // debt − (capacity − need), not debt + need − capacity: the sum may pass 2^53 (a burst near the bound) and round.
+  const retryAfter = fits ? at - now + Math.ceil((debt - (capacity(policy) - need)) / policy.limit) : policy.periodMs;
   const reason = fits ? "limit" : "cost-exceeds-capacity";
   return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter, reason }, state: next };
 }

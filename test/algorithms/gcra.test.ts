@@ -39,6 +39,15 @@ describe("gcra", () => {
     expect(decide(p, state, 1, T0 + 334).decision.allowed).toBe(true);
   });
 
+  it("tells the exact wait when the burst nears the largest the rule allows, (burst + 1) × period ≤ 2^53", () => {
+    const huge: Policy = { algorithm: "gcra", limit: 1, periodMs: 7, burst: 643_371_375_338_642, buckets: 1 };
+    const cost = huge.burst + 1;
+    const { state } = decide(huge, undefined, cost, T0);
+    const denied = decide(huge, state, cost, T0 + 3).decision;
+    expect(decide(huge, state, cost, T0 + 3 + denied.retryAfter).decision.allowed).toBe(true);
+    expect(decide(huge, state, cost, T0 + 3 + denied.retryAfter - 1).decision.allowed).toBe(false);
+  });
+
   it("holds the requests of a burst past `delay` until they would conform", () => {
     const p = policy(10, 1_000, 4, 1);
     const { decisions } = run(p, [T0, T0, T0, T0, T0, T0]);
