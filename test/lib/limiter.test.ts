@@ -133,6 +133,17 @@ describe("limiter", () => {
     expect((await bucket.limit("new", { cost: 8, ctx: createExecutionContext() })).success).toBe(true);
   });
 
+  it("denies a cost beyond a strict rule's capacity with that reason and no object call", async () => {
+    const api = limiter(namespace, { name: "lib-strict-cap-fresh", algorithm: "token-bucket", limit: 2, period: "1m", burst: 4 });
+    const before = calls("decide");
+    const results = [await api.limit("k", { cost: 5 }), await api.limit("k", { cost: 5 })];
+    expect(calls("decide")).toBe(before);
+    expect(results.map((r) => [r.success, r.reason, r.retryAfter, r.remaining])).toEqual([
+      [false, "cost-exceeds-capacity", 60_000, 4],
+      [false, "cost-exceeds-capacity", 60_000, 4],
+    ]);
+  });
+
   it("denies a cost beyond a strict rule's capacity with that reason while the key's denial is cached", async () => {
     const api = limiter(namespace, { name: "lib-strict-cap", limit: 2, period: "1m" });
     await api.limit("k", { cost: 2 });

@@ -119,8 +119,12 @@ describe("request input", () => {
     },
   );
 
-  it("denies a cost larger than the rule can ever admit, saying that waiting will not help it", async () => {
-    const res = await send(get("/cost/huge", { "x-cost": "11", "CF-Connecting-IP": "192.0.2.61" }), { rules });
+  it("denies a cost larger than the rule can ever admit, saying that waiting will not help it, with no object call under any rule", async () => {
+    const both = [...rules, { name: "costly-ip", key: "ip", limit: 100, period: "1m" }];
+    const calls = () => ["decide", "refund"].map((method) => metrics.value("floodgate_durable_object_calls_total", { method }));
+    const before = calls();
+    const res = await send(get("/cost/huge", { "x-cost": "11", "CF-Connecting-IP": "192.0.2.61" }), { rules: both });
+    expect(calls()).toEqual(before);
     expect(res.status).toBe(429);
     expect(((await res.json()) as { detail: string }).detail).toBe("Rate limit exceeded for costly; retry in 60 s. The request costs more than costly can ever grant one request.");
   });
