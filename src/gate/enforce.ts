@@ -44,8 +44,15 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const ip = request.headers.get("CF-Connecting-IP");
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
   const now = Date.now();
-  const asks = await Promise.all(applicable.map((rule) => ask(rule, request, now)));
-  const known = knownDenials(asks, context, now);
+  const parts = applicable.map((rule) => partsOf(rule, request));
+  // Rules that admit any key are asked first: a request one of them already denies spends no
+  // other rule's allowance of new keys (newKeysPerSecond), which would push new clients into #overflow.
+  const open = await Promise.all(parts.map((p) => (p.rule.newKeysPerSecond === null ? named(p, now) : undefined)));
+  const openAsks = open.filter((a): a is Ask => a !== undefined);
+  const early = knownDenials(openAsks, context, now);
+  if (early.length > 0) return counted(false, early, context);
+  const asks = openAsks.length === parts.length ? openAsks : await Promise.all(parts.map((p, i) => open[i] ?? named(p, now)));
+  const known = openAsks.length === parts.length ? [] : knownDenials(asks.filter((a) => a.rule.newKeysPerSecond !== null), context, now);
   if (known.length > 0) return counted(false, known, context);
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
@@ -65,11 +72,16 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   return { ...released, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) };
 }
 
-async function ask(rule: Rule, request: Request, now: number): Promise<Ask> {
+/** A rule's key and cost for the request; a 400 HttpProblem for a malformed cost, before any rule spends anything. */
+function partsOf(rule: Rule, request: Request): Omit<Ask, "objectName"> {
   const cost = requestCost(rule.cost, request);
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  const key = buildKey(rule, request);
-  return { rule, key, objectName: await objectNameOf(rule, key, now), cost: cost.units };
+  return { rule, key: buildKey(rule, request), cost: cost.units };
+}
+
+/** The ask with the object that owns its key: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */
+async function named(parts: Omit<Ask, "objectName">, now: number): Promise<Ask> {
+  return { ...parts, objectName: await objectNameOf(parts.rule, parts.key, now) };
 }
 
 interface Asked {

@@ -86,6 +86,31 @@ describe("newKeysPerSecond", () => {
     expect(metrics.value("floodgate_key_overflows_total", { rule: "atk-cap" })).toBe(9);
   });
 
+  it("spends no rule's allowance of new keys on a request another rule already denies from its cache", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart() + 200_000;
+    const rules = [
+      { name: "atk-nk-ip", key: "ip", limit: 2, period: "1m" },
+      { name: "atk-nk-key", key: "header:x-api-key", limit: 1, period: "1m", newKeysPerSecond: 2 },
+    ];
+    const overflows = () => metrics.value("floodgate_key_overflows_total", { rule: "atk-nk-key" });
+    const before = overflows();
+    // Two new keys, each its own; then the address is over its limit and every new key is refused by it.
+    const statuses = [];
+    for (let i = 0; i < 12; i++) {
+      vi.setSystemTime(t0 + i * 100);
+      statuses.push(...(await rotate(`attack-nk-${i}`, "192.0.2.154", 1, rules)));
+    }
+    expect(statuses).toEqual([200, 200, ...Array(10).fill(429)]);
+    // Only the request that learned the address is over its limit (from its object) named its key.
+    expect(overflows()).toBeLessThanOrEqual(before + 1);
+
+    // A new client a moment later still gets a key of its own, not #overflow.
+    const fresh = new Request("http://floodgate.test/attack-nk-fresh/x", { headers: { "CF-Connecting-IP": "192.0.2.155", "x-api-key": "new-client" } });
+    expect((await send(fresh, { rules })).status).toBe(200);
+    expect(overflows()).toBeLessThanOrEqual(before + 1);
+  });
+
   it("keeps a key it already tracks under its own name past the cap", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(frozenStart() + 100_000);
