@@ -23,10 +23,13 @@ export const MAX_KEY_BYTES = 1024;
  * so a client cannot mint quotas from the addresses its ISP delegates to it. A CF-Connecting-IP
  * that is not an address counts as missing.
  *
- * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP)
- * becomes {@link MISSING_PART}. All requests lacking it therefore share ONE bucket under the
- * rule: they are limited together, never let through unlimited, and omitting a header cannot
- * buy a fresh quota.
+ * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP), or
+ * gives empty, becomes {@link MISSING_PART}; so does a query parameter or cookie given more than
+ * once, which origins read differently (the first, the last), so that no value floodgate picked
+ * could be the one the origin does not. All such requests share ONE bucket under the rule: they
+ * are limited together, never let through unlimited, and omitting, emptying or repeating a part
+ * cannot buy a fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do,
+ * so `a%62c` and `abc` are one client.
  *
  * @example
  * // key: [header:x-api-key, method] on `GET /` with `x-api-key: k|1`
@@ -43,7 +46,7 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   let key = "";
   for (let i = 0; i < parts.length; i++) {
     const value = partValue(parts[i]!, request, requestUrl, rule.ipv6Prefix);
-    key += (i === 0 ? "" : "|") + (value === null ? MISSING_PART : escapeValue(value));
+    key += (i === 0 ? "" : "|") + (value === null || value === "" ? MISSING_PART : escapeValue(value));
   }
   return key;
 }
@@ -57,7 +60,7 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
     case "header":
       return request.headers.get(part.name);
     case "query":
-      return url().searchParams.get(part.name);
+      return onlyValue(url().searchParams.getAll(part.name));
     case "cookie":
       return cookieValue(request.headers.get("Cookie"), part.name);
     case "path":
@@ -80,19 +83,36 @@ function escapeValue(value: string): string {
 }
 
 /**
- * The value of the first cookie called `name` (names are case-sensitive), or null. Pairs are
- * split on `;` and trimmed; pairs without `=` are skipped; a value in double quotes loses them,
- * as the origin's cookie parser would, so `"abc"` and `abc` are the same client.
+ * The value of the cookie called `name` (names are case-sensitive), or null when there is none or
+ * more than one. Pairs are split on `;` and trimmed; pairs without `=` are skipped; a value in
+ * double quotes loses them and is percent-decoded, as the origin's cookie parser would, so
+ * `"abc"`, `a%62c` and `abc` are the same client.
  */
 function cookieValue(header: string | null, name: string): string | null {
   if (header === null) return null;
+  const values: string[] = [];
   for (const pair of header.split(";")) {
     const eq = pair.indexOf("=");
     if (eq === -1 || trimOws(pair.slice(0, eq)) !== name) continue;
     const value = trimOws(pair.slice(eq + 1));
-    return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+    values.push(percentDecoded(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value));
   }
-  return null;
+  return onlyValue(values);
+}
+
+/** The one value given, or null when there is none or more than one (ambiguous: see {@link buildKey}). */
+function onlyValue(values: readonly string[]): string | null {
+  return values.length === 1 ? values[0]! : null;
+}
+
+/** `value` with its %XX escapes decoded, as the `cookie` package and PHP do; as it is when they are malformed. */
+function percentDecoded(value: string): string {
+  if (!value.includes("%")) return value;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
 }
 
 /** Trims HTTP optional whitespace (space and tab) only; a loop, as a trimming regex can go quadratic. */

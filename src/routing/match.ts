@@ -56,6 +56,15 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
   });
 }
 
+/**
+ * The methods with HEAD wherever GET is: origins (Express, Hono, ASP.NET) answer a HEAD with their
+ * GET handler, so a rule limiting GET that let HEAD through would leave that work unlimited.
+ */
+function withHead(methods: Set<string>): Set<string> {
+  if (methods.has("GET")) methods.add("HEAD");
+  return methods;
+}
+
 function compiledMatch(rule: Rule): CompiledMatch {
   let match = compiled.get(rule);
   if (match === undefined) {
@@ -63,7 +72,7 @@ function compiledMatch(rule: Rule): CompiledMatch {
     match = {
       path: compileGlob(rule.match.path),
       // The parser upper-cases methods already; doing it here too keeps hand-built rules honest.
-      methods: rule.match.methods === null ? null : new Set(rule.match.methods.map((m) => m.toUpperCase())),
+      methods: rule.match.methods === null ? null : withHead(new Set(rule.match.methods.map((m) => m.toUpperCase()))),
       host,
       hostHasPort: host !== null && stripPort(host) !== host,
     };

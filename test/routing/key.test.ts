@@ -71,13 +71,19 @@ describe("buildKey", () => {
     expect(buildKey(keyed(parts), request({ "x-other": "1" }))).toBe(buildKey(keyed(parts), request({ "x-other": "2" })));
   });
 
-  it("keeps an empty header value apart from a missing header", () => {
-    expect(buildKey(keyed([header("x-api-key")]), request({ "x-api-key": "" }))).toBe("");
+  it("counts an empty header value as missing: emptying a header buys no fresh quota", () => {
+    expect(buildKey(keyed([header("x-api-key")]), request({ "x-api-key": "" }))).toBe("#none");
+    expect(buildKey(keyed([header("x-api-key")]), request({ "x-api-key": "  " }))).toBe("#none");
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?k="))).toBe("#none");
+    expect(buildKey(keyed([cookie("sid")]), request({ Cookie: "sid=" }))).toBe("#none");
   });
 
-  it("takes the first value of a query parameter, decoded", () => {
-    const req = request({}, "https://x.test/?k=a%20b+c&k=second");
-    expect(buildKey(keyed([query("k")]), req)).toBe("a b c");
+  it("takes a query parameter's value decoded", () => {
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?k=a%20b+c"))).toBe("a b c");
+  });
+
+  it("counts a query parameter given twice as missing: origins read the first or the last, so neither may be trusted", () => {
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?k=random&k=victim"))).toBe("#none");
   });
 
   it("marks a missing query parameter as #none", () => {
@@ -88,8 +94,13 @@ describe("buildKey", () => {
     expect(buildKey(keyed([cookie("session")]), request({ Cookie: "theme=dark; session=s-42; lang=en" }))).toBe("s-42");
   });
 
-  it("takes the first of repeated cookies", () => {
-    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "session=first; session=second" }))).toBe("first");
+  it("counts a cookie given twice as missing", () => {
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "session=first; session=second" }))).toBe("#none");
+  });
+
+  it("percent-decodes a cookie's value, as origins' cookie parsers do: one client, one key", () => {
+    expect(buildKey(keyed([cookie("sid")]), request({ Cookie: "sid=vic%74im" }))).toBe("victim");
+    expect(buildKey(keyed([cookie("sid")]), request({ Cookie: "sid=100%" }))).toBe("100%25");
   });
 
   it("matches cookie names exactly, not by prefix, suffix or case", () => {
@@ -156,7 +167,7 @@ describe("buildKey", () => {
     { nil: null },
   );
   const tupleOf = (n: number) => fc.array(value, { minLength: n, maxLength: n });
-  // Query parameters carry any Unicode; a null value leaves the parameter out.
+  // Query parameters carry any Unicode; a null value leaves the parameter out, and an empty one counts as left out.
   const keyOf = (values: (string | null)[]) => {
     const url = new URL("https://x.test/");
     values.forEach((v, i) => { if (v !== null) url.searchParams.append(`p${i}`, v); });
@@ -169,7 +180,8 @@ describe("buildKey", () => {
       fc.uniqueArray(tupleOf(n), { selector: (t) => JSON.stringify(t), minLength: 50, maxLength: 150 }));
     fc.assert(
       fc.property(distinctTuples, (tuples) => {
-        expect(new Set(tuples.map(keyOf)).size).toBe(tuples.length);
+        const asKeyed = new Set(tuples.map((t) => JSON.stringify(t.map((v) => (v === "" ? null : v)))));
+        expect(new Set(tuples.map(keyOf)).size).toBe(asKeyed.size);
       }),
       { numRuns: 300 },
     );
@@ -180,7 +192,7 @@ describe("buildKey", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 3 }).chain(tupleOf), (values) => {
         const decoded = keyOf(values).split("|").map((part) => (part === MISSING_PART ? null : unescape(part)));
-        expect(decoded).toEqual(values);
+        expect(decoded).toEqual(values.map((v) => (v === "" ? null : v)));
       }),
       { numRuns: 1_000 },
     );

@@ -37,6 +37,12 @@ describe("matchingRules", () => {
     expect(matchingRules([rule({ match: { methods: ["POST", "PUT"] } })], get("/"))).toEqual([]);
   });
 
+  it("applies a rule limiting GET to HEAD too, which origins answer with their GET handler", () => {
+    const reads = rule({ match: { methods: ["GET"] } });
+    const writes = rule({ match: { methods: ["POST"] } });
+    expect(matchingRules([reads, writes], { method: "HEAD", path: "/", host: "x.test" })).toEqual([reads]);
+  });
+
   it("matches the host regardless of case", () => {
     const r = rule({ match: { host: "api.example.com" } });
     expect(matchingRules([r], get("/", "API.Example.COM"))).toEqual([r]);
