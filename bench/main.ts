@@ -62,7 +62,7 @@ export interface Outcome {
   chartErrors: string[];
 }
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only <part>,<part>…]
+const USAGE = `usage: npm run bench [-- [--quick] [--only <part>,<part>…]]
   --quick   smaller sizes, a few minutes; writes bench/RESULTS.md as a quick run
   --only    runs just these parts and keeps the others as the last full run left them: ${PARTS.map((p) => p.id).join(", ")}
   --help    this text`;

@@ -1,5 +1,5 @@
-// `npm run deploy [-- <wrangler deploy options>]`: checks what wrangler is about to deploy (the same --config, --env and
-// --var), then runs `wrangler deploy` with the same options. --allow-demo (or FLOODGATE_ALLOW_DEMO=1) lets the demo origin
+// `npm run deploy [-- <wrangler deploy options>]`: checks what wrangler is about to deploy (the same --config, --cwd, --env
+// and --var), then runs `wrangler deploy` with the same options. --allow-demo (or FLOODGATE_ALLOW_DEMO=1) lets the demo origin
 // through and is not passed on.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -16,13 +16,15 @@ function readArgs(args) {
       continue;
     }
     read.passed.push(arg);
-    const [flag, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    // yargs takes `--env=x` and `-e=x` as well as `--env x` and `-e x`.
+    const [flag, inline] = arg.startsWith("-") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = () => {
       if (inline !== undefined) return inline;
       read.passed.push(args[++i]);
       return args[i];
     };
-    if (flag === "--config" || flag === "-c") read.configPath = resolve(value() ?? "");
+    if (flag === "--config" || flag === "-c") read.config = value() ?? "";
+    else if (flag === "--cwd") read.cwd = value() ?? "";
     else if (flag === "--env" || flag === "-e") read.env = value();
     else if (flag === "--var") {
       // wrangler takes several KEY:VALUE after one --var, as yargs reads an array.
@@ -41,8 +43,10 @@ function readArgs(args) {
   return read;
 }
 
-const { passed, configPath, env, vars, allowDemo } = readArgs(process.argv.slice(2));
-const refused = await validate({ ...(configPath ? { configPath } : {}), env, vars, allowDemo });
+const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slice(2));
+// wrangler reads --config from --cwd, and wrangler.toml there without one.
+const base = resolve(cwd ?? ".");
+const refused = await validate({ configPath: resolve(base, config ?? "wrangler.toml"), env, vars, allowDemo });
 if (refused > 0) process.exit(1);
 const wrangler = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
 const child = spawn(process.execPath, [wrangler, "deploy", ...passed], { stdio: "inherit" });

@@ -129,7 +129,7 @@ export function varOf(text) {
   return at > 0 ? [text.slice(0, at), text.slice(at + 1)] : undefined;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
   let configPath;
   let env;
@@ -138,8 +138,9 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
     const arg = args[i];
     if (arg === "--allow-demo") continue;
     if (arg === "--env") env = args[++i];
-    else if (arg === "--var") {
-      const pair = varOf(args[++i] ?? "");
+    else if (arg.startsWith("--env=")) env = arg.slice("--env=".length);
+    else if (arg === "--var" || arg.startsWith("--var=")) {
+      const pair = varOf(arg === "--var" ? (args[++i] ?? "") : arg.slice("--var=".length));
       if (!pair) throw new Error(`--var: expected KEY:VALUE, got ${JSON.stringify(args[i])}`);
       vars[pair[0]] = pair[1];
     } else configPath = arg;

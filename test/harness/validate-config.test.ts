@@ -178,6 +178,18 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     expect(run.stdout).not.toContain("--dry-run: exiting now.");
   });
 
+  it("reads -e=<env>, -c=<path> and --cwd as wrangler does, so none of them slips past the check", async () => {
+    const demoEnv = `${COMPLETE}\n[env.demo]\n[[env.demo.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n\n[env.demo.vars]\n${VARS.replace("https://api.example.com", "demo")}`;
+    const path = await config(demoEnv);
+    const short = await deploy([`-c=${path}`, "-e=demo", "--dry-run", "--outdir", join(dir, "out-short")]);
+    expect(short.stderr).toContain('floodgate: [env.demo]: refused:\n  - demo origin: ORIGIN_URL is "demo"');
+    const cwd = await mkdtemp(join(dir, "cwd-"));
+    await writeFile(join(cwd, "wrangler.toml"), `main = "${join(ROOT, "src/index.ts")}"\n${COMPLETE.replace("https://api.example.com", "demo")}`);
+    const moved = await deploy(["--cwd", cwd, "--dry-run", "--outdir", join(dir, "out-cwd")]);
+    expect(moved.stderr).toContain('floodgate: top level: refused:\n  - demo origin: ORIGIN_URL is "demo"');
+    expect([short.code, moved.code]).toEqual([1, 1]);
+  });
+
   it("runs wrangler deploy with the same options once the check passes", async () => {
     const path = await config(COMPLETE);
     const run = await deploy(["-c", path, "--var", "FAST_MAX_KEYS:5000", "--dry-run", "--outdir", join(dir, "out-ok")]);
