@@ -24,12 +24,12 @@ export const MAX_KEY_BYTES = 1024;
  * that is not an address counts as missing.
  *
  * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP), or
- * gives empty, becomes {@link MISSING_PART}; so does a query parameter or cookie given more than
- * once, which origins read differently (the first, the last), so that no value floodgate picked
- * could be the one the origin does not. All such requests share ONE bucket under the rule: they
- * are limited together, never let through unlimited, and omitting, emptying or repeating a part
- * cannot buy a fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do,
- * so `a%62c` and `abc` are one client.
+ * gives empty, becomes {@link MISSING_PART}; so does a query parameter given more than once, which
+ * origins read differently (the first, the last), so that no value floodgate picked could be the
+ * one the origin does not. All such requests share ONE bucket under the rule: they are limited
+ * together, never let through unlimited, and omitting, emptying or repeating a part cannot buy a
+ * fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do, so `a%62c` and
+ * `abc` are one client.
  *
  * @example
  * // key: [header:x-api-key, method] on `GET /` with `x-api-key: k|1`
@@ -83,24 +83,24 @@ function escapeValue(value: string): string {
 }
 
 /**
- * The value of the cookie called `name` (names are case-sensitive), or null when there is none or
- * more than one. Pairs are split on `;` and trimmed; pairs without `=` are skipped; a value in
- * double quotes loses them and is percent-decoded, as the origin's cookie parser would, so
- * `"abc"`, `a%62c` and `abc` are the same client.
+ * The value of the first cookie called `name` (names are case-sensitive), or null. A browser sends
+ * two of one name when they were set for different paths or domains, most specific first, and
+ * cookie parsers take the first. Pairs are split on `;` and trimmed; pairs without `=` are skipped;
+ * a value in double quotes loses them and is percent-decoded, as the origin's cookie parser would,
+ * so `"abc"`, `a%62c` and `abc` are the same client.
  */
 function cookieValue(header: string | null, name: string): string | null {
   if (header === null) return null;
-  const values: string[] = [];
   for (const pair of header.split(";")) {
     const eq = pair.indexOf("=");
     if (eq === -1 || trimOws(pair.slice(0, eq)) !== name) continue;
     const value = trimOws(pair.slice(eq + 1));
-    values.push(percentDecoded(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value));
+    return percentDecoded(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value);
   }
-  return onlyValue(values);
+  return null;
 }
 
-/** The one value given, or null when there is none or more than one (ambiguous: see {@link buildKey}). */
+/** The one value of a query parameter, or null when there is none or more than one (ambiguous: see {@link buildKey}). */
 function onlyValue(values: readonly string[]): string | null {
   return values.length === 1 ? values[0]! : null;
 }

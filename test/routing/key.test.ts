@@ -94,8 +94,8 @@ describe("buildKey", () => {
     expect(buildKey(keyed([cookie("session")]), request({ Cookie: "theme=dark; session=s-42; lang=en" }))).toBe("s-42");
   });
 
-  it("counts a cookie given twice as missing", () => {
-    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "session=first; session=second" }))).toBe("#none");
+  it("takes the first of repeated cookies, as browsers send the most specific first and parsers read it", () => {
+    expect(buildKey(keyed([cookie("session")]), request({ Cookie: "session=first; session=second" }))).toBe("first");
   });
 
   it("percent-decodes a cookie's value, as origins' cookie parsers do: one client, one key", () => {
