@@ -190,16 +190,14 @@ export function shareOf(objectName: string, now: number): Share {
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
   const known = table.get(objectName);
-  if (known && known.rule === rule) return known;
-  // A re-read configuration makes new Rule objects: the key keeps its lease and sync state.
-  const entry: Entry = {
-    rule,
-    objectName,
-    key: known?.key ?? freshKey(now, firstThroughRelay(rule)),
-    inflight: known?.inflight ?? null,
-    inflightSince: known?.inflightSince ?? 0,
-    waiting: known?.waiting ?? 0,
-  };
+  // A re-read configuration, or a limiter() made per request, brings a new Rule object: the entry
+  // itself stays, since requests in flight hold it (a copy split the sync in flight and the waiting
+  // units between copies, and a burst of 300 at a key of 100 was granted 20).
+  if (known) {
+    known.rule = rule;
+    return known;
+  }
+  const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: 0 };
   table.set(objectName, entry);
   return entry;
 }

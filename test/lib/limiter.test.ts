@@ -113,6 +113,20 @@ describe("limiter", () => {
     expect(results.filter((r) => r.success)).toHaveLength(3);
   });
 
+  it("grants a fast key its whole limit in a burst through limiters made per request, as the README's handlers make them", async () => {
+    const rule = { name: "lib-fast-per-request", limit: 100, period: "1h", mode: "fast" };
+    // Each its own request: its own ExecutionContext, arriving while the others' syncs are on their way.
+    const one = async (i: number) => {
+      await new Promise((resolve) => setTimeout(resolve, i % 30));
+      const ctx = createExecutionContext();
+      const result = await limiter(namespace, rule).limit("burst", { ctx });
+      await waitOnExecutionContext(ctx);
+      return result;
+    };
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => one(i)));
+    expect(results.filter((r) => r.success)).toHaveLength(100);
+  });
+
   it("denies a cost beyond a fast rule's capacity with that reason, a period's wait and no object call", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
