@@ -1,5 +1,5 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
-import { decide, largestCost, type Decision } from "../algorithms";
+import { largestCost, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
@@ -87,7 +87,6 @@ let lastSweep = 0;
  */
 export async function decideFast(context: FastContext, rule: Rule, objectName: string, cost: number): Promise<Decision> {
   const now = Date.now();
-  if (cost > largestCost(rule)) return deniedBeyondCapacity(rule, objectName, cost, now);
   const entry = entryFor(rule, objectName, now);
   flushEvicted(context);
   sweep(context, now);
@@ -116,21 +115,22 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
  * the lease cannot pay, made as {@link decideFast} makes it; undefined otherwise.
  */
 export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  if (cost > largestCost(rule)) return deniedBeyondCapacity(rule, objectName, cost, now);
+  if (cost > largestCost(rule)) return fastBeyondCapacity(rule, objectName, now);
   const entry = table.peek(objectName);
   if (entry === undefined || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
 }
 
 /**
- * The denial of a cost the rule can never admit, with no call: the key as this isolate knows it,
- * or, when it tracks none, as the algorithm answers a key never used. Tracking starts with a
- * request that could be admitted: such requests say nothing of the key's demand.
+ * The denial of a cost the rule can never admit, as this isolate knows the key (the object's last
+ * word and the lease); undefined when it tracks no such key. Tracking starts with a request that
+ * could be admitted: such requests say nothing of the key's demand.
  */
-function deniedBeyondCapacity(rule: Rule, objectName: string, cost: number, now: number): Decision {
-  metrics.count("floodgate_local_decisions_total", { rule: rule.name });
+export function fastBeyondCapacity(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
-  return entry ? beyondCapacity(entry.key, rule, now) : decide(policyOf(rule), undefined, cost, now).decision;
+  if (!entry?.key.standing) return undefined;
+  metrics.count("floodgate_local_decisions_total", { rule: rule.name });
+  return beyondCapacity(entry.key, rule, now);
 }
 
 /**

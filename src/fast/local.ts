@@ -95,12 +95,13 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 
 /**
  * The denial of a request costing more than the rule can ever admit (`largestCost`), as the key
- * stands for this isolate: told to wait one period, as every algorithm tells it. Its units are not
- * counted in `demand`, which sizes the isolate's leases.
+ * stands for this isolate: told to wait one period, as every algorithm tells it (or until the key's
+ * block ends). Its units are not counted in `demand`, which sizes the isolate's leases.
  */
 export function beyondCapacity(key: LocalKey, rule: Rule, now: number): Decision {
   expireLots(key, now);
-  return standing(key, rule, false, now, "cost-exceeds-capacity", now + rule.periodMs);
+  // A block the key is under ends later than a period may: the wait says when it does.
+  return standing(key, rule, false, now, "cost-exceeds-capacity", Math.max(now + rule.periodMs, key.blockedUntil));
 }
 
 /**

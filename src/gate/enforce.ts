@@ -1,5 +1,5 @@
 /** These rules, this request → a verdict: every applicable rule decided concurrently, all-or-nothing. */
-import type { Decision } from "../algorithms";
+import { largestCost, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
 import { asReleased, cachedDenial, countDecision, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
@@ -54,6 +54,9 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const asks = openAsks.length === parts.length ? openAsks : await Promise.all(parts.map((p, i) => open[i] ?? named(p, now)));
   const known = openAsks.length === parts.length ? [] : knownDenials(asks.filter((a) => a.rule.newKeysPerSecond !== null), context, now);
   if (known.length > 0) return counted(false, known, context);
+  // A cost an enforced rule can never grant denies the request whatever the others say: they are not asked.
+  const certain = asks.filter((a) => !a.rule.dryRun && a.cost > largestCost(a.rule));
+  if (certain.length > 0) return counted(false, await Promise.all(certain.map(async (a) => ({ ask: a, decision: (await decide(a, context)).decision }))), context);
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
   const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);

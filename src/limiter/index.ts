@@ -1,5 +1,5 @@
 /** This rule, this key, this cost → a Decision: the one core every surface (proxy, binding, library, middleware) decides with. */
-import type { Decision } from "../algorithms";
+import { decide as decideAlgorithm, largestCost, type Decision } from "../algorithms";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
@@ -76,6 +76,7 @@ export function cachedDenial(ask: Ask, context: LimiterContext, now: number): De
 /** One rule's decision by its mode; when the object fails or is too slow, by its `onError` policy. */
 export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> {
   const { rule, objectName, cost } = ask;
+  if (cost > largestCost(rule)) return { decision: await beyondCapacity(ask, context) };
   // A fast rule without a context is the caller's mistake, not the object's failure: it throws.
   const fast = rule.mode === "fast" ? fastContext(context) : undefined;
   try {
@@ -88,6 +89,23 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : ALONE, now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
+  }
+}
+
+/**
+ * The denial of a cost the rule can never grant, which no algorithm admits whatever the key's
+ * state (told to wait a period), when this isolate knows nothing of the key: its figures come from
+ * the object, read without consuming (a key under a block is denied as blocked); as a key never
+ * used when the object cannot say within the rule's timeout.
+ */
+async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decision> {
+  const { rule, objectName, cost } = ask;
+  try {
+    const known = await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
+    return known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
+  } catch (error) {
+    countError("peek")(error);
+    return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
   }
 }
 

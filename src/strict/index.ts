@@ -1,5 +1,5 @@
 /** The strict path: each decision made by the key's Durable Object, concurrent requests coalesced. */
-import { decide, largestCost, type Decision, type Policy } from "../algorithms";
+import { largestCost, type Decision, type Policy } from "../algorithms";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
@@ -24,15 +24,12 @@ export interface StrictDecision {
 /**
  * This isolate's denial of the key for a request of `cost`, while the object's last denial holds
  * (see {@link DenialCache}); undefined when only the object can tell. A cost the rule can never
- * admit is denied here whatever the key's state, with no call (an attacker's oversized cost
- * header would otherwise cost a call each, and refunds under every other rule), as the algorithm
- * denies it: told to wait a period, on the key's cached denial, or as a key never used.
+ * admit is said to be so, told to wait a period (or until the cached denial ends, if later: a block).
  */
 export function cachedStrictDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   const cached = denials.lookup(objectName, cost, now);
-  if (cost <= largestCost(rule)) return cached;
-  const never = decide(policyOf(rule), undefined, cost, now).decision;
-  return cached ? { ...cached, retryAfter: never.retryAfter, reason: never.reason } : never;
+  if (!cached || cost <= largestCost(rule)) return cached;
+  return { ...cached, retryAfter: Math.max(cached.retryAfter, rule.periodMs), reason: "cost-exceeds-capacity" };
 }
 
 /** Forgets this isolate's cached denial of a key whose object was reset. */

@@ -127,35 +127,45 @@ describe("limiter", () => {
     expect(results.filter((r) => r.success)).toHaveLength(100);
   });
 
-  it("denies a cost beyond a fast rule's capacity with that reason, a period's wait and no object call", async () => {
+  it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
     const ctx = createExecutionContext();
     const before = calls("sync") + calls("relay");
-    const fresh = [await window.limit("new", { cost: 6, ctx }), await window.limit("new", { cost: 6, ctx }), await bucket.limit("new", { cost: 9, ctx })];
+    const fresh = [await window.limit("new", { cost: 6, ctx }), await bucket.limit("new", { cost: 9, ctx })];
     expect(calls("sync") + calls("relay")).toBe(before);
     expect(fresh.map((r) => [r.success, r.reason, r.retryAfter, r.remaining])).toEqual([
-      [false, "cost-exceeds-capacity", 60_000, 5],
       [false, "cost-exceeds-capacity", 60_000, 5],
       [false, "cost-exceeds-capacity", 60_000, 8],
     ]);
 
+    // A key this isolate tracks is answered from what it knows, with no call at all.
     expect((await window.limit("known", { cost: 2, ctx })).success).toBe(true);
+    const peeks = calls("peek");
     const known = await window.limit("known", { cost: 6, ctx });
     await waitOnExecutionContext(ctx);
+    expect(calls("peek")).toBe(peeks);
     expect(known).toMatchObject({ success: false, reason: "cost-exceeds-capacity", retryAfter: 60_000, remaining: 3 });
     expect((await bucket.limit("new", { cost: 8, ctx: createExecutionContext() })).success).toBe(true);
   });
 
-  it("denies a cost beyond a strict rule's capacity with that reason and no object call", async () => {
-    const api = limiter(namespace, { name: "lib-strict-cap-fresh", algorithm: "token-bucket", limit: 2, period: "1m", burst: 4 });
-    const before = calls("decide");
-    const results = [await api.limit("k", { cost: 5 }), await api.limit("k", { cost: 5 })];
-    expect(calls("decide")).toBe(before);
-    expect(results.map((r) => [r.success, r.reason, r.retryAfter, r.remaining])).toEqual([
-      [false, "cost-exceeds-capacity", 60_000, 4],
-      [false, "cost-exceeds-capacity", 60_000, 4],
-    ]);
+  it("denies a cost beyond a strict rule's capacity with the key's own figures, read without a decision", async () => {
+    const api = limiter(namespace, { name: "lib-strict-cap-used", algorithm: "token-bucket", limit: 2, period: "1m", burst: 4 });
+    expect((await api.limit("k", { cost: 3 })).success).toBe(true);
+    const [decides, peeks] = [calls("decide"), calls("peek")];
+    const denied = await api.limit("k", { cost: 5 });
+    expect([calls("decide") - decides, calls("peek") - peeks]).toEqual([0, 1]);
+    expect(denied).toMatchObject({ success: false, reason: "cost-exceeds-capacity", retryAfter: 60_000, remaining: 1 });
+    expect(denied.reset).toBeGreaterThan(Date.now() + 30_000);
+  });
+
+  it("says a blocked key is blocked, until the block ends, whatever the cost", async () => {
+    const api = limiter(namespace, { name: "lib-strict-cap-block", limit: 1, period: "1m", block: "1h" });
+    await api.limit("k");
+    expect(await api.limit("k")).toMatchObject({ success: false, reason: "blocked" });
+    const huge = await api.limit("k", { cost: 2 });
+    expect(huge.success).toBe(false);
+    expect(huge.retryAfter).toBeGreaterThan(3_500_000);
   });
 
   it("denies a cost beyond a strict rule's capacity with that reason while the key's denial is cached", async () => {

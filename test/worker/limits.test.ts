@@ -119,7 +119,7 @@ describe("request input", () => {
     },
   );
 
-  it("denies a cost larger than the rule can ever admit, saying that waiting will not help it, with no object call under any rule", async () => {
+  it("denies a cost larger than the rule can ever admit, saying that waiting will not help it, deciding nothing under any rule", async () => {
     const both = [...rules, { name: "costly-ip", key: "ip", limit: 100, period: "1m" }];
     const calls = () => ["decide", "refund"].map((method) => metrics.value("floodgate_durable_object_calls_total", { method }));
     const before = calls();
