@@ -260,13 +260,14 @@ export function grantLease(
 }
 
 /**
- * A standing decided under another live version's stricter policy (`others`), as the isolate must
- * read it: more comes, and a denial ends, within `intervalMs` at most, when it asks again. That
+ * A denial decided under another live version's stricter policy (`others`), as the isolate must
+ * read it: it ends, and more may come, within `intervalMs` at most, when it asks again. That
  * version may be gone by then, and the isolate's own looser policy is its to use: a key denied
  * under an old limit of 10 an hour stayed denied for the hour after a raise to 20 had taken over.
  */
 export function soonerUnderOthers(standing: Decision, others: boolean, now: number, intervalMs: number): Decision {
-  if (!others) return standing;
+  // An admission's `moreAt` is left as it is: more quota is not known to come any sooner.
+  if (!others || standing.allowed) return standing;
   return { ...standing, moreAt: Math.min(standing.moreAt, now + intervalMs), retryAfter: Math.min(standing.retryAfter, intervalMs) };
 }
 
