@@ -4,7 +4,7 @@ import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { checkCost, checkKey, checkWhereabouts } from "./limiter/arguments";
-import { forget, limitKey, standing } from "./limiter";
+import { forget, limitKey, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
 
@@ -74,7 +74,7 @@ export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter
     },
     async peek(key) {
       const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));
-      return limitResult(parsed, await standing(namespace, parsed, name));
+      return limitResult(parsed, await peekKey(namespace, parsed, name));
     },
     async reset(key) {
       await forget(namespace, await durableObjectName(parsed.name, checkKey(key, where("reset"))));

@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import { check, type Checked } from "../gate/check";
 import { checkCost, checkKey, checkWhereabouts } from "../limiter/arguments";
-import { forget, limitKey, standing, workerContext, type LimiterContext } from "../limiter";
+import { forget, limitKey, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
 
@@ -66,7 +66,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.resolve(options, "peek");
-    return limitResult(rule, await standing(this.env.LIMITER, rule, await durableObjectName(rule.name, key)));
+    return limitResult(rule, await peekKey(this.env.LIMITER, rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */

@@ -23,6 +23,7 @@ import {
   hasPending,
   knownShare,
   leaseLeft,
+  localDenial,
   nextSync,
   onTimeCallAt,
   refundLocally,
@@ -119,6 +120,12 @@ export function cachedFastDenial(context: FastContext, rule: Rule, objectName: s
   const entry = table.peek(objectName);
   if (entry === undefined || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
+}
+
+/** This isolate's denial of a one-unit request for a fast key now, counting nothing; undefined when it would not deny it. */
+export function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
+  const entry = table.peek(objectName);
+  return entry ? localDenial(entry.key, rule, now) : undefined;
 }
 
 /**

@@ -114,6 +114,14 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
   return leaseLeft(key) < cost && now < cachedUntil(key, rule, 0, now);
 }
 
+/**
+ * The isolate's denial of a one-unit request now, as {@link decideLocally} would make it, counting
+ * nothing: what a peek must say while this isolate is denying the key; undefined when it is not.
+ */
+export function localDenial(key: LocalKey, rule: Rule, now: number): Decision | undefined {
+  return deniedLocally(key, rule, 1, now) ? standing(key, rule, false, now, "cache", cachedUntil(key, rule, 0, now)) : undefined;
+}
+
 /** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
 export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number): Decision | undefined {
   expireLots(key, now);

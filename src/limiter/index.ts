@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, refundFast, shareOf, type FastContext } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFast, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
 import { ALONE } from "./local-share";
@@ -166,6 +166,15 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
     countError("peek")(error);
     return decision;
   }
+}
+
+/**
+ * The key's standing as a one-unit request would find it now, consuming nothing: this isolate's
+ * own denial of a fast key while it denies it (a `limit` now would get that), the object's standing
+ * otherwise. What `peek` answers, on the binding and the library.
+ */
+export async function peekKey(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
+  return (rule.mode === "fast" ? peekFast(rule, objectName, Date.now()) : undefined) ?? standing(namespace, rule, objectName);
 }
 
 /** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */

@@ -41,6 +41,11 @@ export class DenialCache {
     return { ...denial.decision, remaining: 0, moreAt, retryAfter: denial.until - now, reason: "cache" };
   }
 
+  /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */
+  blocks(objectName: string): boolean {
+    return this.table.peek(objectName)?.decision.reason === "blocked";
+  }
+
   forget(objectName: string): void {
     this.table.delete(objectName);
   }

@@ -24,12 +24,13 @@ export interface StrictDecision {
 /**
  * This isolate's denial of the key for a request of `cost`, while the object's last denial holds
  * (see {@link DenialCache}); undefined when only the object can tell. A cost the rule can never
- * admit is said to be so, told to wait a period (or until the cached denial ends, if later: a block).
+ * admit is said to be so, told to wait a period, as the object would (but under a block, which
+ * denies every request until it ends).
  */
 export function cachedStrictDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   const cached = denials.lookup(objectName, cost, now);
-  if (!cached || cost <= largestCost(rule)) return cached;
-  return { ...cached, retryAfter: Math.max(cached.retryAfter, rule.periodMs), reason: "cost-exceeds-capacity" };
+  if (!cached || cost <= largestCost(rule) || denials.blocks(objectName)) return cached;
+  return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }
 
 /** Forgets this isolate's cached denial of a key whose object was reset. */

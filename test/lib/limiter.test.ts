@@ -127,6 +127,18 @@ describe("limiter", () => {
     expect(results.filter((r) => r.success)).toHaveLength(100);
   });
 
+  it("peeks a fast key as a one-unit limit would find it now: this isolate's denial while it denies", async () => {
+    const api = limiter(namespace, { name: "lib-fast-peek", limit: 3, period: "1h", mode: "fast" });
+    const ctx = createExecutionContext();
+    for (let i = 0; i < 4; i++) await api.limit("k", { ctx });
+    await waitOnExecutionContext(ctx);
+    // The object forgets the key, as another isolate's reset would; this isolate still denies it until its denial ends.
+    await namespace.get(namespace.idFromName(await durableObjectName("lib-fast-peek", "k"))).reset();
+    const [peeked, limited] = [await api.peek("k"), await api.limit("k", { ctx: createExecutionContext() })];
+    expect(limited.success).toBe(false);
+    expect(peeked).toMatchObject({ success: false, retryAfter: limited.retryAfter });
+  });
+
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
