@@ -70,7 +70,8 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
  */
 export function refusal(ip: string | null, hashKey: string | undefined, waitUntil: ((promise: Promise<unknown>) => void) | undefined): Response {
   metrics.count("floodgate_ip_refusals_total");
-  const write = log.admit("denied", Date.now());
+  // Its own allowance of lines: a flood from a listed address must not crowd out the rules' denials.
+  const write = log.admit("refused", Date.now());
   if (write) {
     const line = { decision: "denied", reason: "deny_ips", status: 403 };
     const logged = keyHash(hashKey, ip ?? "").then((hash) => write({ ...line, keyHash: hash }), () => write(line));

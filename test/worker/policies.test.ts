@@ -135,7 +135,7 @@ describe("IP lists", () => {
     await send(get("/ips-logged/x", "203.0.113.11"), { rules, DENY_IPS: "203.0.113.11" });
 
     expect(metrics.value("floodgate_ip_refusals_total", {})).toBe(before + 1);
-    expect(lines).toEqual([{ event: "denied", decision: "denied", reason: "deny_ips", status: 403, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(lines).toEqual([{ event: "refused", decision: "denied", reason: "deny_ips", status: 403, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect(JSON.stringify(lines)).not.toContain("203.0.113.11");
   });
 
