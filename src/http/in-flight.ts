@@ -5,7 +5,7 @@ import type { Release } from "../limiter/release";
  * Runs `send` (the origin, or the next handler) and returns its response, watching its body on
  * the way out. The slots are given back once, whichever comes first: the body has been handed to
  * the client to its end (or sending it failed), `send` threw (the origin failed), the response has
- * no body, or `signal` aborted (the client went away). `request.signal` fires only under the
+ * no body, a WebSocket it opened has closed, or `signal` aborted (the client went away). `request.signal` fires only under the
  * `enable_request_signal` compatibility flag: without it workerd drops a request whose client left
  * mid-body with no event at all, and its slots wait out `slotTtl`. The release is kept alive by
  * `waitUntil`, registered now, so it runs even after the response is over.
@@ -31,6 +31,8 @@ export async function sendHolding(
     over();
     throw error;
   }
+  // An opened WebSocket is in flight while it is open: its messages go through a pair watched for its close.
+  if (response.webSocket) return new Response(null, { status: 101, headers: response.headers, webSocket: watched(response.webSocket, over) });
   if (response.body === null) {
     over();
     return response;
@@ -39,4 +41,33 @@ export async function sendHolding(
   const { readable, writable } = new IdentityTransformStream();
   response.body.pipeTo(writable).then(over, over);
   return new Response(readable, response);
+}
+
+/** Close codes a close frame may not carry (RFC 6455 §7.4.1): the other side is closed normally instead. */
+const UNSENDABLE = new Set([1005, 1006, 1015]);
+
+/**
+ * The client's end of a WebSocket that relays `origin` message for message, and calls `closed`
+ * once either side closes or fails (closing the other). Only sockets holding slots pay for it.
+ */
+function watched(origin: WebSocket, closed: () => void): WebSocket {
+  const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+  server.accept();
+  origin.accept();
+  server.addEventListener("message", (event) => origin.send(event.data));
+  origin.addEventListener("message", (event) => server.send(event.data));
+  const ends = (other: WebSocket) => (event: Event) => {
+    const { code, reason } = event as CloseEvent;
+    try {
+      other.close(code === undefined || UNSENDABLE.has(code) ? 1000 : code, reason);
+    } catch {
+      // Already closed, or closing: nothing more to tell it.
+    }
+    closed();
+  };
+  server.addEventListener("close", ends(origin));
+  origin.addEventListener("close", ends(server));
+  server.addEventListener("error", ends(origin));
+  origin.addEventListener("error", ends(server));
+  return client;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { originLog, send } from "../helpers/worker";
+import { dispatch, originLog, send } from "../helpers/worker";
 
 const rules = [{ name: "proxy-ip", key: "ip", limit: 1000, period: "1m" }];
 
@@ -69,6 +69,27 @@ describe("proxying an allowed request", () => {
 
     expect((await send(upgrade(), { rules: limited })).status).toBe(429);
     expect(await originLog("forward-ws")).toHaveLength(1);
+  });
+
+  it("holds a concurrency slot while a WebSocket is open, relaying its messages, and gives it back when it closes", async () => {
+    const rules = [{ name: "ws-open", key: "ip", algorithm: "concurrency", limit: 1 }];
+    const upgrade = () => new Request("http://floodgate.test/forward-ws-slot/socket", { headers: { Upgrade: "websocket", "CF-Connecting-IP": "192.0.2.91" } });
+    // The slot's release waits in waitUntil until the socket closes: the response comes first.
+    const { response: first, settled } = await dispatch(upgrade(), { rules });
+    expect(first.status).toBe(101);
+    const socket = first.webSocket!;
+    socket.accept();
+    const echoed = new Promise<string>((resolve) => socket.addEventListener("message", (event) => resolve(String(event.data)), { once: true }));
+    socket.send("through");
+    expect(await echoed).toBe("echo:through");
+    expect((await send(upgrade(), { rules })).status).toBe(429);
+
+    socket.close(1000, "done");
+    await settled;
+    const { response: again } = await dispatch(upgrade(), { rules });
+    expect(again.status).toBe(101);
+    again.webSocket!.accept();
+    again.webSocket!.close(1000);
   });
 
   it("drops hop-by-hop headers and those the Connection header names", async () => {
