@@ -12,7 +12,9 @@ const KEEP_ALIVE_MS = 1_000;
  * (at most KEEP_ALIVE_MS more). A promise that another request settles (a strict batch, a shared
  * sync) reaches this one only a moment later, and the runtime cancels a request with nothing of
  * its own pending meanwhile as hung: a 500 (7 of the first 40 requests at a cold key, with a 1 ms
- * timeout, through wrangler dev). Call `cancel` where the outcome is seen, in this request.
+ * timeout, through wrangler dev). Call `cancel` where the outcome is seen, in this request: when
+ * `expire` itself settles the wait, that is at once, and the second timer goes with it; it stays
+ * only while an outcome settled elsewhere is on its way.
  */
 export function deadline(ms: number, expire: () => void): () => void {
   let timer = setTimeout(() => {
