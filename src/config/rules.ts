@@ -2,6 +2,7 @@
 import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
 import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
 import { MAX_SLOTS } from "../algorithms/concurrency";
+import { largestCost } from "../algorithms";
 import type { AlgorithmName } from "../algorithms/types";
 import { formatDuration, parseDuration } from "./duration";
 import { parseIpList } from "../routing/cidr";
@@ -214,8 +215,9 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
   const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
-  requireExactArithmetic(limit, algorithm === "gcra" ? burst + 1 : burst, periodMs, at);
-  const cost = parseCost(fields.get("cost"), capacityOf(algorithm, limit, burst), at);
+  const capacity = capacityOf(algorithm, limit, burst);
+  requireExactArithmetic(limit, capacity.units, periodMs, at);
+  const cost = parseCost(fields.get("cost"), capacity, at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
   if (algorithm === "gcra" && mode === "fast") {
     const why = `GCRA spaces a key's requests one emission interval apart, and a fast-mode lease lets each isolate spend its units at once, which would turn that spacing into bursts`;
@@ -547,13 +549,14 @@ function childPath(parent: string | undefined, key: string): string {
 }
 
 function capacityOf(algorithm: AlgorithmName, limit: number, burst: number): Capacity {
+  const units = largestCost({ algorithm, limit, burst });
   switch (algorithm) {
     case "token-bucket":
-      return { field: "burst", units: burst, what: `the rule's burst of ${burst}` };
+      return { field: "burst", units, what: `the rule's burst of ${burst}` };
     case "gcra":
-      return { field: "burst", units: burst + 1, what: `the ${burst + 1} units a gcra rule admits at once (1 + its burst of ${burst})` };
+      return { field: "burst", units, what: `the ${units} units a gcra rule admits at once (1 + its burst of ${burst})` };
     default:
-      return { field: "limit", units: limit, what: `the rule's limit of ${limit}` };
+      return { field: "limit", units, what: `the rule's limit of ${limit}` };
   }
 }
 
