@@ -44,9 +44,9 @@ function readArgs(args) {
 }
 
 const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slice(2));
-// wrangler reads --config from --cwd, and wrangler.toml there without one.
-const base = resolve(cwd ?? ".");
-const refused = await validate({ configPath: resolve(base, config ?? "wrangler.toml"), env, vars, allowDemo });
+// wrangler reads --config from --cwd, and without one finds its config there as the check does.
+if (cwd !== undefined) process.chdir(resolve(cwd));
+const refused = await validate({ ...(config !== undefined ? { configPath: resolve(config) } : {}), env, vars, allowDemo });
 if (refused > 0) process.exit(1);
 const wrangler = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
 const child = spawn(process.execPath, [wrangler, "deploy", ...passed], { stdio: "inherit" });

@@ -91,17 +91,25 @@ function check(validators, env, config, top, allowDemo) {
 }
 
 /**
- * Checks `configPath` as wrangler resolves it: the environment `env` (the top level when undefined), or with `everyEnv`
- * the top level and every [env.<name>]; `vars` (KEY → VALUE, as wrangler's --var) override each one's [vars].
- * Writes one line per environment; resolves to the number refused.
+ * Checks `configPath` as wrangler resolves it (without one, the config `wrangler deploy` would use from the current
+ * directory: wrangler.json, .jsonc or .toml, or the redirected one a build left in .wrangler/deploy): the environment
+ * `env` (the top level when undefined), or with `everyEnv` the top level and every [env.<name>]; `vars` (KEY → VALUE, as
+ * wrangler's --var) override each one's [vars]. Writes one line per environment; resolves to the number refused.
  */
-export async function validate({ configPath = resolve(ROOT, "wrangler.toml"), env, everyEnv = false, vars = {}, allowDemo = false }) {
+export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }) {
+  const found = { useRedirectIfAvailable: true };
+  const raw = experimental_readRawConfig({ config: configPath }, found);
+  if (!raw.configPath) {
+    console.error(`floodgate: refused: no wrangler.json, wrangler.jsonc or wrangler.toml in ${process.cwd()}; nothing was deployed`);
+    return 1;
+  }
   const validators = await loadValidators();
   const read = (name) => {
-    const config = unstable_readConfig({ config: configPath, env: name }, { hideWarnings: true });
+    const config = unstable_readConfig({ config: configPath, env: name }, { ...found, hideWarnings: true });
     return { ...config, vars: { ...config.vars, ...vars } };
   };
-  const { rawConfig } = experimental_readRawConfig({ config: configPath });
+  const { rawConfig } = raw;
+  configPath = raw.configPath;
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
     console.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
     return 1;
@@ -146,6 +154,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     } else configPath = arg;
   }
   const allowDemo = args.includes("--allow-demo") || process.env.FLOODGATE_ALLOW_DEMO === "1";
-  const refused = await validate({ ...(configPath ? { configPath } : {}), env, everyEnv: env === undefined, vars, allowDemo });
+  const refused = await validate({ configPath: configPath ?? resolve(ROOT, "wrangler.toml"), env, everyEnv: env === undefined, vars, allowDemo });
   if (refused > 0) process.exit(1);
 }

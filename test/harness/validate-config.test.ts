@@ -187,7 +187,13 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     await writeFile(join(cwd, "wrangler.toml"), `main = "${join(ROOT, "src/index.ts")}"\n${COMPLETE.replace("https://api.example.com", "demo")}`);
     const moved = await deploy(["--cwd", cwd, "--dry-run", "--outdir", join(dir, "out-cwd")]);
     expect(moved.stderr).toContain('floodgate: top level: refused:\n  - demo origin: ORIGIN_URL is "demo"');
-    expect([short.code, moved.code]).toEqual([1, 1]);
+    // wrangler prefers wrangler.jsonc to wrangler.toml in one directory, and so does the check.
+    const both = await mkdtemp(join(dir, "both-"));
+    await writeFile(join(both, "wrangler.toml"), `main = "${join(ROOT, "src/index.ts")}"\n${COMPLETE}`);
+    await writeFile(join(both, "wrangler.jsonc"), JSON.stringify({ name: "floodgate", main: join(ROOT, "src/index.ts"), compatibility_date: "2026-04-20", vars: { ORIGIN_URL: "demo", RATE_LIMIT_RULES: "[]" } }));
+    const jsonc = await deploy(["--cwd", both, "--dry-run", "--outdir", join(dir, "out-jsonc")]);
+    expect(jsonc.stderr).toContain('demo origin: ORIGIN_URL is "demo"');
+    expect([short.code, moved.code, jsonc.code]).toEqual([1, 1, 1]);
   });
 
   it("runs wrangler deploy with the same options once the check passes", async () => {
