@@ -52,6 +52,10 @@ const UNSENDABLE = new Set([1005, 1006, 1015]);
  */
 function watched(origin: WebSocket, closed: () => void): WebSocket {
   const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
+  // Binary messages arrive as ArrayBuffers, sent on as binary: as Blobs (the default under recent
+  // compatibility dates) send() would turn them into the text "[object Blob]".
+  server.binaryType = "arraybuffer";
+  origin.binaryType = "arraybuffer";
   server.accept();
   origin.accept();
   server.addEventListener("message", (event) => origin.send(event.data));

@@ -28,7 +28,7 @@ export interface Received {
  * connection without answering; `GET /__origin/inflight?tag=<t>` answers `{"current", "max"}`,
  * how many requests under `/<t>/` it is serving now and at most so far (from arrival until the
  * response has ended or the connection closed). A WebSocket upgrade on any path is accepted,
- * recorded, and echoes each message back prefixed "echo:".
+ * recorded, and echoes each message back prefixed "echo:", text as text and binary as binary.
  */
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];
@@ -79,7 +79,7 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
   const sockets = new WebSocketServer({ noServer: true });
   server.on("upgrade", (req, socket, head) => {
     log.push({ at: Date.now(), method: req.method ?? "", url: req.url ?? "", headers: req.headers, bodyBytes: 0, bodySha256: "", chunks: 0 });
-    sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`echo:${String(data)}`)));
+    sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data, binary) => (binary ? ws.send(Buffer.concat([Buffer.from("echo:"), data as Buffer])) : ws.send(`echo:${String(data)}`))));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {

@@ -82,6 +82,12 @@ describe("proxying an allowed request", () => {
     const echoed = new Promise<string>((resolve) => socket.addEventListener("message", (event) => resolve(String(event.data)), { once: true }));
     socket.send("through");
     expect(await echoed).toBe("echo:through");
+    const binary = new Promise<unknown>((resolve) => socket.addEventListener("message", (event) => resolve(event.data), { once: true }));
+    socket.send(new Uint8Array([1, 2, 3]));
+    const back = await binary;
+    expect(typeof back).not.toBe("string");
+    const bytes = new Uint8Array(back instanceof Blob ? await back.arrayBuffer() : (back as ArrayBuffer));
+    expect([...bytes]).toEqual([..."echo:"].map((c) => c.charCodeAt(0)).concat([1, 2, 3]));
     expect((await send(upgrade(), { rules })).status).toBe(429);
 
     socket.close(1000, "done");
