@@ -5,7 +5,8 @@ import type { Release } from "../limiter/release";
  * Runs `send` (the origin, or the next handler) and returns its response, watching its body on
  * the way out. The slots are given back once, whichever comes first: the body has been handed to
  * the client to its end (or sending it failed), `send` threw (the origin failed), the response has
- * no body, a WebSocket it opened has closed, or `signal` aborted (the client went away). `request.signal` fires only under the
+ * no body, a WebSocket it opened has closed, or `signal` aborted (the client went away).
+ * `request.signal` fires only under the
  * `enable_request_signal` compatibility flag: without it workerd drops a request whose client left
  * mid-body with no event at all, and its slots wait out `slotTtl`. The release is kept alive by
  * `waitUntil`, registered now, so it runs even after the response is over.
@@ -58,8 +59,15 @@ function watched(origin: WebSocket, closed: () => void): WebSocket {
   origin.binaryType = "arraybuffer";
   server.accept();
   origin.accept();
-  server.addEventListener("message", (event) => origin.send(event.data));
-  origin.addEventListener("message", (event) => server.send(event.data));
+  const relay = (to: WebSocket) => (event: MessageEvent) => {
+    try {
+      to.send(event.data);
+    } catch {
+      // That side is closing: its close event ends the pair.
+    }
+  };
+  server.addEventListener("message", relay(origin));
+  origin.addEventListener("message", relay(server));
   const ends = (other: WebSocket) => (event: Event) => {
     const { code, reason } = event as CloseEvent;
     try {
