@@ -6,10 +6,10 @@ import type { Release } from "../limiter/release";
  * the way out. The slots are given back once, whichever comes first: the body has been handed to
  * the client to its end (or sending it failed), `send` threw (the origin failed), the response has
  * no body, a WebSocket it opened has closed, or `signal` aborted (the client went away).
- * `request.signal` fires only under the
- * `enable_request_signal` compatibility flag: without it workerd drops a request whose client left
- * mid-body with no event at all, and its slots wait out `slotTtl`. The release is kept alive by
- * `waitUntil`, registered now, so it runs even after the response is over.
+ * `request.signal` fires only under the `enable_request_signal` compatibility flag: without it
+ * workerd drops a request whose client left mid-body with no event at all, and its slots wait out
+ * `slotTtl`. The release is kept alive by `waitUntil`, registered now, so it runs even after the
+ * response is over.
  *
  * @example
  * const response = await sendHolding(checked.release, request.signal, (p) => ctx.waitUntil(p), () => fetch(origin));
