@@ -20,6 +20,7 @@ function readArgs(args) {
     const [flag, inline] = arg.startsWith("-") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = () => {
       if (inline !== undefined) return inline;
+      if (i + 1 >= args.length) throw new Error(`${flag}: expected a value after it`);
       read.passed.push(args[++i]);
       return args[i];
     };
@@ -44,10 +45,13 @@ function readArgs(args) {
 }
 
 const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slice(2));
-// wrangler reads --config from --cwd, and without one finds its config there as the check does.
+// wrangler reads --config from --cwd, and without one finds its config there: so does the check,
+// from there, before wrangler is started from here with the same --cwd.
+const here = process.cwd();
 if (cwd !== undefined) process.chdir(resolve(cwd));
 const refused = await validate({ ...(config !== undefined ? { configPath: resolve(config) } : {}), env, vars, allowDemo });
 if (refused > 0) process.exit(1);
+process.chdir(here);
 const wrangler = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");
 const child = spawn(process.execPath, [wrangler, "deploy", ...passed], { stdio: "inherit" });
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -23,7 +23,7 @@ import {
   hasPending,
   knownShare,
   leaseLeft,
-  localDenial,
+  localPeek,
   nextSync,
   onTimeCallAt,
   refundLocally,
@@ -122,10 +122,10 @@ export function cachedFastDenial(context: FastContext, rule: Rule, objectName: s
   return decideHere(context, entry, rule, cost, now);
 }
 
-/** This isolate's denial of a one-unit request for a fast key now, counting nothing; undefined when it would not deny it. */
+/** What this isolate would answer a one-unit request for a fast key now, from its lease or its denial, counting nothing; undefined when only a sync could tell. */
 export function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
-  return entry ? localDenial(entry.key, rule, now) : undefined;
+  return entry ? localPeek(entry.key, rule, now) : undefined;
 }
 
 /**

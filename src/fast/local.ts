@@ -115,10 +115,13 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 }
 
 /**
- * The isolate's denial of a one-unit request now, as {@link decideLocally} would make it, counting
- * nothing: what a peek must say while this isolate is denying the key; undefined when it is not.
+ * What {@link decideLocally} would answer a one-unit request now, spending and counting nothing:
+ * an admission while the lease holds a unit, this isolate's denial while it denies the key;
+ * undefined when only a sync could tell. What a peek must say.
  */
-export function localDenial(key: LocalKey, rule: Rule, now: number): Decision | undefined {
+export function localPeek(key: LocalKey, rule: Rule, now: number): Decision | undefined {
+  expireLots(key, now);
+  if (leaseLeft(key) >= 1) return standing(key, rule, true, now, "local");
   return deniedLocally(key, rule, 1, now) ? standing(key, rule, false, now, "cache", cachedUntil(key, rule, 0, now)) : undefined;
 }
 

@@ -44,8 +44,8 @@ export async function sendHolding(
   return new Response(readable, response);
 }
 
-/** Close codes a close frame may not carry (RFC 6455 §7.4.1): the other side is closed normally instead. */
-const UNSENDABLE = new Set([1005, 1006, 1015]);
+/** Close codes a close frame may not carry (RFC 6455 §7.4.1, and 1004, reserved): the other side is closed normally instead. */
+const UNSENDABLE = new Set([1004, 1005, 1006, 1015]);
 
 /**
  * The client's end of a WebSocket that relays `origin` message for message, and calls `closed`

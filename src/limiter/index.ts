@@ -17,6 +17,7 @@ import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
+import { LruTable } from "../fast/table";
 import type { Whereabouts } from "../fast/relay";
 
 /**
@@ -100,14 +101,29 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
  */
 async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decision> {
   const { rule, objectName, cost } = ask;
+  const now = Date.now();
+  const seen = capacityViews.get(objectName);
+  // A block's wait counts down; a period's is a period whenever it is read.
+  if (seen && now - seen.at < CAPACITY_VIEW_MS) return seen.decision.reason === "blocked" ? { ...seen.decision, retryAfter: Math.max(1, seen.decision.retryAfter - (now - seen.at)) } : seen.decision;
   try {
     const known = await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
-    return known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
+    const decision: Decision = known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
+    capacityViews.set(objectName, { at: now, decision });
+    return decision;
   } catch (error) {
     countError("peek")(error);
     return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
   }
 }
+
+/**
+ * How long a key's figures read for a cost beyond capacity answer the next such requests: an
+ * oversized cost header then costs at most one read a second per key per isolate, where each
+ * request read the object (figures at most this stale are good enough for a request that can
+ * never pass).
+ */
+const CAPACITY_VIEW_MS = 1_000;
+const capacityViews = new LruTable<{ at: number; decision: Decision }>(1_000, () => undefined);
 
 /**
  * Returns what an allowed decision took: when another rule denied the request, and a concurrency
@@ -169,9 +185,9 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
 }
 
 /**
- * The key's standing as a one-unit request would find it now, consuming nothing: this isolate's
- * own denial of a fast key while it denies it (a `limit` now would get that), the object's standing
- * otherwise. What `peek` answers, on the binding and the library.
+ * The key's standing as a one-unit request would find it now, consuming nothing: for a fast key,
+ * what this isolate would answer from its lease or its denial (a `limit` now would get that); the
+ * object's standing otherwise. What `peek` answers, on the binding and the library.
  */
 export async function peekKey(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
   return (rule.mode === "fast" ? peekFast(rule, objectName, Date.now()) : undefined) ?? standing(namespace, rule, objectName);
@@ -190,6 +206,7 @@ export async function forget(namespace: Env["LIMITER"], objectName: string): Pro
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(objectName);
   forgetStrict(objectName);
+  capacityViews.delete(objectName);
 }
 
 /**

@@ -27,8 +27,8 @@ export const MAX_KEY_BYTES = 1024;
  * gives empty, becomes {@link MISSING_PART}; so does a query parameter given more than once, which
  * origins read differently (the first, the last), so that no value floodgate picked could be the
  * one the origin does not. All such requests share ONE bucket under the rule: they are limited
- * together, never let through unlimited, and omitting, emptying or repeating a part cannot buy a
- * fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do, so `a%62c` and
+ * together, never let through unlimited, and omitting or emptying a part, or repeating a query
+ * parameter, cannot buy a fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do, so `a%62c` and
  * `abc` are one client.
  *
  * @example

@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "./root";
 
@@ -185,7 +185,8 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     expect(short.stderr).toContain('floodgate: [env.demo]: refused:\n  - demo origin: ORIGIN_URL is "demo"');
     const cwd = await mkdtemp(join(dir, "cwd-"));
     await writeFile(join(cwd, "wrangler.toml"), `main = "${join(ROOT, "src/index.ts")}"\n${COMPLETE.replace("https://api.example.com", "demo")}`);
-    const moved = await deploy(["--cwd", cwd, "--dry-run", "--outdir", join(dir, "out-cwd")]);
+    // Relative, as typed: wrangler reads it from where npm run deploy started, and so must the check.
+    const moved = await deploy(["--cwd", relative(ROOT, cwd), "--dry-run", "--outdir", join(dir, "out-cwd")]);
     expect(moved.stderr).toContain('floodgate: top level: refused:\n  - demo origin: ORIGIN_URL is "demo"');
     // wrangler prefers wrangler.jsonc to wrangler.toml in one directory, and so does the check.
     const both = await mkdtemp(join(dir, "both-"));

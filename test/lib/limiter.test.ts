@@ -141,6 +141,16 @@ describe("limiter", () => {
     expect(Math.abs(peeked.retryAfter - limited.retryAfter)).toBeLessThan(1_000);
   });
 
+  it("peeks a fast key as admitted while this isolate's lease holds a unit, though the object counts it taken", async () => {
+    const api = limiter(namespace, { name: "lib-fast-peek-lease", limit: 2, period: "1h", mode: "fast" });
+    const ctx = createExecutionContext();
+    expect((await api.limit("k", { ctx })).success).toBe(true);
+    await waitOnExecutionContext(ctx);
+    const peeked = await api.peek("k");
+    expect(peeked).toMatchObject({ success: true, retryAfter: 0 });
+    expect((await api.limit("k", { ctx: createExecutionContext() })).success).toBe(true);
+  });
+
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });

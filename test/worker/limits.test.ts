@@ -121,10 +121,13 @@ describe("request input", () => {
 
   it("denies a cost larger than the rule can ever admit, saying that waiting will not help it, deciding nothing under any rule", async () => {
     const both = [...rules, { name: "costly-ip", key: "ip", limit: 100, period: "1m" }];
-    const calls = () => ["decide", "refund"].map((method) => metrics.value("floodgate_durable_object_calls_total", { method }));
+    const calls = () => ["decide", "refund", "peek"].map((method) => metrics.value("floodgate_durable_object_calls_total", { method }));
     const before = calls();
-    const res = await send(get("/cost/huge", { "x-cost": "11", "CF-Connecting-IP": "192.0.2.61" }), { rules: both });
-    expect(calls()).toEqual(before);
+    const huge = () => send(get("/cost/huge", { "x-cost": "11", "CF-Connecting-IP": "192.0.2.61" }), { rules: both });
+    const res = await huge();
+    for (let i = 0; i < 5; i++) expect((await huge()).status).toBe(429);
+    // No decision, no refund; one read of the key's figures, which the next second's such requests share.
+    expect(calls()).toEqual([before[0], before[1], before[2]! + 1]);
     expect(res.status).toBe(429);
     expect(((await res.json()) as { detail: string }).detail).toBe("Rate limit exceeded for costly; retry in 60 s. The request costs more than costly can ever grant one request.");
   });
