@@ -51,8 +51,9 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const openAsks = open.filter((a): a is Ask => a !== undefined);
   const early = knownDenials(openAsks, context, now);
   if (early.length > 0) return counted(false, early, context);
-  const asks = openAsks.length === parts.length ? openAsks : await Promise.all(parts.map((p, i) => open[i] ?? named(p, now)));
-  const known = openAsks.length === parts.length ? [] : knownDenials(asks.filter((a) => a.rule.newKeysPerSecond !== null), context, now);
+  const allOpen = openAsks.length === parts.length;
+  const asks = allOpen ? openAsks : await Promise.all(parts.map((p, i) => open[i] ?? named(p, now)));
+  const known = allOpen ? [] : knownDenials(asks.filter((a) => a.rule.newKeysPerSecond !== null), context, now);
   if (known.length > 0) return counted(false, known, context);
   // A cost an enforced rule can never grant denies the request whatever the others say: they are not asked.
   const certain = asks.filter((a) => !a.rule.dryRun && a.cost > largestCost(a.rule));

@@ -105,14 +105,20 @@ async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decisi
   const seen = capacityViews.get(objectName);
   // A block's wait counts down; a period's is a period whenever it is read.
   if (seen && now - seen.at < CAPACITY_VIEW_MS) return seen.decision.reason === "blocked" ? { ...seen.decision, retryAfter: Math.max(1, seen.decision.retryAfter - (now - seen.at)) } : seen.decision;
+  const known = await readStanding(ask, context);
+  if (!known) return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
+  const decision: Decision = known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
+  capacityViews.set(objectName, { at: now, decision });
+  return decision;
+}
+
+/** The key's standing from its object within the rule's timeout; undefined, the failure counted and logged, when it cannot say. */
+async function readStanding({ rule, objectName }: Ask, context: LimiterContext): Promise<Decision | undefined> {
   try {
-    const known = await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
-    const decision: Decision = known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
-    capacityViews.set(objectName, { at: now, decision });
-    return decision;
+    return await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
   } catch (error) {
     countError("peek")(error);
-    return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
+    return undefined;
   }
 }
 
@@ -175,13 +181,8 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
  */
 export async function asReleased(ask: Ask, decision: Decision, context: LimiterContext): Promise<Decision> {
   if (!decision.allowed || !decision.holdMs) return decision;
-  try {
-    const now = await withTimeout(standing(context.namespace, ask.rule, ask.objectName), ask.rule.timeoutMs);
-    return { allowed: true, limit: now.limit, remaining: now.remaining, resetAt: now.resetAt, moreAt: now.moreAt, retryAfter: 0 };
-  } catch (error) {
-    countError("peek")(error);
-    return decision;
-  }
+  const now = await readStanding(ask, context);
+  return now ? { allowed: true, limit: now.limit, remaining: now.remaining, resetAt: now.resetAt, moreAt: now.moreAt, retryAfter: 0 } : decision;
 }
 
 /**
