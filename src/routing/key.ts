@@ -28,8 +28,8 @@ export const MAX_KEY_BYTES = 1024;
  * origins read differently (the first, the last), so that no value floodgate picked could be the
  * one the origin does not. All such requests share ONE bucket under the rule: they are limited
  * together, never let through unlimited, and omitting or emptying a part, or repeating a query
- * parameter, cannot buy a fresh quota. A cookie's value is percent-decoded, as origins' cookie parsers do, so `a%62c` and
- * `abc` are one client.
+ * parameter, cannot buy a fresh quota. A cookie's value is percent-decoded, as origins' cookie
+ * parsers do, so `a%62c` and `abc` are one client.
  *
  * @example
  * // key: [header:x-api-key, method] on `GET /` with `x-api-key: k|1`
