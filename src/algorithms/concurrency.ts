@@ -75,6 +75,29 @@ export function adjustConcurrency(
   return concurrencyState(policy.periodMs, withoutEmpty(left), state.used - (-units - owed));
 }
 
+/**
+ * Moves the `units` slots taken at `at` (found as a release finds them: at or before `at`, newest
+ * first) to `now`, so that a request still in flight keeps them past `slotTtl` and only an isolate
+ * that vanished lets its slots expire. Takes nothing anew: `undefined` when none of them is still
+ * held (they expired, or were given back). A time after the newest slot and `now` is taken as
+ * the later of the two, as in {@link adjustConcurrency}.
+ */
+export function renewConcurrency(
+  policy: Policy,
+  stored: ConcurrencyState | undefined,
+  units: number,
+  at: number,
+  now: number,
+): { state: ConcurrencyState; renewedAt: number } | undefined {
+  const latest = Math.max(now, newest(stored?.slots));
+  const state = live(policy.periodMs, stored, latest);
+  const left = [...state.slots];
+  const found = units - giveBack(left, units, Math.min(at, latest));
+  if (found === 0) return undefined;
+  const kept = concurrencyState(policy.periodMs, withoutEmpty(left), state.used - found);
+  return { state: withSlots(kept, latest, found), renewedAt: latest };
+}
+
 /** Slots live at `now`, by the state's own TTL: what a change of rule carries over. */
 export function usedConcurrency(stored: ConcurrencyState, now: number): number {
   return live(stored.periodMs, stored, Math.max(now, newest(stored.slots))).used;

@@ -3,6 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, carryOver, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, decideBatch, type Decided } from "../algorithms/block";
+import { renewConcurrency } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
@@ -148,6 +149,21 @@ export class RateLimiter extends DurableObject<Env> {
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
     this.save(policy, adjust(policy, this.stateFor(policy), -units, countedAt, now));
+  }
+
+  /**
+   * Keeps the slots a concurrency request took at `countedAt` held from now: its isolate renews
+   * them while the request is in flight, so only a vanished isolate's slots run out `slotTtl` after
+   * their last renewal. Returns the time they are held from, or 0 when none was held any more
+   * (expired, or given back). Other algorithms' units are not held: 0.
+   */
+  renew(policy: Policy, units: number, countedAt: number): number {
+    const state = this.stateFor(policy);
+    if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
+    const renewed = renewConcurrency(policy, state, units, countedAt, Date.now());
+    if (!renewed) return 0;
+    this.save(policy, renewed.state);
+    return renewed.renewedAt;
   }
 
   /** The key's standing now, consuming nothing. */

@@ -236,7 +236,8 @@ function fastContext(context: LimiterContext): FastContext {
   return { namespace, waitUntil, ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };
 }
 
-function countError(kind: string): (error: unknown) => void {
+/** Counts a failure in `floodgate_errors_total` under `kind` and logs it: for work whose failure the request does not see. */
+export function countError(kind: string): (error: unknown) => void {
   return (error) => {
     metrics.count("floodgate_errors_total", { kind });
     log.event("error", { kind, message: error instanceof Error ? error.message : String(error) }, Date.now());

@@ -101,3 +101,13 @@ export async function refundStrict(
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
   await limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
 }
+
+/**
+ * Keeps a concurrency request's slots, taken at `countedAt`, held at the named object from now;
+ * resolves with the time they are held from, or 0 when the object no longer held them. Rejects
+ * like any call past the rule's timeout.
+ */
+export async function renewStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number, countedAt: number): Promise<number> {
+  metrics.count("floodgate_durable_object_calls_total", { method: "renew" });
+  return withTimeout(limiterStub(namespace, objectName).renew(policyOf(rule), units, countedAt), rule.timeoutMs);
+}

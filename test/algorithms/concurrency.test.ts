@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, carryOver, countedAt, decide, peek, usedUnits } from "../../src/algorithms";
-import type { Decision, LimiterState, Policy } from "../../src/algorithms";
-import { RETRY_HINT_MS } from "../../src/algorithms/concurrency";
+import type { ConcurrencyState, Decision, LimiterState, Policy } from "../../src/algorithms";
+import { renewConcurrency, RETRY_HINT_MS } from "../../src/algorithms/concurrency";
 import { run } from "./reference";
 
 const policy = (limit: number, slotTtlMs: number): Policy => ({ algorithm: "concurrency", limit, periodMs: slotTtlMs, burst: limit, buckets: 1 });
@@ -50,6 +50,32 @@ describe("concurrency", () => {
     const later = release(p, state, 1, T0, T0 + 1_200);
     expect(usedUnits(p, later, T0 + 1_200)).toBe(1);
     expect(decide(p, later, 2, T0 + 1_200).decision.allowed).toBe(false);
+  });
+
+  it("keeps a renewed slot held slotTtl after its renewal, where the unrenewed one would have expired", () => {
+    const p = policy(1, 1_000);
+    const { state } = run(p, [T0]);
+    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 900)!;
+    expect(renewed.renewedAt).toBe(T0 + 900);
+    expect(decide(p, renewed.state, 1, T0 + 1_899).decision.allowed).toBe(false);
+    expect(decide(p, renewed.state, 1, T0 + 1_900).decision.allowed).toBe(true);
+  });
+
+  it("renews only the request's own slots, found as a release finds them, and takes none anew", () => {
+    const p = policy(3, 60_000);
+    const { state } = run(p, [T0, T0 + 10]);
+    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 20)!;
+    expect(usedUnits(p, renewed.state, T0 + 20)).toBe(2);
+    expect(usedUnits(p, release(p, renewed.state, 1, T0 + 10, T0 + 30), T0 + 30)).toBe(1);
+    expect(usedUnits(p, release(p, renewed.state, 1, T0 + 20, T0 + 30), T0 + 30)).toBe(1);
+  });
+
+  it("renews nothing once the slot has expired or been given back", () => {
+    const p = policy(2, 1_000);
+    const { state } = run(p, [T0]);
+    expect(renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 1_000)).toBeUndefined();
+    expect(renewConcurrency(p, release(p, state, 1, T0, T0 + 5) as ConcurrencyState, 1, T0, T0 + 10)).toBeUndefined();
+    expect(renewConcurrency(p, undefined, 1, T0, T0 + 10)).toBeUndefined();
   });
 
   it("never changes a state another decision already made from it", () => {

@@ -34,4 +34,29 @@ describe("RateLimiter with a concurrency rule", () => {
     vi.setSystemTime(T0 + 60_000);
     expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
   });
+
+  it("keeps renewed slots past slotTtl, and frees them slotTtl after their last renewal", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("alg/concurrency/renew");
+    const [taken] = await stub.decide(slots, [2]);
+    vi.setSystemTime(T0 + 40_000);
+    expect(await stub.renew(slots, 2, taken!.countedAt!)).toBe(T0 + 40_000);
+    vi.setSystemTime(T0 + 99_999);
+    expect(allowed(await stub.decide(slots, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 100_000);
+    expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
+  });
+
+  it("renews nothing once the slots are given back, and a release at the renewal's time frees them", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("alg/concurrency/renew-release");
+    const [taken] = await stub.decide(slots, [1]);
+    vi.setSystemTime(T0 + 30_000);
+    const renewedAt = await stub.renew(slots, 1, taken!.countedAt!);
+    await stub.refund(slots, 1, renewedAt);
+    expect(await stub.renew(slots, 1, renewedAt)).toBe(0);
+    expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
+  });
 });

@@ -11,6 +11,7 @@ const RULES = [
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
   { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
   { name: "slots", match: { path: "/slots/*" }, key: "ip", algorithm: "concurrency", limit: 1 },
+  { name: "long-slots", match: { path: "/long-slots/*" }, key: "ip", algorithm: "concurrency", limit: 1, slotTtl: "600ms" },
   { name: "relayed", match: { path: "/relayed/*" }, key: "ip", limit: 3, period: "1h", mode: "fast", aggregate: "location" },
 ];
 const ADMIN = "binding-test-admin";
@@ -39,6 +40,19 @@ export default {
         const again = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
         const after = await env.FLOODGATE.limit({ rule: "slots", key: q("key") });
         return Response.json({ held: held.success, denied: denied.success, deniedRelease: typeof denied.release, again: again.success, after: after.success });
+      }
+      case "/long-slots": {
+        const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        const denied = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
+        await held.release();
+        const again = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
+        await again.release();
+        return Response.json({ held: held.success, denied: denied.success, again: again.success });
+      }
+      case "/long-slots-forgotten": {
+        const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
+        return Response.json({ held: held.success });
       }
       case "/peek":
         return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
@@ -184,6 +198,17 @@ describe("the Floodgate service binding", () => {
     expect(slots).toEqual({ held: true, denied: false, deniedRelease: "undefined", again: true, after: false });
   });
 
+  it("keeps a slot held over RPC past slotTtl until its caller releases it", async () => {
+    const slots = await call<Record<string, unknown>>("/long-slots?key=198.51.100.61");
+    expect(slots).toEqual({ held: true, denied: false, again: true });
+  });
+
+  it("frees a slot its caller never released slotTtl after the caller's request ended", async () => {
+    expect(await call("/long-slots-forgotten?key=198.51.100.62")).toEqual({ held: true });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await call("/long-slots-forgotten?key=198.51.100.62")).toEqual({ held: true });
+  });
+
   it("peeks without consuming and resets a key", async () => {
     await call("/limit?key=198.51.100.4&n=2");
     const peeked = await call<Result>("/peek?key=198.51.100.4");
@@ -210,7 +235,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/location must be a Cloudflare location code like "AMS"/),
       expect.stringMatching(/continent must be a Cloudflare continent code like "EU"/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 6/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 7/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
     ]);

@@ -56,6 +56,18 @@ describe("concurrency through the Worker", () => {
     expect((await send(get(`/${tag}/third`, "192.0.2.61"), { rules })).status).toBe(200);
   });
 
+  it("keeps the slot of a response still being sent past slotTtl, and frees it once the body has been sent", async () => {
+    const tag = "conc-long";
+    const rules = [{ name: tag, algorithm: "concurrency", limit: 1, slotTtl: "600ms" }];
+    const { response, settled } = await dispatch(get(`/${tag}/slow?drip=2000`, "192.0.2.66"), { rules });
+    expect(response.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await send(get(`/${tag}/second`, "192.0.2.66"), { rules })).status).toBe(429);
+    expect(await response.text()).toBe("first\nlast\n");
+    await settled;
+    expect((await send(get(`/${tag}/third`, "192.0.2.66"), { rules })).status).toBe(200);
+  });
+
   it("gives the slot back when the origin fails", async () => {
     const tag = "conc-fail";
     const rules = slots(tag, 1);
