@@ -10,6 +10,7 @@ import { demoOrigin } from "./http/demo-origin";
 import { HttpProblem, invalidConfig } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
+import { withRateLimitHeaders } from "./http/rate-limit-headers";
 import { log } from "./metrics/log";
 import { metrics } from "./metrics/metrics";
 
@@ -57,7 +58,10 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
   const send = () => (settings.origin.demo ? demoOrigin(request) : forward(request, url, settings.origin.url));
-  const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send);
-  for (const name in checked.headers) response.headers.set(name, checked.headers[name]!);
-  return response;
+  // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
+  const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {
+    if (error instanceof HttpProblem) return error.toResponse();
+    throw error;
+  });
+  return withRateLimitHeaders(response, checked.headers);
 }

@@ -5,7 +5,7 @@ import type { Env } from "../env";
 import { denial } from "../gate/check";
 import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, invalidRequest } from "../http/problem";
-import { rateLimitHeaders } from "../http/rate-limit-headers";
+import { rateLimitHeaders, withRateLimitHeaders } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
@@ -80,14 +80,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       await next();
       return c.res;
     });
-    const headers = rateLimitHeaders(rule, decision, now, forms);
-    try {
-      for (const name in headers) c.res.headers.set(name, headers[name]!);
-    } catch {
-      // A response straight from fetch() has immutable headers: copy it once.
-      c.res = new Response(c.res.body, c.res);
-      for (const name in headers) c.res.headers.set(name, headers[name]!);
-    }
+    c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
   };
 }
 

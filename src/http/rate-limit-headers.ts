@@ -117,6 +117,37 @@ export function rateLimitHeaders(rule: Rule, decision: Decision, now: number, op
   return headers;
 }
 
+/** The fields of each family floodgate sends, lower-cased: one family owned is owned whole. */
+const FAMILIES: readonly { prefix: string; names: readonly string[] }[] = [
+  { prefix: "ratelimit", names: ["ratelimit", "ratelimit-policy", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"] },
+  { prefix: "x-ratelimit", names: ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] },
+];
+
+/**
+ * `response` with `headers` (from {@link rateLimitHeaders}) added. Each family of fields they hold
+ * (`RateLimit*`, `X-RateLimit-*`) replaces whatever of that family the response carried, so a
+ * client never reads two sets of figures; a family floodgate does not send (`RATE_LIMIT_HEADERS`
+ * `none`, `LEGACY_HEADERS` `false`) is left to the origin. A response that says itself when to
+ * come back (`Retry-After`: an origin's own 429 or 503) is left as it is: floodgate's figures of
+ * an admitted request would contradict it. The response itself when its headers can be changed,
+ * a copy when they are immutable (straight from `fetch`).
+ */
+export function withRateLimitHeaders(response: Response, headers: Record<string, string>): Response {
+  const names = Object.keys(headers);
+  if (names.length === 0 || response.headers.has("retry-after")) return response;
+  const owned = FAMILIES.filter((f) => names.some((n) => n.toLowerCase().startsWith(f.prefix)));
+  const apply = (to: Response) => {
+    for (const family of owned) for (const name of family.names) to.headers.delete(name);
+    for (const name of names) to.headers.set(name, headers[name]!);
+    return to;
+  };
+  try {
+    return apply(response);
+  } catch {
+    return apply(new Response(response.body, response));
+  }
+}
+
 /** What a rule's headers say whatever the decision, rendered once per rule rather than per response. */
 interface FixedParts {
   /** the rule's name as an sf-string */

@@ -67,6 +67,21 @@ describe("rateLimit (Hono middleware)", () => {
     expect(((await bad.json()) as { detail: string }).detail).toBe('rule "hono-cost": header x-cost: expected a positive integer, got "-2"');
   });
 
+  it("leaves a 429 from a rateLimit further in, or the handler's own Retry-After answer, with its own headers", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-outer", limit: 100, period: "1m" }, key: () => "k-nested" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-inner", limit: 1, period: "1m" }, key: () => "k-nested" }));
+    hono.get("/api/busy", (c) => c.text("busy", 503, { "Retry-After": "30" }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    await get(hono, "/api/a");
+    const denied = await get(hono, "/api/b");
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("RateLimit")).toMatch(/^"hono-inner";r=0;t=\d+$/);
+    expect(denied.headers.get("RateLimit")).toBe(`"hono-inner";r=0;t=${denied.headers.get("Retry-After")}`);
+    const busy = await get(new Hono<App>().use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-busy", limit: 5, period: "1m" }, key: () => "k" })).get("/api/busy", (c) => c.text("busy", 503, { "Retry-After": "30" })), "/api/busy");
+    expect([busy.status, busy.headers.get("Retry-After"), busy.headers.get("RateLimit")]).toEqual([503, "30", null]);
+  });
+
   it("sends the header forms it is given", async () => {
     const response = await get(app({ rule: { name: "hono-forms", limit: 5, period: "1m" }, headers: "draft-7", legacyHeaders: false }), "/api/x", { "x-api-key": "k-f" });
     expect(response.headers.get("RateLimit")).toMatch(/^limit=5, remaining=4, reset=\d+$/);

@@ -72,7 +72,9 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
       res.writeHead(302, { location: "/elsewhere" }).end();
       return;
     }
-    res.writeHead(200, { "content-type": "application/json", "x-origin": "yes" });
+    // ?status=<code> and ?h=<name>:<value> (repeatable): an origin with answers and headers of its own.
+    const own = Object.fromEntries(url.searchParams.getAll("h").map((h) => [h.slice(0, h.indexOf(":")), h.slice(h.indexOf(":") + 1)]));
+    res.writeHead(Number(url.searchParams.get("status") ?? 200), { "content-type": "application/json", "x-origin": "yes", ...own });
     res.end(JSON.stringify({ ok: true, seen: log.length }));
   });
   // A WebSocket on any path: each message comes back prefixed "echo:", and the upgrade is recorded like a request.

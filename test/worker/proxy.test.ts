@@ -138,6 +138,36 @@ describe("proxying an allowed request", () => {
     expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999;t=\d+$/);
   });
 
+  it("replaces the rate-limit fields the origin sent with its own, each family whole", async () => {
+    const own = ["RateLimit:\"origin\";r=7;t=3", "RateLimit-Policy:\"origin\";q=100;w=60", "RateLimit-Remaining:7", "X-RateLimit-Limit:100", "X-RateLimit-Remaining:7"];
+    const res = await send(new Request(`http://floodgate.test/forward-own/x?${own.map((h) => `h=${encodeURIComponent(h)}`).join("&")}`, { headers: { "CF-Connecting-IP": "198.51.100.50" } }), { rules });
+    expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999;t=\d+$/);
+    expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
+    expect(res.headers.get("RateLimit-Remaining")).toBeNull();
+    expect([res.headers.get("X-RateLimit-Limit"), res.headers.get("X-RateLimit-Remaining")]).toEqual(["1000", "999"]);
+  });
+
+  it("leaves the origin's fields of a family it does not send", async () => {
+    const res = await send(new Request(`http://floodgate.test/forward-own/y?h=${encodeURIComponent("X-RateLimit-Remaining:7")}`, { headers: { "CF-Connecting-IP": "198.51.100.51" } }), { rules, LEGACY_HEADERS: "false" });
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("7");
+    expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999/);
+  });
+
+  it("leaves an origin's own answer that says when to come back (Retry-After) as it is", async () => {
+    const res = await send(new Request(`http://floodgate.test/forward-own/z?status=429&h=${encodeURIComponent("Retry-After:120")}`, { headers: { "CF-Connecting-IP": "198.51.100.52" } }), { rules });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("Retry-After")).toBe("120");
+    expect(res.headers.get("RateLimit")).toBeNull();
+    expect(res.headers.get("X-RateLimit-Remaining")).toBeNull();
+  });
+
+  it("answers an origin it cannot reach with a 502 that carries the key's standing: the request's units were spent", async () => {
+    const res = await send(new Request("http://floodgate.test/forward-down/x", { headers: { "CF-Connecting-IP": "198.51.100.53" } }), { rules, ORIGIN_URL: "http://127.0.0.1:1" });
+    expect(res.status).toBe(502);
+    expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999;t=\d+$/);
+  });
+
   it("passes the origin's redirects back instead of following them", async () => {
     const res = await send(new Request("http://floodgate.test/forward-6/redirect"), { rules });
     expect(res.status).toBe(302);
