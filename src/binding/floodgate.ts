@@ -89,17 +89,19 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   private resolve(options: unknown, method: string): { rule: Rule; key: string } {
     if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { rule?, key${method === "limit" ? ", cost?, location?, continent?" : ""} }, got ${options === null ? "null" : typeof options}`);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
-    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method), key: checkKey(key, method) };
+    const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
+    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method) };
   }
 }
 
-function ruleNamed(rules: readonly Rule[], name: unknown, method: string): Rule {
+function ruleNamed(rules: readonly Rule[], name: unknown, method: string, fromProps: boolean): Rule {
   const names = rules.map((r) => JSON.stringify(r.name)).join(", ") || "none";
   if (name === undefined) {
     if (rules.length === 1) return rules[0]!;
     throw new TypeError(`${method}: name a rule ({ rule: "…" }, or props.rule on the binding): RATE_LIMIT_RULES has ${rules.length} (${names})`);
   }
   const rule = typeof name === "string" ? rules.find((r) => r.name === name) : undefined;
-  if (!rule) throw new TypeError(`${method}: no rule named ${JSON.stringify(name)} in RATE_LIMIT_RULES; its rules are ${names}`);
+  const whose = fromProps ? " (the binding's props.rule, as the call names none)" : "";
+  if (!rule) throw new TypeError(`${method}: no rule named ${JSON.stringify(name)}${whose} in RATE_LIMIT_RULES; its rules are ${names}`);
   return rule;
 }

@@ -2,7 +2,7 @@
 import { largestCost, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { asReleased, cachedDenial, countDecision, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { asReleased, cachedDenial, countDecision, countDryRunRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { matchingRules } from "../routing/match";
@@ -44,7 +44,7 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const ip = request.headers.get("CF-Connecting-IP");
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
   const now = Date.now();
-  const parts = applicable.map((rule) => partsOf(rule, request));
+  const parts = applicable.flatMap((rule) => partsOf(rule, request));
   // Rules that admit any key are asked first: a request one of them already denies spends no
   // other rule's allowance of new keys (newKeysPerSecond), which would push new clients into #overflow.
   const open = await Promise.all(parts.map((p) => (p.rule.newKeysPerSecond === null ? named(p, now) : undefined)));
@@ -76,11 +76,19 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   return { ...released, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) };
 }
 
-/** A rule's key and cost for the request; a 400 HttpProblem for a malformed cost, before any rule spends anything. */
-function partsOf(rule: Rule, request: Request): Omit<Ask, "objectName"> {
+/**
+ * A rule's key and cost for the request; a 400 HttpProblem for a malformed cost, before any rule
+ * spends anything. Under a dry-run rule, which never refuses a request, a malformed cost is its
+ * would-be refusal, counted and logged as one, and the rule sits the request out.
+ */
+function partsOf(rule: Rule, request: Request): Omit<Ask, "objectName">[] {
   const cost = requestCost(rule.cost, request);
+  if ("error" in cost && rule.dryRun) {
+    countDryRunRefusal(rule);
+    return [];
+  }
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  return { rule, key: buildKey(rule, request), cost: cost.units };
+  return [{ rule, key: buildKey(rule, request), cost: cost.units }];
 }
 
 /** The ask with the object that owns its key: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */

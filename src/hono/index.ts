@@ -7,7 +7,7 @@ import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, invalidRequest } from "../http/problem";
 import { rateLimitHeaders, withRateLimitHeaders } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
-import { limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART, requestCost } from "../routing/key";
 
@@ -58,6 +58,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
     const cost = requestCost(rule.cost, c.req.raw);
+    if ("error" in cost && rule.dryRun) {
+      countDryRunRefusal(rule);
+      return next();
+    }
     if ("error" in cost) return invalidRequest(`rule "${rule.name}": ${cost.error}`).toResponse();
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
@@ -74,13 +78,14 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     const { decision, release } = held;
     c.set("rateLimit", limitResult(rule, decision, release));
     const now = Date.now();
-    if (!decision.allowed) return denial([{ rule, decision }], now, forms).response;
+    // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
+    if (!decision.allowed && !rule.dryRun) return denial([{ rule, decision }], now, forms).response;
     // A concurrency rule's slots are held until the handler's response has been sent.
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
       await next();
       return c.res;
     });
-    c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
+    if (!rule.dryRun) c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
   };
 }
 

@@ -1,24 +1,25 @@
 /** The arguments code passes to limit, peek and reset, checked at the door with messages that say what to pass. */
 import type { Whereabouts } from "../fast/relay";
-import { MAX_KEY_BYTES } from "../routing/key";
 
 /**
- * A key as given: a non-empty string of at most 1 KB (UTF-8). An empty or missing key is an error,
- * never an unlimited grant, and never silently a shared bucket.
+ * A key as given: a non-empty string. An empty or missing key is an error, never an unlimited
+ * grant, and never silently a shared bucket. A key past 1 KB of UTF-8 is named by its hash, as
+ * the proxy names the keys it builds, so the two share one counter whatever the key's length.
  */
 export function checkKey(key: unknown, where: string): string {
   if (typeof key !== "string" || key === "") {
     throw new TypeError(`${where}: key must be a non-empty string (a user id, an API key, an address), got ${describe(key)}`);
   }
-  const bytes = key.length * 3 <= MAX_KEY_BYTES ? key.length : new TextEncoder().encode(key).length;
-  if (bytes > MAX_KEY_BYTES) throw new TypeError(`${where}: key must be at most ${MAX_KEY_BYTES} bytes of UTF-8, got ${bytes}; hash a longer identifier first`);
   return key;
 }
 
 /** A cost as given: a positive safe integer; `undefined` takes the default. */
 export function checkCost(cost: unknown, fallback: number, where: string): number {
   if (cost === undefined) return fallback;
-  if (!Number.isSafeInteger(cost) || (cost as number) < 1) throw new TypeError(`${where}: cost must be a positive integer, got ${describe(cost)}`);
+  if (!Number.isSafeInteger(cost) || (cost as number) < 1) {
+    const tooLarge = typeof cost === "number" && Number.isInteger(cost) && cost > Number.MAX_SAFE_INTEGER;
+    throw new TypeError(`${where}: cost must be a positive integer${tooLarge ? " of at most 2^53 - 1 (Number.MAX_SAFE_INTEGER)" : ""}, got ${describe(cost)}`);
+  }
   return cost as number;
 }
 
@@ -46,5 +47,6 @@ function checkPlace(place: unknown, where: string, option: string, like: string,
 function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value);
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
-  return `a ${Array.isArray(value) ? "array" : typeof value}`;
+  const kind = Array.isArray(value) ? "array" : typeof value;
+  return `${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind}`;
 }

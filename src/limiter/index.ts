@@ -230,6 +230,15 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
   context.waitUntil?.(logged);
 }
 
+/**
+ * A dry-run rule's would-be 400 (the request's cost header is malformed for it): counted as its
+ * would-be denial and logged as one, with reason "invalid-request"; the request goes on.
+ */
+export function countDryRunRefusal(rule: Rule): void {
+  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: "dry_run_denied" });
+  log.admit("dry_run_denied", Date.now())?.({ rule: rule.name, decision: "dry_run_denied", reason: "invalid-request", status: 400 });
+}
+
 function fastContext(context: LimiterContext): FastContext {
   const { namespace, waitUntil, location, continent } = context;
   if (!waitUntil) throw new TypeError("a fast rule needs the request's ExecutionContext (ctx) for its background syncs");

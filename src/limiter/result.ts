@@ -23,8 +23,12 @@ export interface LimitResult {
   retryAfter: number;
   /** the rule's name */
   rule: string;
-  /** why, when it needs saying: "limit", "cost-exceeds-capacity", "local", "cache" or "error" (see the README) */
-  reason?: Reason;
+  /**
+   * why, when it needs saying: "limit", "cost-exceeds-capacity", "local", "cache", "error",
+   * "blocked", or "dry-run" (a dry-run rule would have denied: `success` is true all the same, and
+   * nothing was consumed; see the README)
+   */
+  reason?: Reason | "dry-run";
   /**
    * present when a concurrency rule granted slots: call it once the work they guard is over (your
    * response sent, or failed) to give them back; a slot never given back is freed after the rule's
@@ -33,17 +37,23 @@ export interface LimitResult {
   release?: () => Promise<void>;
 }
 
-/** The one translation from the internal Decision, with the release of the slots it took, if any. */
+/**
+ * The one translation from the internal Decision, with the release of the slots it took, if any.
+ * A dry-run rule never denies: its would-be denial is a success with reason "dry-run", so code
+ * that reads only `success` (as Cloudflare's binding is read) lets the request through.
+ */
 export function limitResult(rule: Rule, decision: Decision, release?: () => Promise<void>): LimitResult {
+  const wouldDeny = !decision.allowed && rule.dryRun;
   const result: LimitResult = {
-    success: decision.allowed,
+    success: decision.allowed || rule.dryRun,
     limit: decision.limit,
     remaining: decision.remaining,
     reset: decision.resetAt,
-    retryAfter: decision.allowed ? 0 : decision.retryAfter,
+    retryAfter: decision.allowed || wouldDeny ? 0 : decision.retryAfter,
     rule: rule.name,
   };
-  if (decision.reason !== undefined) result.reason = decision.reason;
+  if (wouldDeny) result.reason = "dry-run";
+  else if (decision.reason !== undefined) result.reason = decision.reason;
   if (release) result.release = release;
   return result;
 }

@@ -54,6 +54,11 @@ export default {
         const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
         return Response.json({ held: held.success });
       }
+      case "/check-body": {
+        const upload = new Request("https://api.example.com/gated/x", { method: "POST", body: "payload", headers: { "CF-Connecting-IP": q("ip"), "x-api-key": q("ip") } });
+        const { allowed } = await env.FLOODGATE.check(new Request(upload, { body: null }));
+        return Response.json({ allowed, body: await upload.text() });
+      }
       case "/peek":
         return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
       case "/reset":
@@ -64,7 +69,7 @@ export default {
           settle(env.FLOODGATE.limit({ rule: "nope", key: "k" })),
           settle(env.FLOODGATE.limit({ key: "" })),
           settle(env.FLOODGATE.limit({})),
-          settle(env.FLOODGATE.limit({ key: "x".repeat(1025) })),
+          settle(env.FLOODGATE.limit({ key: "k", cost: 2 ** 60 })),
           settle(env.FLOODGATE.limit({ key: "k", cost: 1.5 })),
           settle(env.FLOODGATE.limit({ key: "k", cost: -2 })),
           settle(env.FLOODGATE.limit({ key: "k", location: "not a colo" })),
@@ -209,6 +214,10 @@ describe("the Floodgate service binding", () => {
     expect(await call("/long-slots-forgotten?key=198.51.100.62")).toEqual({ held: true });
   });
 
+  it("checks a copy without the body, as the README shows, leaving the caller its request's body to read", async () => {
+    expect(await call("/check-body?ip=198.51.100.63")).toEqual({ allowed: true, body: "payload" });
+  });
+
   it("peeks without consuming and resets a key", async () => {
     await call("/limit?key=198.51.100.4&n=2");
     const peeked = await call<Result>("/peek?key=198.51.100.4");
@@ -229,7 +238,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/no rule named "nope"/),
       expect.stringMatching(/key must be a non-empty string/),
       expect.stringMatching(/key must be a non-empty string/),
-      expect.stringMatching(/at most 1024 bytes/),
+      expect.stringMatching(/at most 2\^53 - 1/),
       expect.stringMatching(/cost must be a positive integer, got 1\.5/),
       expect.stringMatching(/cost must be a positive integer, got -2/),
       expect.stringMatching(/location must be a Cloudflare location code like "AMS"/),

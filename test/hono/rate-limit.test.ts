@@ -82,6 +82,16 @@ describe("rateLimit (Hono middleware)", () => {
     expect([busy.status, busy.headers.get("Retry-After"), busy.headers.get("RateLimit")]).toEqual([503, "30", null]);
   });
 
+  it("never denies under a dry-run rule: the handler runs, with no header, and c.get('rateLimit') says dry-run", async () => {
+    const hono = app({ rule: { name: "hono-dry", limit: 1, period: "1m", cost: "header:x-cost", dryRun: true } });
+    await get(hono, "/api/a", { "x-api-key": "k-dry" });
+    const over = await get(hono, "/api/b", { "x-api-key": "k-dry" });
+    const malformed = await get(hono, "/api/c", { "x-api-key": "k-dry", "x-cost": "-1" });
+    expect([over.status, malformed.status]).toEqual([200, 200]);
+    expect(over.headers.get("RateLimit")).toBeNull();
+    expect(((await over.json()) as { rateLimit: LimitResult }).rateLimit).toMatchObject({ success: true, retryAfter: 0, reason: "dry-run", remaining: 0 });
+  });
+
   it("sends the header forms it is given", async () => {
     const response = await get(app({ rule: { name: "hono-forms", limit: 5, period: "1m" }, headers: "draft-7", legacyHeaders: false }), "/api/x", { "x-api-key": "k-f" });
     expect(response.headers.get("RateLimit")).toMatch(/^limit=5, remaining=4, reset=\d+$/);

@@ -68,17 +68,36 @@ describe("limiter", () => {
     expect((await api.peek("k")).remaining).toBe(3);
   });
 
-  it("throws for a missing, empty or oversized key and a bad cost, consuming nothing", async () => {
+  it("throws for a missing or empty key and a bad cost, consuming nothing", async () => {
     const api = limiter(namespace, { name: "lib-args", limit: 3, period: "1h" });
     await expect(api.limit("")).rejects.toThrow(/limiter\("lib-args"\)\.limit: key must be a non-empty string/);
     await expect(api.limit(undefined as unknown as string)).rejects.toThrow(/key must be a non-empty string/);
-    await expect(api.limit("é".repeat(600))).rejects.toThrow(/at most 1024 bytes of UTF-8, got 1200/);
+    await expect(api.limit("k", { cost: 2 ** 60 })).rejects.toThrow(/cost must be a positive integer of at most 2\^53 - 1/);
+    await expect(api.limit({} as unknown as string)).rejects.toThrow(/got an object/);
     await expect(api.limit("k", { cost: 0 })).rejects.toThrow(/cost must be a positive integer, got 0/);
     await expect(api.limit("k", { cost: 2.5 })).rejects.toThrow(/cost must be a positive integer, got 2\.5/);
     await expect(api.limit("k", { location: "" })).rejects.toThrow(/location must be a Cloudflare location code like "AMS" \(request\.cf\.colo\), 1 to 8 letters or digits, got ""/);
     await expect(api.limit("k", { location: "203.0.113.7" })).rejects.toThrow(/location must be a Cloudflare location code/);
     await expect(api.limit("k", { continent: "Europe" })).rejects.toThrow(/continent must be a Cloudflare continent code like "EU" \(request\.cf\.continent\), 2 letters or digits, got "Europe"/);
     expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("shares a key past 1 KB with the proxy's traffic under it, both naming it by its hash", async () => {
+    const long = "é".repeat(600);
+    const gate = createGate(namespace, [{ name: "lib-long", key: "header:x-long", limit: 3, period: "1h" }]);
+    const ctx = createExecutionContext();
+    expect((await gate.check(new Request("http://app.test/x", { headers: { "x-long": long } }), ctx)).allowed).toBe(true);
+    await waitOnExecutionContext(ctx);
+    const api = limiter(namespace, { name: "lib-long", limit: 3, period: "1h" });
+    expect((await api.limit(long)).remaining).toBe(1);
+    expect(await durableObjectName("lib-long", long)).toMatch(/^lib-long\/#sha256:[0-9a-f]{64}$/);
+  });
+
+  it("never denies under a dry-run rule: a would-be denial is a success with reason dry-run, consuming nothing", async () => {
+    const api = limiter(namespace, { name: "lib-dry", limit: 1, period: "1h", dryRun: true });
+    expect((await api.limit("k")).success).toBe(true);
+    expect(await api.limit("k")).toMatchObject({ success: true, remaining: 0, retryAfter: 0, reason: "dry-run" });
+    expect(await api.peek("k")).toMatchObject({ success: true, reason: "dry-run" });
   });
 
   it("syncs a rule with aggregate: location through the relay of the location a call passes, and straight without one", async () => {

@@ -40,6 +40,14 @@ describe("dryRun", () => {
     expect((await peek("dry-state/192.0.2.161", 2)).remaining).toBe(0);
   });
 
+  it("lets a request with a malformed cost header through, counting it as the rule's would-be refusal", async () => {
+    const rules = [{ name: "dry-cost", limit: 5, period: "1m", cost: "header:x-cost", dryRun: true }];
+    const before = metrics.value("floodgate_decisions_total", { rule: "dry-cost", decision: "dry_run_denied" });
+    expect((await send(get("/dry-cost/x", "192.0.2.164", { "x-cost": "abc" }), { rules })).status).toBe(200);
+    expect(await originLog("dry-cost")).toHaveLength(1);
+    expect(metrics.value("floodgate_decisions_total", { rule: "dry-cost", decision: "dry_run_denied" }) - before).toBe(1);
+  });
+
   it("adds no header of its own", async () => {
     const response = await send(get("/dry-headers/x", "192.0.2.162"), { rules: [{ name: "dry-headers", limit: 2, period: "1m", dryRun: true }] });
     expect(response.headers.get("RateLimit-Policy")).toBeNull();

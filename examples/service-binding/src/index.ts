@@ -33,7 +33,9 @@ export default {
     // check: every floodgate rule whose match fits this request, exactly as the proxy would apply them,
     // without proxying: floodgate's own 429 when denied, else the headers to add to this Worker's answer.
     if (url.pathname.startsWith("/api/")) {
-      const { allowed, headers, response } = await env.FLOODGATE.check(request);
+      // A Request sent over RPC hands its body to the callee: floodgate reads only the method, URL and
+      // headers, so it is sent a copy without the body, and this Worker keeps its own to read.
+      const { allowed, headers, response } = await env.FLOODGATE.check(new Request(request, { body: null }));
       if (!allowed && response) return response;
       return Response.json({ hello: url.pathname }, { headers });
     }
