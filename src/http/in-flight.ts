@@ -39,9 +39,22 @@ export async function sendHolding(
     return response;
   }
   // The runtime moves bytes through this stream without JavaScript: watching a body costs no CPU per chunk.
-  const { readable, writable } = new IdentityTransformStream();
+  const { readable, writable } = watcher(response.headers);
   response.body.pipeTo(writable).then(over, over);
   return new Response(readable, response);
+}
+
+/**
+ * The stream a body is watched through: one of the length the origin gave, when it gave one for
+ * the bytes this stream carries (no Content-Encoding, which the runtime decodes on the way in and
+ * encodes again on the way out), so the client still gets its Content-Length rather than a chunked
+ * body of unknown size.
+ */
+function watcher(headers: Headers): TransformStream<Uint8Array, Uint8Array> {
+  const encoding = headers.get("content-encoding");
+  const length = Number(headers.get("content-length") ?? Number.NaN);
+  const plain = encoding === null || encoding.trim().toLowerCase() === "identity";
+  return plain && Number.isSafeInteger(length) && length >= 0 ? new FixedLengthStream(length) : new IdentityTransformStream();
 }
 
 /** Close codes a close frame may not carry (RFC 6455 §7.4.1, and 1004, reserved): the other side is closed normally instead. */

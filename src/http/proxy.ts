@@ -82,5 +82,11 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
   }
   // An opened WebSocket is handed to the client whole; a new Response makes its headers ours to add to.
   if (upstream.webSocket) return new Response(null, { status: 101, webSocket: upstream.webSocket, headers: upstream.headers });
+  if (upstream.status < 200) {
+    // The runtime's fetch hands back an interim answer (103 Early Hints) as if it were the final one, which is then lost.
+    metrics.count("floodgate_errors_total", { kind: "origin" });
+    log.event("error", { kind: "origin", message: `the origin sent an interim ${upstream.status} response, which cannot be passed on` }, Date.now());
+    throw badGateway();
+  }
   return new Response(upstream.body, upstream);
 }

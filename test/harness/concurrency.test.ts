@@ -44,6 +44,17 @@ describe("a concurrency limit through wrangler dev", () => {
     expect(await inFlight("conc-dev")).toEqual({ current: 0, max: 3 });
   }, 30_000);
 
+  it("keeps the origin's Content-Length on a response it watches for the slot", async () => {
+    // Identity: a client that accepts gzip gets a JSON body compressed on the way out, chunked, watched or not.
+    const identity = { headers: { "accept-encoding": "identity" } };
+    const direct = await fetch(`${served.originUrl}/conc-length/direct?sized`, identity);
+    const watched = await served.dev.fetch("/conc-dev/length?sized", identity);
+    const [sent, got] = [await direct.text(), await watched.text()];
+    expect(watched.status).toBe(200);
+    expect(watched.headers.get("content-length")).toBe(String(new TextEncoder().encode(got).length));
+    expect(direct.headers.get("content-length")).toBe(String(new TextEncoder().encode(sent).length));
+  }, 30_000);
+
   it("gives an aborted client's slot back when the origin has finished, since wrangler dev's proxy never passes the abort on", async () => {
     const client = new AbortController();
     const started = Date.now();

@@ -68,14 +68,22 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
       setTimeout(() => res.end("last\n"), drip);
       return;
     }
+    if (url.pathname.endsWith("/early-hints")) {
+      res.writeEarlyHints({ link: "</style.css>; rel=preload; as=style" });
+      setTimeout(() => res.writeHead(200, { "content-type": "text/plain" }).end("after hints"), 50);
+      return;
+    }
     if (url.pathname.endsWith("/redirect")) {
       res.writeHead(302, { location: "/elsewhere" }).end();
       return;
     }
     // ?status=<code> and ?h=<name>:<value> (repeatable): an origin with answers and headers of its own.
     const own = Object.fromEntries(url.searchParams.getAll("h").map((h) => [h.slice(0, h.indexOf(":")), h.slice(h.indexOf(":") + 1)]));
-    res.writeHead(Number(url.searchParams.get("status") ?? 200), { "content-type": "application/json", "x-origin": "yes", ...own });
-    res.end(JSON.stringify({ ok: true, seen: log.length }));
+    const answer = JSON.stringify({ ok: true, seen: log.length });
+    // ?sized: the body's length in Content-Length, where Node otherwise sends it chunked.
+    const sized = url.searchParams.has("sized") ? { "content-length": String(Buffer.byteLength(answer)) } : {};
+    res.writeHead(Number(url.searchParams.get("status") ?? 200), { "content-type": "application/json", "x-origin": "yes", ...sized, ...own });
+    res.end(answer);
   });
   // A WebSocket on any path: each message comes back prefixed "echo:", and the upgrade is recorded like a request.
   const sockets = new WebSocketServer({ noServer: true });

@@ -168,6 +168,13 @@ describe("proxying an allowed request", () => {
     expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999;t=\d+$/);
   });
 
+  it("answers an origin that sends 103 Early Hints with the 502 problem, as the runtime's fetch loses the final answer", async () => {
+    const res = await send(new Request("http://floodgate.test/forward-hints/early-hints", { headers: { "CF-Connecting-IP": "198.51.100.54" } }), { rules });
+    expect(res.status).toBe(502);
+    expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await originLog("forward-hints")).toHaveLength(1);
+  });
+
   it("passes the origin's redirects back instead of following them", async () => {
     const res = await send(new Request("http://floodgate.test/forward-6/redirect"), { rules });
     expect(res.status).toBe(302);
