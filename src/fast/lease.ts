@@ -52,6 +52,11 @@ export interface SyncRequest {
    * reached: counted when the object hears of them, in the slots they were admitted in
    */
   unleased?: Spent[];
+  /**
+   * units a report the object already applied counted as spent, given back since (another rule
+   * denied their request): uncounted in their slots, as a strict refund is
+   */
+  refunds?: Spent[];
 }
 
 /** Units the isolate may admit on its own until `expiresAt`; `seq` names the lease in its reports. */
@@ -200,6 +205,7 @@ export function grantLease(
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
   for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
+  for (const s of sync.refunds ?? []) state = adjust(policy, state, -s.units, s.at, now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);

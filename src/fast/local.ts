@@ -54,6 +54,8 @@ export interface LocalKey {
   saturated: boolean;
   /** units `onError` admitted while the object could not be reached, for the next sync to report */
   unleased: Spent[];
+  /** units given back after the report that counted them left, for the next sync to give back (see {@link refundLocally}) */
+  refunds: Spent[];
   /** after a failed sync, none is tried before then */
   retryAt: number;
   failures: number;
@@ -72,6 +74,7 @@ export function freshKey(now: number, relayed = false): LocalKey {
     demand: 0,
     since: now,
     reports: [],
+    refunds: [],
     outbox: null,
     lastSyncAt: Number.NEGATIVE_INFINITY,
     sentAt: now,
@@ -156,10 +159,12 @@ function cachedUntil(key: LocalKey, rule: Rule, counted: number, now: number): n
  * as any does, since its key may have freed units long before. Not when the object's denial
  * outlasted the booked time: then what ends it is the key freeing units, not a booked call, and the
  * first request after that asks, as any does (a client of a short window, denied, that came back
- * once its oldest request had left it was refused again). 0 when not held.
+ * once its oldest request had left it was refused again). Nor while the isolate has units to give
+ * back that the object has not heard of (see {@link refundLocally}). 0 when not held.
  */
 function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
-  return key.saturated && key.blockedUntil <= key.nextSyncAt && (key.outbox !== null || key.demand > counted) ? key.nextSyncAt + rule.timeoutMs : 0;
+  const busy = key.outbox !== null || key.demand > counted;
+  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && busy ? key.nextSyncAt + rule.timeoutMs : 0;
 }
 
 /**
@@ -191,7 +196,8 @@ const BOOKED_CALL_LEAD_GAPS = 2;
  */
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
-  if (key.outbox) return true;
+  // Units given back after their lease was reported spent are the object's to lend again: it hears of them now.
+  if (key.outbox || key.refunds.length > 0) return true;
   const left = leaseLeft(key);
   const low = runsOutBeforeNextSync(key, left, now);
   const idle = key.demand === 0 && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
@@ -336,8 +342,10 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),
     ...(release ? { release } : {}),
     ...(key.unleased.length > 0 ? { unleased: key.unleased } : {}),
+    ...(key.refunds.length > 0 ? { refunds: key.refunds } : {}),
   };
   key.unleased = [];
+  key.refunds = [];
   key.reports = [];
   key.demand = 0;
   key.since = now;
@@ -390,6 +398,8 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
   key.blockedUntil = key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied;
+  // Units given back after this sync left (see refundLocally) are not in its answer: the next request asks again.
+  if (key.refunds.length > 0 && lease.standing.reason !== "blocked") key.blockedUntil = 0;
 }
 
 /**
@@ -435,15 +445,22 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
 
 /**
  * Gives back units a request spent from the lease when another rule denied it: into the newest
- * live lease, reported as a negative spend. When none is live the units stay spent: the lease that
- * took them has ended and been reported, and counting them is the safe side.
+ * live lease, reported as a negative spend. When none is live (the request spent the last unit of
+ * the lease that paid, which then ended and was reported spent), the next sync gives the units
+ * back on their own (`refunds`), as a strict refund does, and until it has, the object's last word
+ * (which counted them) denies nothing: the next request asks again. A block stands.
  */
 export function refundLocally(key: LocalKey, rule: Rule, units: number, now: number): void {
   expireLots(key, now);
+  const slot = slotOf(rule, now);
   const newest = key.lots.at(-1);
-  if (!newest) return;
-  newest.units += units;
-  record(newest.spent, slotOf(rule, now), -units);
+  if (newest) {
+    newest.units += units;
+    record(newest.spent, slot, -units);
+    return;
+  }
+  record(key.refunds, slot, units);
+  if (key.standing?.reason !== "blocked") key.blockedUntil = Math.min(key.blockedUntil, now);
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */
@@ -460,7 +477,7 @@ function endLots(key: LocalKey): void {
 
 /** Whether the key still holds something the object should hear about. */
 export function hasPending(key: LocalKey): boolean {
-  return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0 || key.unleased.length > 0;
+  return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0 || key.unleased.length > 0 || key.refunds.length > 0;
 }
 
 export function leaseLeft(key: LocalKey): number {

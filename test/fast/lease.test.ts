@@ -285,6 +285,13 @@ describe("leases at scale", () => {
     expect(remaining({ state: after.state, peers: indexPeers() }, T0 + 1)).toBe(93);
   });
 
+  it("uncounts units a report already counted, given back since, in the slots they were spent in", () => {
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 0 }), T0);
+    const counted = grantLease(window, first.state, first.peers, sync({ seq: 2, need: 0, release: true, unleased: [{ at: T0, units: 7 }] }), T0 + 1);
+    const after = grantLease(window, counted.state, counted.peers, sync({ seq: 3, need: 0, release: true, refunds: [{ at: T0, units: 2 }] }), T0 + 2);
+    expect(remaining({ state: after.state, peers: indexPeers() }, T0 + 2)).toBe(95);
+  });
+
   it("tells the isolates of a saturated key to wait for their booked call once their lease is spent", () => {
     const busy = grantLease(window, undefined, indexPeers(), sync({ need: 100 }), T0);
     const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);

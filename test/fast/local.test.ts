@@ -248,6 +248,18 @@ describe("a fast key in one isolate", () => {
     expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 0 }]);
   });
 
+  it("gives back a unit whose lease was spent out and reported in the next sync, and asks rather than deny meanwhile", () => {
+    const key = leased(2);
+    decideLocally(key, fast, 2, T0 + 10);
+    const reported = nextSync(key, fast, from, 1, T0 + 20);
+    expect(reported.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 0 }]);
+    refundLocally(key, fast, 1, T0 + 30);
+    applyLease(key, fast, lease(reported.seq, 0, { saturated: true, standing: { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 50_000, retryAfter: 50_000, reason: "limit" } }), T0 + 40);
+    expect(decideLocally(key, fast, 1, T0 + 50)).toBeUndefined();
+    expect(syncDue(key, fast, T0 + 50)).toBe(true);
+    expect(nextSync(key, fast, from, 1, T0 + 50).refunds).toEqual([{ at: T0_BUCKET, units: 1 }]);
+  });
+
   it("backs off after a failed sync", () => {
     const key = leased(5);
     nextSync(key, fast, from, 0, T0 + 1_000);

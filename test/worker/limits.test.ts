@@ -82,6 +82,21 @@ describe("strict limits through the Worker", () => {
     expect(statusesAfter).toEqual([200, 200, 200, 200, 429]);
   });
 
+  it("gives back a fast rule's units when a strict rule denies, though the lease that paid them has ended", async () => {
+    const rules = [
+      { name: "refund-strict", match: { path: "/refund-fast/*" }, limit: 2, period: "1h" },
+      { name: "refund-fast", match: { path: "/refund-fast/*" }, key: "header:x-k", limit: 4, period: "1h", mode: "fast" },
+    ];
+    const from = (ip: string) => get("/refund-fast/x", { "CF-Connecting-IP": ip, "x-k": "shared" });
+    const first = [];
+    for (let i = 0; i < 4; i++) first.push((await send(from("192.0.2.70"), { rules })).status);
+    expect(first).toEqual([200, 200, 429, 429]);
+    // The fast key spent 2, not 4: two more clients get in under it, and a third does not.
+    const others = [];
+    for (const ip of ["192.0.2.71", "192.0.2.72", "192.0.2.73"]) others.push((await send(from(ip), { rules })).status);
+    expect(others).toEqual([200, 200, 429]);
+  });
+
   it("applies a rule only to the methods and paths it matches", async () => {
     const rules = [{ name: "login", match: { path: "/login", methods: ["POST"] }, limit: 1, period: "1m" }];
     const post = () => new Request("http://floodgate.test/login", { method: "POST", headers: { "CF-Connecting-IP": "192.0.2.50" } });
