@@ -10,10 +10,17 @@ export function blockStart(policy: Policy, decision: Decision, now: number): num
   return policy.blockMs !== undefined && !decision.allowed && decision.reason === "limit" ? now + policy.blockMs : undefined;
 }
 
-/** The denial of any request while the key is blocked until `until`: it says when the block ends. */
-export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number): Decision {
+/**
+ * The denial of a request of `cost` while the key is blocked until `until`: it says when the
+ * request can pass, which is when the block ends or, for a block shorter than the wait the
+ * algorithm itself gives, when the key has room for it (a client retrying when the block ended
+ * would be denied again, and blocked again).
+ */
+export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number, cost = 1): Decision {
   const { resetAt } = peek(policy, state, now);
-  return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(resetAt, until), moreAt: until, retryAfter: until - now, reason: "blocked" };
+  const own = decide(policy, state, cost, now).decision;
+  const at = Math.max(until, own.allowed ? now : now + own.retryAfter);
+  return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(resetAt, at), moreAt: at, retryAfter: at - now, reason: "blocked" };
 }
 
 /** One decision of a batch, and when its units were counted, so a refund finds their window. */
@@ -36,12 +43,12 @@ export function decideBatch(
   let state = stored;
   let until = blockedUntil;
   const results = costs.map((cost) => {
-    if (now < until) return { decision: blockedDecision(policy, state, until, now), countedAt: now };
+    if (now < until) return { decision: blockedDecision(policy, state, until, now, cost), countedAt: now };
     const outcome = decide(policy, state, cost, now);
     state = outcome.state;
     const block = blockStart(policy, outcome.decision, now);
     if (block !== undefined) until = block;
-    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
+    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now, cost);
     return { decision, countedAt: countedAt(policy, outcome.state, now) };
   });
   return { state, blockedUntil: until, results };

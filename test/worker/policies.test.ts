@@ -105,6 +105,22 @@ describe("block", () => {
     expect(after).toBe(200);
   });
 
+  it("says, for a block shorter than the window, when the key has room again rather than when the block ends", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0);
+    const rules = [{ name: "block-short", limit: 2, period: "1m", block: "20s" }];
+    const hit = () => send(get("/block-short/x", "192.0.2.173"), { rules });
+    await hit();
+    await hit();
+    const denied = await hit();
+    const wait = Number(denied.headers.get("Retry-After"));
+    expect(wait).toBeGreaterThanOrEqual(60);
+    expect(denied.headers.get("RateLimit")).toBe(`"block-short";r=0;t=${wait}`);
+    vi.setSystemTime(t0 + wait * 1_000);
+    expect((await hit()).status).toBe(200);
+  });
+
   it("keeps the block in the key's object, so every isolate sees it", async () => {
     const rules = [{ name: "block-object", limit: 1, period: "1m", block: "1h" }];
     await statuses(2, () => get("/block-object/x", "192.0.2.171"), { rules });
