@@ -25,6 +25,8 @@ interface Stored {
 interface Row {
   stored?: Stored;
   blockedUntil?: number;
+  /** when that block started, so that a rule whose block was removed or shortened since frees the key by its new terms */
+  blockedSince?: number;
   /** an object written by an earlier version kept its peers here; they move to their own rows */
   peers?: Record<string, Peer>;
 }
@@ -43,6 +45,7 @@ export class RateLimiter extends DurableObject<Env> {
   private alarmAt: number | null = null;
   /** a rule with `block` denied the key: every request is denied until then */
   private blockedUntil = 0;
+  private blockedSince = 0;
   /** the last call booked for a fast-mode isolate (see src/fast/schedule.ts); kept in memory, as a restart only loosens the pacing for a moment */
   private cursor = Number.NEGATIVE_INFINITY;
   /** the strictest policy strict decisions asked under lately, which fast leases are granted under too; in memory, as the next strict request says it again */
@@ -65,6 +68,7 @@ export class RateLimiter extends DurableObject<Env> {
       const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
       this.stored = row?.stored;
       this.blockedUntil = row?.blockedUntil ?? 0;
+      this.blockedSince = row?.blockedSince ?? 0;
       const rows = this.hasTable ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
       const now = Date.now();
       this.peers = indexPeers(livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), now), now);
@@ -84,9 +88,9 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
-    const blockedBefore = this.blockedUntil;
+    const blockedBefore = this.blockEnd(policy);
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy), blockedBefore, costs, now);
-    this.blockedUntil = blockedUntil;
+    if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
     if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
     return results;
   }
@@ -102,13 +106,14 @@ export class RateLimiter extends DurableObject<Env> {
     const recent = this.strictAsked && this.strictAsked.at >= now - PEER_TTL_MS ? [this.strictAsked.policy] : [];
     const under = leasePolicy(policy, request.isolate, this.peers, now, recent);
     const stored = this.stateFor(under);
-    const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
+    const blockedBefore = this.blockEnd(under);
+    const granted = grantLease(under, stored, this.peers, request, now, blockedBefore, this.cursor, policy);
     const { state, lease } = granted;
     if (granted.changed.length === 0) return lease;
     this.cursor = granted.cursor;
     this.writePeers(granted.changed);
-    if (granted.blockedUntil !== this.blockedUntil || (state && state !== stored)) {
-      this.blockedUntil = granted.blockedUntil;
+    if (granted.blockedUntil !== blockedBefore || (state && state !== stored)) {
+      if (granted.blockedUntil !== blockedBefore) this.blocked(granted.blockedUntil, now);
       if (state) this.stored = { policy: under, state };
       this.write();
     }
@@ -169,7 +174,8 @@ export class RateLimiter extends DurableObject<Env> {
   /** The key's standing now, consuming nothing. */
   peek(policy: Policy): Decision {
     const now = Date.now();
-    if (now < this.blockedUntil) return blockedDecision(policy, this.stateFor(policy), this.blockedUntil, now);
+    const blockedUntil = this.blockEnd(policy);
+    if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy), blockedUntil, now);
     return standingWithPins(policy, this.stateFor(policy), this.peers, now);
   }
 
@@ -178,6 +184,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.stored = undefined;
     this.peers = indexPeers();
     this.blockedUntil = 0;
+    this.blockedSince = 0;
     this.alarmAt = null;
     this.hasTable = false;
     // deleteAll leaves the alarm: a forgotten key must not wake its object again.
@@ -211,6 +218,22 @@ export class RateLimiter extends DurableObject<Env> {
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
+  }
+
+  /**
+   * When the key's block ends under `policy`: by the terms it started under, or sooner when the
+   * rule's block was removed or shortened since (an operator's way out of a block too long), so
+   * each Worker version live frees the key by its own rule.
+   */
+  private blockEnd(policy: Policy): number {
+    if (policy.blockMs === undefined) return 0;
+    return this.blockedSince > 0 ? Math.min(this.blockedUntil, this.blockedSince + policy.blockMs) : this.blockedUntil;
+  }
+
+  /** A block starts now, until `until`. */
+  private blocked(until: number, now: number): void {
+    this.blockedUntil = until;
+    this.blockedSince = now;
   }
 
   /** Keeps the strictest policy strict decisions asked under within PEER_TTL_MS, for {@link sync}'s leases. */
@@ -257,7 +280,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.ensureTables();
     const row: Row = {
       ...(this.stored ? { stored: this.stored } : {}),
-      ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}),
+      ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil, blockedSince: this.blockedSince } : {}),
     };
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",

@@ -220,7 +220,11 @@ export function grantLease(
   const untilCall = booking.nextSyncAt - now;
   // The lease must last until the booked call is answered: half an interval is left for the answer.
   const answerMs = sync.horizonMs / 2;
-  const most = fairShare(policy, share, available, untilCall, answerMs);
+  // What the isolate will still hold is its own to share as much as what is free: an isolate alone
+  // at a saturated key, holding more than was left free, was topped up with nothing and then waited
+  // out its booked call (a minute) with the free units unclaimed.
+  const held = Math.max(0, sync.held ?? 0);
+  const most = fairShare(policy, share, available + held, untilCall, answerMs);
   // The spread covers demand that comes in bursts.
   const expected = rate * (untilCall + answerMs);
   const forDemand = Math.ceil(expected + Math.sqrt(expected));
@@ -232,7 +236,6 @@ export function grantLease(
   // What the isolate will still hold is part of what it is given: the grant tops it up, rounded up
   // once. Rounding the share up and what is held down as well left each isolate up to a unit more
   // than it asked for: at 512 isolates and 1×, 0.3–0.4 points of the simulation's under-admission.
-  const held = Math.max(0, sync.held ?? 0);
   const wanted = Math.max(sync.need, Math.ceil(Math.min(most, Math.max(forDemand, slack)) - held));
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);

@@ -86,6 +86,21 @@ describe("RateLimiter", () => {
     expect(allowed(results)).toEqual([true, true, true, false, false, false, false, false, false, false]);
   });
 
+  it("frees a blocked key by the rule's new terms when its block is removed or shortened, across a restart", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const blocking: Policy = { ...window, limit: 1, periodMs: 1_000, blockMs: 3_600_000 };
+    const [removed, shortened] = [limiter("block/removed"), limiter("block/shortened")];
+    for (const stub of [removed, shortened]) expect(allowed(await stub.decide(blocking, [1, 1]))).toEqual([true, false]);
+    await abortAllDurableObjects();
+    vi.setSystemTime(T0 + 5_000);
+    expect(allowed(await limiter("block/removed").decide({ ...blocking, blockMs: undefined }, [1]))).toEqual([true]);
+    expect(allowed(await limiter("block/shortened").decide({ ...blocking, blockMs: 10_000 }, [1]))).toEqual([false]);
+    expect(allowed(await limiter("block/shortened").decide(blocking, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 10_000);
+    expect(allowed(await limiter("block/shortened").decide({ ...blocking, blockMs: 10_000 }, [1]))).toEqual([true]);
+  });
+
   it("rejects an algorithm it does not know and keeps its state", async () => {
     const stub = limiter("switch/c");
     await stub.decide(window, [2]);

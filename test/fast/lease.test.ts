@@ -139,7 +139,8 @@ describe("leases", () => {
 
   it("counts a fraction of a unit its isolate will still hold: a top-up is rounded up once", () => {
     // A key 70 of whose 100 units another isolate holds, shared with two isolates asking 3 a second:
-    // the grant tops up to a fair share of between 2.3 and 2.6 units.
+    // the grant tops up to a fair share of what is free and what it holds, between 2.3 and 2.6 units
+    // and a share of its holding.
     const second = (held: number) => {
       let r = grantLease(window, undefined, indexPeers(), sync({ isolate: "z", need: 70 }), T0);
       for (const isolate of ["b", "c"]) r = grantLease(window, r.state, r.peers, sync({ isolate, demand: 3, elapsedMs: 1_000, need: 0 }), T0);
@@ -148,7 +149,8 @@ describe("leases", () => {
     };
     expect(second(0)).toBe(3);
     expect(second(0.3)).toBe(3);
-    expect(second(0.6)).toBe(2);
+    // Floored, 0.9 would count as nothing and the grant would be 3 again.
+    expect(second(0.9)).toBe(2);
   });
 
   it("renews the leases an isolate holds when it tops them up: they end with the new one", () => {
@@ -297,6 +299,15 @@ describe("leases at scale", () => {
     const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);
     expect(lease.saturated).toBe(true);
     expect(lease.units).toBe(0);
+  });
+});
+
+describe("leases at a key near its limit", () => {
+  it("tops up an isolate that holds more than the free units from all of them when no other isolate wants them", () => {
+    const slow: Policy = { ...window, limit: 300, periodMs: 3_600_000 };
+    const first = grantLease(slow, undefined, indexPeers(), sync({ need: 275 }), T0);
+    const { lease } = grantLease(slow, first.state, first.peers, sync({ seq: 2, demand: 80, elapsedMs: 300, need: 0, held: 77 }), T0 + 300);
+    expect(lease.units).toBe(25);
   });
 });
 

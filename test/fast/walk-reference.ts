@@ -79,7 +79,8 @@ export function grantLease(
   const share = totalRate > 0 ? rate / totalRate : 1 / active;
   const untilCall = booking.nextSyncAt - now;
   const answerMs = sync.horizonMs / 2;
-  const most = fairShare(policy, share, available, untilCall, answerMs);
+  const held = Math.max(0, Math.floor(sync.held ?? 0));
+  const most = fairShare(policy, share, available + held, untilCall, answerMs);
   const expected = rate * (untilCall + answerMs);
   const forDemand = Math.ceil(expected + Math.sqrt(expected));
   // A key far from its limit can spare more than the recent demand: a sixteenth of an even share
@@ -87,7 +88,6 @@ export function grantLease(
   // is at most a few times that demand (or need): at a cold start the first isolates see few others,
   // and a sixteenth of the whole limit each would sit pinned, unspent, while the rest arrive.
   const slack = Math.min(Math.floor(available / (16 * active)), SLACK_PER_DEMAND * Math.max(forDemand, sync.need));
-  const held = Math.max(0, Math.floor(sync.held ?? 0));
   const wanted = Math.max(sync.need, Math.min(Math.ceil(most), Math.max(forDemand, slack)) - held);
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
