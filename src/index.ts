@@ -1,6 +1,6 @@
 /** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
 import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
-import { loadSettings, type Settings } from "./config";
+import { denyListOnly, loadSettings, type Settings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
@@ -42,17 +42,20 @@ export default {
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
   const admin = url.pathname.startsWith(ADMIN_PREFIX);
+  const ip = request.headers.get("CF-Connecting-IP");
   let settings: Settings;
   try {
     settings = loadSettings(env);
   } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // DENY_IPS comes before anything else, an invalid configuration elsewhere included.
+    if (refused(ip, { allow: null, deny: denyListOnly(env) })) return refusal(ip, typeof env.ANALYTICS_HASH_KEY === "string" && env.ANALYTICS_HASH_KEY !== "" ? env.ANALYTICS_HASH_KEY : undefined, (promise) => ctx.waitUntil(promise));
     // An invalid configuration is the admin's to read once signed in; to anyone else the admin API answers as ever.
-    if (admin && error instanceof ConfigError) return handleAdmin(request, env, () => { throw error; });
+    if (admin) return handleAdmin(request, env, () => { throw error; });
     throw error;
   }
   setCapacity(settings.fastMaxKeys);
   // DENY_IPS comes before anything else, the admin API included.
-  const ip = request.headers.get("CF-Connecting-IP");
   if (refused(ip, settings.ips)) return refusal(ip, settings.hashKey, (promise) => ctx.waitUntil(promise));
   if (admin) return handleAdmin(request, env, () => settings);
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));

@@ -110,6 +110,19 @@ function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: st
 }
 
 /** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
+/**
+ * `DENY_IPS` alone, for when the rest of the configuration is invalid: an address it lists is still
+ * refused before anything else. Null when it lists none, or is itself invalid (then the
+ * configuration error is what every request gets).
+ */
+export function denyListOnly(env: Env): IpList | null {
+  try {
+    return parseIpVar(env.DENY_IPS, "DENY_IPS");
+  } catch {
+    return null;
+  }
+}
+
 function parseIpVar(raw: unknown, name: "ALLOW_IPS" | "DENY_IPS"): IpList | null {
   if (raw === undefined || (typeof raw === "string" && raw.trim() === "")) return null;
   return parseIpList(raw as string, { field: name });

@@ -1,6 +1,7 @@
 /** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
 import type { Cost, KeyPart, Rule } from "../config/types";
 import { ipKey } from "./ip";
+import { hostKey } from "./match";
 
 /**
  * What a key part becomes when the request lacks it. Real values always have `#` escaped, so
@@ -68,7 +69,7 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
     case "method":
       return request.method.toUpperCase();
     case "host":
-      return url().host.toLowerCase();
+      return hostKey(url().host);
     case "global":
       return "global";
   }

@@ -81,6 +81,14 @@ function compiledMatch(rule: Rule): CompiledMatch {
   return match;
 }
 
+/**
+ * The host a `host` key part counts: lower-cased, without a port or a trailing dot, so that
+ * `API.example.com.` and `api.example.com:443`, one host to any origin, share one quota.
+ */
+export function hostKey(host: string): string {
+  return stripPort(normalizeHost(host));
+}
+
 function normalizeHost(host: string): string {
   const lower = host.toLowerCase();
   const name = stripPort(lower);

@@ -152,6 +152,13 @@ describe("IP lists", () => {
     expect(await originLog("ips-deny")).toEqual([]);
   });
 
+  it("refuses a DENY_IPS address even while the rules are invalid, the admin API included", async () => {
+    const broken = { rules: [{ name: "x", limit: 1, period: "ten" }], DENY_IPS: "203.0.113.0/24", ADMIN_TOKEN: "t" };
+    expect((await send(get("/ips-broken/x", "203.0.113.9"), broken)).status).toBe(403);
+    expect((await send(get("/__floodgate/rules", "203.0.113.9", { authorization: "Bearer t" }), broken)).status).toBe(403);
+    expect((await send(get("/ips-broken/x", "198.51.100.9"), broken)).status).toBe(500);
+  });
+
   it("counts and logs each DENY_IPS refusal as a denial, the address only as its hash", async () => {
     const lines: Record<string, unknown>[] = [];
     vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
