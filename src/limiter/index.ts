@@ -103,8 +103,7 @@ async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decisi
   const { rule, objectName, cost } = ask;
   const now = Date.now();
   const seen = capacityViews.get(objectName);
-  // A block's wait counts down; a period's is a period whenever it is read.
-  if (seen && now - seen.at < CAPACITY_VIEW_MS) return seen.decision.reason === "blocked" ? { ...seen.decision, retryAfter: Math.max(1, seen.decision.retryAfter - (now - seen.at)) } : seen.decision;
+  if (seen && now - seen.at < CAPACITY_VIEW_MS) return asOf(seen.decision, seen.at, now);
   const known = await readStanding(ask, context);
   if (!known) return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
   const decision: Decision = known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
@@ -120,6 +119,15 @@ async function readStanding({ rule, objectName }: Ask, context: LimiterContext):
     countError("peek")(error);
     return undefined;
   }
+}
+
+/**
+ * Figures read at `at`, as they stand at `now`: a block's wait counts down (a period's is a period
+ * whenever it is read), and times already past are now.
+ */
+function asOf(decision: Decision, at: number, now: number): Decision {
+  const retryAfter = decision.reason === "blocked" ? Math.max(1, decision.retryAfter - (now - at)) : decision.retryAfter;
+  return { ...decision, resetAt: Math.max(now, decision.resetAt), moreAt: Math.max(now, decision.moreAt), retryAfter };
 }
 
 /**

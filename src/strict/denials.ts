@@ -37,8 +37,10 @@ export class DenialCache {
       return undefined;
     }
     if (cost < denial.cost) return undefined;
+    // The object's figures at its denial: units may have come back since, which only the object can tell.
+    // A costlier request than the one denied waits at least as long; how much longer, only the object can tell too.
     const moreAt = Math.max(now, denial.decision.moreAt);
-    return { ...denial.decision, remaining: 0, moreAt, retryAfter: denial.until - now, reason: "cache" };
+    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: denial.until - now, reason: "cache" };
   }
 
   /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */

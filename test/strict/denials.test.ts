@@ -35,6 +35,12 @@ describe("DenialCache", () => {
     expect(cache.lookup("r/k", 4, T0)).toBeUndefined();
   });
 
+  it("says the units the object had left at its denial, not none: a costlier request was refused with some left", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0);
+    expect(cache.lookup("r/k", 3, T0 + 100)).toMatchObject({ allowed: false, remaining: 1, reason: "cache" });
+  });
+
   it("does not remember a cost over the capacity, an error, or an admission", () => {
     const cache = new DenialCache();
     cache.remember("r/a", 50, denied(60_000, "cost-exceeds-capacity"), T0);
