@@ -12,7 +12,8 @@ export const MAX_SLOTS = 1_000;
 export const RETRY_HINT_MS = 1_000;
 
 /**
- * Decides one request of `cost` slots at `now` (epoch ms). `policy.periodMs` is the slot TTL: a
+ * Decides one request of `cost` slots at `now` (epoch ms). `policy.periodMs` is the slot TTL (or
+ * the stored state's, while it holds slots and its TTL is longer: see {@link withLongestTtl}): a
  * slot taken at t is held until it is given back ({@link adjustConcurrency} with negative units at
  * t) or until t + periodMs, whichever comes first, so an isolate that vanished with slots leaks them
  * for one TTL at most. The request is admitted if the live slots and it come to at most `limit`.
@@ -25,7 +26,8 @@ export const RETRY_HINT_MS = 1_000;
  * @example
  * const { decision, state } = concurrency({ algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 }, undefined, 1, Date.now());
  */
-export function concurrency(policy: Policy, stored: ConcurrencyState | undefined, cost: number, now: number): Outcome<ConcurrencyState> {
+export function concurrency(asked: Policy, stored: ConcurrencyState | undefined, cost: number, now: number): Outcome<ConcurrencyState> {
+  const policy = withLongestTtl(asked, stored);
   const at = Math.max(now, newest(stored?.slots));
   const state = live(policy.periodMs, stored, at);
   const used = state.used;
@@ -51,12 +53,13 @@ export function concurrency(policy: Policy, stored: ConcurrencyState | undefined
  * slot and `now` (clock skew) is taken as the later of the two.
  */
 export function adjustConcurrency(
-  policy: Policy,
+  asked: Policy,
   stored: ConcurrencyState | undefined,
   units: number,
   at: number,
   now: number,
 ): ConcurrencyState {
+  const policy = withLongestTtl(asked, stored);
   const latest = Math.max(now, newest(stored?.slots));
   const state = live(policy.periodMs, stored, latest);
   const when = Math.min(at, latest);
@@ -83,12 +86,13 @@ export function adjustConcurrency(
  * the later of the two, as in {@link adjustConcurrency}.
  */
 export function renewConcurrency(
-  policy: Policy,
+  asked: Policy,
   stored: ConcurrencyState | undefined,
   units: number,
   at: number,
   now: number,
 ): { state: ConcurrencyState; renewedAt: number } | undefined {
+  const policy = withLongestTtl(asked, stored);
   const latest = Math.max(now, newest(stored?.slots));
   const state = live(policy.periodMs, stored, latest);
   const left = [...state.slots];
@@ -108,7 +112,18 @@ export function countedAtConcurrency(state: ConcurrencyState, now: number): numb
   return Math.max(now, newest(state.slots));
 }
 
-/** The state without the slots expired at `at`: the stored state itself when none did. A state of another TTL is pruned by the new one. */
+/**
+ * The policy with the slot TTL its slots are held for: the longer of its own and the stored
+ * state's while any slot is held. Two Worker versions live with different `slotTtl`s then both
+ * count the other's slots as long as the longer says, and the shorter one takes over once the key
+ * has none in flight; pruned by the shorter, the slots of the other's requests still in flight
+ * were dropped, and the other version admitted past its limit.
+ */
+function withLongestTtl(policy: Policy, stored: ConcurrencyState | undefined): Policy {
+  return stored !== undefined && stored.slots.length > 0 && stored.periodMs > policy.periodMs ? { ...policy, periodMs: stored.periodMs } : policy;
+}
+
+/** The state without the slots expired at `at`: the stored state itself when none did. A state of a longer TTL is pruned by it (see {@link withLongestTtl}). */
 function live(periodMs: number, stored: ConcurrencyState | undefined, at: number): ConcurrencyState {
   if (stored === undefined) return concurrencyState(periodMs, [], 0);
   const { slots } = stored;

@@ -78,6 +78,16 @@ describe("concurrency", () => {
     expect(renewConcurrency(p, undefined, 1, T0, T0 + 10)).toBeUndefined();
   });
 
+  it("holds slots taken under a longer slotTtl for that long, and takes the shorter one once none is held", () => {
+    const [long, short] = [policy(1, 60_000), policy(1, 5_000)];
+    const { state } = run(long, [T0]);
+    expect(decide(short, state, 1, T0 + 10_000).decision.allowed).toBe(false);
+    const freed = release(short, state, 1, T0, T0 + 10_000);
+    const next = decide(short, freed, 1, T0 + 11_000).state;
+    expect(decide(short, next, 1, T0 + 15_999).decision.allowed).toBe(false);
+    expect(decide(short, next, 1, T0 + 16_000).decision.allowed).toBe(true);
+  });
+
   it("never changes a state another decision already made from it", () => {
     const p = policy(4, 60_000);
     const { state } = run(p, [T0, T0 + 1]);
