@@ -6,7 +6,7 @@ import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/pro
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
-import { durableObjectName } from "../routing/key";
+import { canonicalKey, durableObjectName } from "../routing/key";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
@@ -42,11 +42,13 @@ export async function handleAdmin(request: Request, env: Env, settingsOf: () => 
 /** `?rule=<name>&key=<key>`: peeks at (GET) or resets (DELETE) one key's object. */
 async function state(method: string, url: URL, env: Env, settings: Settings): Promise<Response> {
   const ruleName = url.searchParams.get("rule");
-  const key = url.searchParams.get("key");
+  const typed = url.searchParams.get("key");
   // floodgate never builds an empty key (a missing part is "#none"): an empty one is a mistake, not a key to reset.
-  if (!ruleName || !key) throw invalidRequest("state needs ?rule=<name>&key=<key>, neither empty");
+  if (!ruleName || !typed) throw invalidRequest("state needs ?rule=<name>&key=<key>, neither empty");
   const rule = settings.rules.find((r) => r.name === ruleName);
   if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
+  // A client's address as typed is the key its requests are counted under: the answer names that key.
+  const key = canonicalKey(rule, typed);
   const objectName = await durableObjectName(rule.name, key);
   if (method === "DELETE") {
     await forget(env.LIMITER, objectName);

@@ -52,6 +52,31 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   return key;
 }
 
+/**
+ * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
+ * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
+ * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part lower-cased without port or trailing dot, a
+ * `method` upper-cased. A key whose parts do not line up with the rule's is left as it is.
+ */
+export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix">, key: string): string {
+  const values = key.split("|");
+  if (values.length !== rule.key.length) return key;
+  return values
+    .map((value, i) => {
+      switch (rule.key[i]!.source) {
+        case "ip":
+          return ipKey(value, rule.ipv6Prefix) ?? value;
+        case "host":
+          return value === MISSING_PART ? value : hostKey(value);
+        case "method":
+          return value.toUpperCase();
+        default:
+          return value;
+      }
+    })
+    .join("|");
+}
+
 function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: number): string | null {
   switch (part.source) {
     case "ip": {

@@ -73,6 +73,15 @@ describe("admin API", () => {
     expect((await hit("192.0.2.71")).status).toBe(200);
   });
 
+  it("reads and resets a client's key from its address as typed, grouped as the rule groups it", async () => {
+    await hit("2001:db8:abcd:12ff::1");
+    const typed = (await (await admin(`state?rule=adm-window&key=${encodeURIComponent("2001:DB8:abcd:12ff::9")}`)).json()) as { key: string; state: { remaining: number } };
+    expect(typed).toMatchObject({ key: "2001:db8:abcd:1200::/56", state: { remaining: 2 } });
+    await hit("192.0.2.73");
+    const mapped = (await (await admin(`state?rule=adm-window&key=${encodeURIComponent("::ffff:192.0.2.73")}`)).json()) as { key: string; state: { remaining: number } };
+    expect(mapped).toMatchObject({ key: "192.0.2.73", state: { remaining: 2 } });
+  });
+
   it("answers 400 to a state call without rule and key, or with either empty, and 404 to an unknown rule", async () => {
     expect((await admin("state?rule=adm-window")).status).toBe(400);
     expect((await admin("state?rule=adm-window&key=")).status).toBe(400);
