@@ -15,7 +15,7 @@ section, form.card { background: #fff; border: 1px solid #d9dee3; border-radius:
 [hidden] { display: none !important; }
 label { font-weight: 600; margin-right: 6px; }
 input, select, button { font: inherit; padding: 5px 9px; border: 1px solid #b8c1ca; border-radius: 5px; background: #fff; }
-input { min-width: 18em; }
+input { width: min(18em, 100%); box-sizing: border-box; }
 button { cursor: pointer; background: #e9edf1; }
 button.primary { background: #1f5fae; border-color: #1f5fae; color: #fff; }
 button.danger { background: #b3261e; border-color: #b3261e; color: #fff; }

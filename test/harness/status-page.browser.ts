@@ -139,6 +139,17 @@ describe("the status page in Chromium", () => {
     await page.screenshot({ path: join(OUTPUT, "status-page.png"), fullPage: true });
   });
 
+  it("fits a 320 px screen: nothing wider than it but the chart and the tables, which scroll in their own boxes", async () => {
+    await page.setViewport({ width: 320, height: 640 });
+    const overflow = await page.evaluate(() => {
+      const document = (globalThis as unknown as PageWindow).document as unknown as { documentElement: { scrollWidth: number; clientWidth: number } };
+      return document.documentElement.scrollWidth - document.documentElement.clientWidth;
+    });
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: join(OUTPUT, "status-page-320.png"), fullPage: true });
+    await page.setViewport({ width: 1100, height: 900 });
+  });
+
   it("kept the token out of every URL, sent it on every API call, and broke no policy", async () => {
     expect(requests.length).toBeGreaterThan(4);
     for (const { url } of requests) expect(url).not.toContain(TOKEN);
