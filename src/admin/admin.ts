@@ -30,7 +30,7 @@ export async function handleAdmin(request: Request, env: Env, settingsOf: () => 
     case "GET rules":
       return Response.json({ rules: settings.rules.map(describeRule) });
     case "GET metrics":
-      return new Response(metrics.render(), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
+      return new Response(metrics.render(settings.rules), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
     case "GET state":
     case "DELETE state":
       return state(request.method, url, env, settings);

@@ -28,16 +28,18 @@ export class Log {
   constructor(private readonly write: (line: Record<string, unknown>) => void = writeLine) {}
 
   event(event: string, fields: Record<string, unknown>, now: number): void {
-    this.admit(event, now)?.(fields);
+    // Each kind of error has its own lines: a flood of origin failures must not hide the Durable Object's.
+    this.admit(event, now, event === "error" && typeof fields.kind === "string" ? `error:${fields.kind}` : event)?.(fields);
   }
 
   /**
    * A writer for one line of this kind, or undefined (and the line counted as dropped) when the
-   * kind has used up its lines: for a line whose fields take work to make, such as a key's hash.
+   * kind (`allowanceOf`, the event unless told) has used up its lines: for a line whose fields take
+   * work to make, such as a key's hash.
    */
-  admit(event: string, now: number): ((fields: Record<string, unknown>) => void) | undefined {
-    let kind = this.kinds.get(event);
-    if (!kind) this.kinds.set(event, (kind = { allowance: undefined, dropped: 0 }));
+  admit(event: string, now: number, allowanceOf = event): ((fields: Record<string, unknown>) => void) | undefined {
+    let kind = this.kinds.get(allowanceOf);
+    if (!kind) this.kinds.set(allowanceOf, (kind = { allowance: undefined, dropped: 0 }));
     const { decision, state } = decide(allowance, kind.allowance, 1, now);
     kind.allowance = state;
     if (!decision.allowed) {

@@ -77,12 +77,23 @@ export class Metrics {
     return this.values.get(name)?.get(renderLabels(labels)) ?? 0;
   }
 
-  /** Every counter, with HELP and TYPE lines, as Prometheus scrapes it. */
-  render(): string {
+  /**
+   * Every counter, with HELP and TYPE lines, as Prometheus scrapes it. A counter without labels,
+   * and each of `rules`' decision series, is there from the start at 0, so that a rate or an alert
+   * over it has a series before the first event.
+   */
+  render(rules: readonly Pick<Rule, "name" | "dryRun">[] = []): string {
     const lines: string[] = [];
+    const zeros: Partial<Record<CounterName, Labels[]>> = {
+      floodgate_decisions_total: rules.flatMap((r) => ["allowed", "denied", ...(r.dryRun ? ["dry_run_denied"] : [])].map((decision) => ({ rule: r.name, decision }))),
+      floodgate_ip_refusals_total: [{}],
+      floodgate_key_evictions_total: [{}],
+    };
     for (const [name, help] of Object.entries(COUNTERS) as [CounterName, string][]) {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-      for (const [labels, value] of this.values.get(name) ?? []) lines.push(`${name}${labels} ${value}`);
+      const series = new Map(this.values.get(name) ?? []);
+      for (const labels of zeros[name] ?? []) if (!series.has(renderLabels(labels))) series.set(renderLabels(labels), 0);
+      for (const [labels, value] of series) lines.push(`${name}${labels} ${value}`);
     }
     for (const [name, help] of Object.entries(HISTOGRAMS) as [HistogramName, string][]) {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);

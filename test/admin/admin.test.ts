@@ -116,6 +116,13 @@ describe("admin API", () => {
     for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{[^}]*\})? -?\d+(\.\d+)?(e[+-]?\d+)?)$/);
   });
 
+  it("exports every rule's decision series and the counters without labels from the start, at 0", async () => {
+    const text = await (await admin("metrics")).text();
+    expect(text).toMatch(/^floodgate_decisions_total\{decision="denied",rule="adm-bucket"\} \d+$/m);
+    expect(text).toMatch(/^floodgate_ip_refusals_total \d+$/m);
+    expect(text).toMatch(/^floodgate_key_evictions_total \d+$/m);
+  });
+
   it("answers 404 to an unknown admin path", async () => {
     expect((await admin("unknown")).status).toBe(404);
   });

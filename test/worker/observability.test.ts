@@ -100,6 +100,21 @@ describe("structured logs", () => {
     ]);
   });
 
+  it("gives each kind of error its own lines: a flood of origin failures leaves room for a configuration error", async () => {
+    const t0 = Date.now() + 7_200_000;
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(t0);
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const down = { rules: [{ name: "log-kinds", limit: 100, period: "1m" }], ORIGIN_URL: "http://127.0.0.1:1" };
+    for (let i = 0; i < 15; i++) await send(get("/log-kinds/x", "192.0.2.188"), down);
+    await send(get("/log-kinds/x", "192.0.2.188"), { rules: [{ name: "log-kinds-bad", limit: 5, period: "ten" }] });
+    vi.useRealTimers();
+
+    expect(lines.filter((l) => l.kind === "origin")).toHaveLength(10);
+    expect(lines.filter((l) => l.kind === "config")).toHaveLength(1);
+  });
+
   it("writes at most 10 lines a second per kind under a flood, and says how many it left out", async () => {
     // Ahead of the real clock, so the lines other tests wrote in this isolate are long refilled.
     const t0 = Date.now() + 3_600_000;
