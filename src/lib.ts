@@ -74,7 +74,7 @@ export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter
     },
     async peek(key) {
       const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));
-      return limitResult(parsed, await peekKey(namespace, parsed, name));
+      return limitResult(parsed, await peekKey({ namespace }, parsed, name));
     },
     async reset(key) {
       await forget(namespace, await durableObjectName(parsed.name, checkKey(key, where("reset"))));

@@ -66,7 +66,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.resolve(options, "peek");
-    return limitResult(rule, await peekKey(this.env.LIMITER, rule, await durableObjectName(rule.name, key)));
+    return limitResult(rule, await peekKey(this.context(), rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */

@@ -129,6 +129,25 @@ export function peekFast(rule: Rule, objectName: string, now: number): Decision 
 }
 
 /**
+ * {@link peekFast}, having first told the object what this isolate still holds for the key when
+ * that stands between the isolate and a true answer: an ended lease, whose units the object counts
+ * as taken until they are reported (a peek just after a fixed window turned said the key was
+ * denied for the whole window, where a `limit`, which syncs first, was admitted). The sync is the
+ * one call the peek makes; when it fails, undefined: the object's own standing answers.
+ */
+export async function peekFastReported(context: FastContext, rule: Rule, objectName: string): Promise<Decision | undefined> {
+  const local = peekFast(rule, objectName, Date.now());
+  const entry = table.peek(objectName);
+  if (local || !entry || (entry.key.reports.length === 0 && entry.key.outbox === null)) return local;
+  try {
+    await withTimeout(sync(context, entry, 0), rule.timeoutMs);
+  } catch {
+    return undefined;
+  }
+  return peekFast(rule, objectName, Date.now());
+}
+
+/**
  * The denial of a cost the rule can never admit, as this isolate knows the key (the object's last
  * word and the lease); undefined when it tracks no such key. Tracking starts with a request that
  * could be admitted: such requests say nothing of the key's demand.

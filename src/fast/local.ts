@@ -522,9 +522,25 @@ function record(spent: Spent[], slot: number, units: number): void {
   else spent.push({ at: slot, units });
 }
 
+/**
+ * The object's last word as it stands at `now`. A fixed window's count is gone once its window has
+ * ended: until the next sync says how the new window stands, the key is as this isolate has used it
+ * there (what it spent and holds; its peers' use it learns then), back to full at the window's end.
+ */
+function lastWord(key: LocalKey, rule: Rule, now: number): Decision | null {
+  const global = key.standing;
+  const window = slotOf(rule, now);
+  if (global === null || rule.algorithm !== "fixed-window" || slotOf(rule, key.lastSyncAt) >= window) return global;
+  const inWindow = (spent: readonly Spent[]) => spent.reduce((sum, s) => sum + (s.at === window ? s.units : 0), 0);
+  const used = key.lots.reduce((sum, lot) => sum + inWindow(lot.spent), 0) + key.reports.reduce((sum, r) => sum + inWindow(r.spent), 0);
+  const held = leaseLeft(key);
+  const full = used === 0 ? now : window + rule.periodMs;
+  return { allowed: true, limit: rule.limit, remaining: Math.max(0, rule.limit - used - held), resetAt: full, moreAt: full, retryAfter: 0 };
+}
+
 /** A decision in the shared shape, from the lease left and the object's last word; a denial holds until `until`. */
 function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache" | "cost-exceeds-capacity", until = now): Decision {
-  const global = key.standing;
+  const global = lastWord(key, rule, now);
   const decision: Decision = {
     allowed,
     limit: rule.limit,

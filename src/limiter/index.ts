@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
-import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFast, refundFast, shareOf, type FastContext } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey } from "./new-keys";
 import { ALONE } from "./local-share";
@@ -195,11 +195,14 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
 
 /**
  * The key's standing as a one-unit request would find it now, consuming nothing: for a fast key,
- * what this isolate would answer from its lease or its denial (a `limit` now would get that); the
- * object's standing otherwise. What `peek` answers, on the binding and the library.
+ * what this isolate would answer from its lease or its denial (a `limit` now would get that), once
+ * it has reported an ended lease the object still counts; the object's standing otherwise. What
+ * `peek` answers, on the binding and the library. A peek needs no `waitUntil`: it awaits its sync.
  */
-export async function peekKey(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
-  return (rule.mode === "fast" ? peekFast(rule, objectName, Date.now()) : undefined) ?? standing(namespace, rule, objectName);
+export async function peekKey(context: LimiterContext, rule: Rule, objectName: string): Promise<Decision> {
+  const { namespace, waitUntil, location, continent } = context;
+  const fast: FastContext = { namespace, waitUntil: waitUntil ?? (() => undefined), ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };
+  return (rule.mode === "fast" ? await peekFastReported(fast, rule, objectName) : undefined) ?? standing(namespace, rule, objectName);
 }
 
 /** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */

@@ -1,12 +1,13 @@
 // The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { createGate, limiter } from "../../src/lib";
 import { relayName } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
 import { isRelay, originLog } from "../helpers/worker";
+import { frozenStart } from "../helpers/clock";
 
 const namespace = (env as unknown as Env).LIMITER;
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
@@ -168,6 +169,22 @@ describe("limiter", () => {
     const peeked = await api.peek("k");
     expect(peeked).toMatchObject({ success: true, retryAfter: 0 });
     expect((await api.limit("k", { ctx: createExecutionContext() })).success).toBe(true);
+  });
+
+  it("peeks a fast fixed-window key as admitted in a new window, though this isolate's ended lease from the last one is unreported", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0 + 20_000);
+    const api = limiter(namespace, { name: "lib-fast-peek-fw", algorithm: "fixed-window", limit: 5, period: "30s", mode: "fast" });
+    const ctx = createExecutionContext();
+    expect((await api.limit("k", { ctx, cost: 2 })).success).toBe(true);
+    await waitOnExecutionContext(ctx);
+    vi.setSystemTime(t0 + 30_700);
+    const peeked = await api.peek("k");
+    const limited = await api.limit("k", { ctx: createExecutionContext() });
+    vi.useRealTimers();
+    expect(limited).toMatchObject({ success: true, remaining: 4 });
+    expect(peeked).toMatchObject({ success: true, retryAfter: 0 });
   });
 
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
