@@ -101,7 +101,8 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     for (let attempt = 0; attempt < 2; attempt++) {
       await withTimeout(sync(context, entry, cost), rule.timeoutMs);
       const decided = fromLease(entry.key, rule, cost, Date.now());
-      if (decided) return decided.allowed ? decided : { ...decided, reason: "limit" };
+      // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
+      if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
     }
   } finally {
     entry.waiting -= cost;

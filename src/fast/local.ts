@@ -549,7 +549,8 @@ function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reas
     // What the object last said; once that has passed, this isolate cannot tell and says "now".
     moreAt: Math.max(global?.moreAt ?? now, now),
     retryAfter: allowed ? 0 : Math.max(1, until - now),
-    reason,
+    // A denial from the cache while the object's block holds says so, as the object's own would.
+    reason: reason === "cache" && global?.reason === "blocked" && now < key.blockedUntil ? "blocked" : reason,
   };
   return decision;
 }

@@ -131,13 +131,16 @@ describe("block", () => {
     expect(standing.retryAfter).toBeGreaterThan(3_500_000);
   });
 
-  it("blocks a fast key in the isolate once its object has denied it", async () => {
+  it("blocks a fast key in the isolate once its object has denied it, each denial logged as blocked", async () => {
+    const decisions: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void decisions.push(JSON.parse(line) as Record<string, unknown>));
     const rules = [{ name: "block-fast", limit: 3, period: "1m", mode: "fast", block: "5m" }];
     const got = [];
     for (let i = 0; i < 6; i++) got.push(await send(get("/block-fast/x", "192.0.2.172"), { rules }));
 
     expect(got.map((r) => r.status)).toEqual([200, 200, 200, 429, 429, 429]);
     expect(Number(got[5]!.headers.get("Retry-After"))).toBeGreaterThan(290);
+    expect(decisions.filter((d) => d.rule === "block-fast").map((d) => d.reason)).toEqual(["blocked", "blocked", "blocked"]);
   });
 });
 
