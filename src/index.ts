@@ -58,9 +58,12 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   // DENY_IPS comes before anything else, the admin API included.
   if (refused(ip, settings.ips)) return refusal(ip, settings.hashKey, (promise) => ctx.waitUntil(promise));
   if (admin) return handleAdmin(request, env, () => settings);
+  const { origin } = settings;
+  // Only the proxy needs an origin: the service binding and the admin API work without one.
+  if (origin instanceof ConfigError) throw origin;
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
-  const send = () => (settings.origin.demo ? demoOrigin(request) : forward(request, url, settings.origin.url));
+  const send = () => (origin.demo ? demoOrigin(request) : forward(request, url, origin.url));
   // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
   const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {
     if (error instanceof HttpProblem) return error.toResponse();

@@ -9,7 +9,11 @@ import { parseConfig } from "./rules";
 import type { Config } from "./types";
 
 export interface Settings extends Config {
-  origin: Origin;
+  /**
+   * `ORIGIN_URL`, or the error that names what is wrong with it: only the proxy forwards, so the
+   * service binding and the admin API work without one (the proxy answers the error's 500)
+   */
+  origin: Origin | ConfigError;
   /** fast-mode keys tracked per isolate; undefined for the default */
   fastMaxKeys: number | undefined;
   /** the rate-limit header forms responses carry, from `RATE_LIMIT_HEADERS` and `LEGACY_HEADERS` */
@@ -55,7 +59,7 @@ function parse(env: Env): Settings | ConfigError {
   try {
     return {
       ...parseConfig(env.RATE_LIMIT_RULES),
-      origin: parseOrigin(env.ORIGIN_URL),
+      origin: originOrError(env.ORIGIN_URL),
       fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
       headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseLegacy(env.LEGACY_HEADERS) },
       ips: { allow: parseIpVar(env.ALLOW_IPS, "ALLOW_IPS"), deny: parseIpVar(env.DENY_IPS, "DENY_IPS") },
@@ -110,6 +114,15 @@ function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: st
 }
 
 /** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
+function originOrError(raw: unknown): Origin | ConfigError {
+  try {
+    return parseOrigin(raw);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+}
+
 /**
  * `DENY_IPS` alone, for when the rest of the configuration is invalid: an address it lists is still
  * refused before anything else. Null when it lists none, or is itself invalid (then the

@@ -59,6 +59,11 @@ export default {
         const { allowed } = await env.FLOODGATE.check(new Request(upload, { body: null }));
         return Response.json({ allowed, body: await upload.text() });
       }
+      case "/no-origin": {
+        const results = [await env.NO_ORIGIN.limit({ key: "k" }), await env.NO_ORIGIN.limit({ key: "k" }), await env.NO_ORIGIN.limit({ key: "k" })];
+        const proxied = await env.NO_ORIGIN_PROXY.fetch("https://api.example.com/x", { headers: { "CF-Connecting-IP": "198.51.100.64" } });
+        return Response.json({ successes: results.map((r) => r.success), proxyStatus: proxied.status, proxyDetail: (await proxied.json()).detail });
+      }
       case "/peek":
         return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
       case "/reset":
@@ -101,6 +106,8 @@ beforeAll(async () => {
           FLOODGATE: { name: "floodgate", entrypoint: "Floodgate", props: { rule: "login" } },
           UNNAMED: { name: "floodgate", entrypoint: "Floodgate" },
           BROKEN: { name: "floodgate-broken", entrypoint: "Floodgate" },
+          NO_ORIGIN: { name: "floodgate-no-origin", entrypoint: "Floodgate" },
+          NO_ORIGIN_PROXY: { name: "floodgate-no-origin" },
         },
       },
       {
@@ -109,6 +116,14 @@ beforeAll(async () => {
         scriptPath: bundle.path,
         compatibilityDate: "2026-04-20",
         bindings: { RATE_LIMIT_RULES: JSON.stringify(RULES), ORIGIN_URL: `http://127.0.0.1:${origin.port}`, ADMIN_TOKEN: ADMIN },
+        durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
+      },
+      {
+        name: "floodgate-no-origin",
+        modules: true,
+        scriptPath: bundle.path,
+        compatibilityDate: "2026-04-20",
+        bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "only", limit: 2, period: "1h" }]) },
         durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
       },
       {
@@ -216,6 +231,13 @@ describe("the Floodgate service binding", () => {
 
   it("checks a copy without the body, as the README shows, leaving the caller its request's body to read", async () => {
     expect(await call("/check-body?ip=198.51.100.63")).toEqual({ allowed: true, body: "payload" });
+  });
+
+  it("works without ORIGIN_URL, which only the proxy needs: the proxy answers the 500 naming it", async () => {
+    const outcome = await call<{ successes: boolean[]; proxyStatus: number; proxyDetail: string }>("/no-origin");
+    expect(outcome.successes).toEqual([true, true, false]);
+    expect(outcome.proxyStatus).toBe(500);
+    expect(outcome.proxyDetail).toMatch(/^ORIGIN_URL: not set/);
   });
 
   it("peeks without consuming and resets a key", async () => {
