@@ -15,8 +15,12 @@ export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
 export type { Floodgate, LimitOptions, KeyOptions } from "./binding/floodgate";
 
-/** The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`). */
-export type RateLimiterNamespace = Env["LIMITER"];
+/**
+ * The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`):
+ * typed with the class (as `wrangler types` writes it) or without it (`DurableObjectNamespace`, as
+ * a hand-written Env often has it).
+ */
+export type RateLimiterNamespace = Env["LIMITER"] | DurableObjectNamespace;
 
 /** The per-call options of {@link Limiter.limit}. */
 export interface LimitCallOptions {
@@ -57,8 +61,8 @@ export interface Limiter {
  * const api = limiter(env.LIMITER, { name: "api", limit: 100, period: "1m" });
  * const { success, retryAfter } = await api.limit(userId, { ctx });
  */
-export function limiter(namespace: RateLimiterNamespace, rule: unknown): Limiter {
-  requireNamespace(namespace, "limiter");
+export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
+  const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
   const defaultCost = "units" in parsed.cost ? parsed.cost.units : 1;
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
@@ -104,8 +108,8 @@ export interface Gate {
  * const { allowed, headers, response } = await gate.check(request, ctx);
  * if (!allowed) return response;
  */
-export function createGate(namespace: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
-  requireNamespace(namespace, "createGate");
+export function createGate(bound: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
+  const namespace = requireNamespace(bound, "createGate");
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {
@@ -117,8 +121,9 @@ export function createGate(namespace: RateLimiterNamespace, rules: unknown, opti
 }
 
 /** A mistyped binding (`env.LIMITR`) must fail loudly here, not decide every request by onError later. */
-function requireNamespace(namespace: unknown, where: string): void {
+function requireNamespace(namespace: unknown, where: string): Env["LIMITER"] {
   if (typeof (namespace as RateLimiterNamespace | undefined)?.idFromName !== "function") {
     throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${namespace === null ? "null" : typeof namespace}`);
   }
+  return namespace as Env["LIMITER"];
 }

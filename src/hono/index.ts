@@ -13,6 +13,13 @@ import { MISSING_PART, requestCost } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
 
+declare module "hono" {
+  interface ContextVariableMap {
+    /** the decision of the innermost floodgate `rateLimit` that guarded the request */
+    rateLimit: LimitResult;
+  }
+}
+
 type Namespace = Env["LIMITER"];
 
 /** The options of {@link rateLimit}. */
@@ -51,6 +58,8 @@ export interface RateLimitOptions<C extends Context = Context> {
  */
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: expected options { binding, rule, key }");
+  const unknown = Object.keys(options).filter((name) => !OPTIONS.includes(name));
+  if (unknown.length > 0) throw new TypeError(`rateLimit: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${OPTIONS.join(", ")}`);
   const rule = parseStandaloneRule(options.rule, { requests: true });
   const { binding, key } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
@@ -75,8 +84,9 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       throw error;
     });
     if (!held) return clientClosed().toResponse();
-    const { decision, release } = held;
-    c.set("rateLimit", limitResult(rule, decision, release));
+    const { decision, release, refund } = held;
+    const own = limitResult(rule, decision, release);
+    c.set("rateLimit", own);
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
     if (!decision.allowed && !rule.dryRun) return denial([{ rule, decision }], now, forms).response;
@@ -84,10 +94,20 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
       await next();
       return c.res;
-    });
-    if (!rule.dryRun) c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
+    }, c.req.method === "HEAD");
+    // A rateLimit further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
+    const inner = c.get("rateLimit");
+    if (inner !== own && !inner.success) {
+      if (decision.allowed) context.waitUntil ? context.waitUntil(refund()) : await refund();
+      return;
+    }
+    const innerShown = inner !== own && ["ratelimit", "ratelimit-remaining", "x-ratelimit-remaining"].some((name) => c.res.headers.has(name));
+    if (rule.dryRun || (innerShown && inner.remaining < own.remaining)) return;
+    c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
   };
 }
+
+const OPTIONS = ["binding", "rule", "key", "headers", "legacyHeaders"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {
   const namespace = typeof binding === "string" ? (c.env as Record<string, unknown> | undefined)?.[binding] : binding(c);

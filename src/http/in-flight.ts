@@ -9,7 +9,9 @@ import type { Release } from "../limiter/release";
  * `request.signal` fires only under the `enable_request_signal` compatibility flag: without it
  * workerd drops a request whose client left mid-body with no event at all, and its slots wait out
  * `slotTtl`. The release is kept alive by `waitUntil`, registered now, so it runs even after the
- * response is over.
+ * response is over. `bodiless`: the client is sent no body whatever the response holds (a HEAD,
+ * which Hono answers by dropping the GET handler's body unread): the slots come back with the
+ * response.
  *
  * @example
  * const response = await sendHolding(checked.release, request.signal, (p) => ctx.waitUntil(p), () => fetch(origin));
@@ -19,6 +21,7 @@ export async function sendHolding(
   signal: AbortSignal,
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
   send: () => Promise<Response>,
+  bodiless = false,
 ): Promise<Response> {
   if (!release) return send();
   let over!: () => void;
@@ -34,7 +37,7 @@ export async function sendHolding(
   }
   // An opened WebSocket is in flight while it is open: its messages go through a pair watched for its close.
   if (response.webSocket) return new Response(null, { status: 101, headers: response.headers, webSocket: watched(response.webSocket, over) });
-  if (response.body === null) {
+  if (response.body === null || bodiless) {
     over();
     return response;
   }

@@ -160,6 +160,8 @@ export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: Limi
 export interface Held {
   decision: Decision;
   release?: Release;
+  /** gives back what an admission took, as the proxy does when another rule denies the request (concurrency slots come back through `release`) */
+  refund: () => Promise<void>;
 }
 
 /**
@@ -175,7 +177,8 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const cached = cachedDenial(ask, context, now);
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), ...releaseOf([{ ask, taken }], context) };
+  const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;

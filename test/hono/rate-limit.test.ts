@@ -6,6 +6,7 @@ import type { Env } from "../../src/env";
 import { rateLimit, type LimitResult } from "../../src/hono";
 import { metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
+import { limiter } from "../../src/lib";
 
 type App = { Bindings: Env; Variables: { rateLimit: LimitResult } };
 
@@ -90,6 +91,40 @@ describe("rateLimit (Hono middleware)", () => {
     expect([over.status, malformed.status]).toEqual([200, 200]);
     expect(over.headers.get("RateLimit")).toBeNull();
     expect(((await over.json()) as { rateLimit: LimitResult }).rateLimit).toMatchObject({ success: true, retryAfter: 0, reason: "dry-run", remaining: 0 });
+  });
+
+  it("shows the most restrictive of stacked rateLimits, and gives back the outer one's units when an inner one denies", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-stack-outer", limit: 10, period: "1m" }, key: () => "k-stack" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-stack-inner", limit: 2, period: "1m" }, key: () => "k-stack" }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    const responses = [];
+    for (let i = 0; i < 4; i++) responses.push(await get(hono, `/api/${i}`));
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 429, 429]);
+    expect(responses[0]!.headers.get("RateLimit")).toMatch(/^"hono-stack-inner";r=1;/);
+    expect(responses[3]!.headers.get("RateLimit")).toMatch(/^"hono-stack-inner";r=0;t=\d+$/);
+    const outer = limiter((env as unknown as Env).LIMITER, { name: "hono-stack-outer", limit: 10, period: "1m" });
+    expect((await outer.peek("k-stack")).remaining).toBe(8);
+  });
+
+  it("gives a concurrency slot back at once for a HEAD, whose body Hono drops unread", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-head", algorithm: "concurrency", limit: 1 }, key: () => "k-head" }));
+    hono.get("/api/:id", (c) => c.text("a body"));
+    const head = async () => {
+      const ctx = createExecutionContext();
+      const response = await hono.request("/api/x", { method: "HEAD" }, env, ctx);
+      await waitOnExecutionContext(ctx);
+      return response.status;
+    };
+    expect([await head(), await head(), await head()]).toEqual([200, 200, 200]);
+  });
+
+  it("types c.get('rateLimit') as a LimitResult wherever the middleware is used, and refuses an option it does not know", () => {
+    const plain = new Hono();
+    plain.use(rateLimit({ binding: "LIMITER", rule: { name: "hono-typed", limit: 5, period: "1m" }, key: () => "k" }));
+    plain.get("/", (c) => c.json({ left: c.get("rateLimit").remaining satisfies number }));
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, headers, legacyHeaders/);
   });
 
   it("sends the header forms it is given", async () => {
