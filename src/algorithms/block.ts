@@ -11,15 +11,15 @@ export function blockStart(policy: Policy, decision: Decision, now: number): num
 }
 
 /**
- * The denial of a request of `cost` while the key is blocked until `until`: it says when the
- * request can pass, which is when the block ends or, for a block shorter than the wait the
- * algorithm itself gives, when the key has room for it (a client retrying when the block ended
- * would be denied again, and blocked again).
+ * The denial of any request while the key is blocked until `until`: it says when a request can
+ * pass, which is when the block ends or, for a block shorter than the wait the algorithm itself
+ * gives, when the key has room for one unit (a client retrying when the block ended would be
+ * denied again, and blocked again). One unit's wait, whatever the request's cost: isolates cache
+ * this denial for every request, the cheapest included.
  */
-export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number, cost = 1): Decision {
-  const { resetAt } = peek(policy, state, now);
-  const own = decide(policy, state, cost, now).decision;
-  const at = Math.max(until, own.allowed ? now : now + own.retryAfter);
+export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number): Decision {
+  const { resetAt, allowed, retryAfter } = peek(policy, state, now);
+  const at = Math.max(until, allowed ? now : now + retryAfter);
   return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(resetAt, at), moreAt: at, retryAfter: at - now, reason: "blocked" };
 }
 
@@ -43,12 +43,12 @@ export function decideBatch(
   let state = stored;
   let until = blockedUntil;
   const results = costs.map((cost) => {
-    if (now < until) return { decision: blockedDecision(policy, state, until, now, cost), countedAt: now };
+    if (now < until) return { decision: blockedDecision(policy, state, until, now), countedAt: now };
     const outcome = decide(policy, state, cost, now);
     state = outcome.state;
     const block = blockStart(policy, outcome.decision, now);
     if (block !== undefined) until = block;
-    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now, cost);
+    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
     return { decision, countedAt: countedAt(policy, outcome.state, now) };
   });
   return { state, blockedUntil: until, results };

@@ -230,9 +230,12 @@ export class RateLimiter extends DurableObject<Env> {
     return this.blockedSince > 0 ? Math.min(this.blockedUntil, this.blockedSince + policy.blockMs) : this.blockedUntil;
   }
 
-  /** A block starts now, until `until`. */
+  /**
+   * A block starts now, until `until`. A longer one another Worker version's rule started stands:
+   * each version's end is read from the start by its own rule (see {@link blockEnd}).
+   */
   private blocked(until: number, now: number): void {
-    this.blockedUntil = until;
+    this.blockedUntil = Math.max(this.blockedUntil, until);
     this.blockedSince = now;
   }
 

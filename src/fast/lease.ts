@@ -244,7 +244,7 @@ export function grantLease(
   // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now, Math.max(1, sync.need));
+  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that

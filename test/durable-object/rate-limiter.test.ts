@@ -101,6 +101,20 @@ describe("RateLimiter", () => {
     expect(allowed(await limiter("block/shortened").decide({ ...blocking, blockMs: 10_000 }, [1]))).toEqual([true]);
   });
 
+  it("keeps one Worker version's long block when another version's shorter block starts after its own ended", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const long: Policy = { ...window, limit: 1, periodMs: 1_000, blockMs: 3_600_000 };
+    const short: Policy = { ...long, blockMs: 10_000 };
+    const stub = limiter("block/versions");
+    expect(allowed(await stub.decide(long, [1, 1]))).toEqual([true, false]);
+    vi.setSystemTime(T0 + 20_000);
+    expect(allowed(await stub.decide(short, [1, 1]))).toEqual([true, false]);
+    vi.setSystemTime(T0 + 40_000);
+    expect(allowed(await stub.decide(long, [1]))).toEqual([false]);
+    expect(allowed(await stub.decide(short, [1]))).toEqual([true]);
+  });
+
   it("rejects an algorithm it does not know and keeps its state", async () => {
     const stub = limiter("switch/c");
     await stub.decide(window, [2]);

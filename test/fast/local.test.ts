@@ -392,6 +392,14 @@ describe("a fast key under a rule with a block", () => {
     const blocked = { ...denial, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" as const };
     expect(decideLocally(answered(blocked), blocking, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked" });
   });
+
+  it("keeps a fixed window's block past the window's turn, where the window's own count is gone", () => {
+    const windowed = rule({ name: "bw", mode: "fast", algorithm: "fixed-window", limit: 3, periodMs: 10_000, syncMs: 1_000, blockMs: 300_000 });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, windowed, isolate(), 0, T0);
+    applyLease(key, windowed, lease(seq, 0, { standing: { ...denial, limit: 3, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" } }), T0 + 10);
+    expect(decideLocally(key, windowed, 1, T0 + 15_000)).toMatchObject({ allowed: false, reason: "blocked", remaining: 0 });
+  });
 });
 
 describe("a fast key's booked call, made on time when no request comes to make it", () => {

@@ -121,6 +121,18 @@ describe("block", () => {
     expect((await hit()).status).toBe(200);
   });
 
+  it("lets a cheap request in once the block has ended, though a costlier one started it", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0);
+    const rules = [{ name: "block-cost", algorithm: "token-bucket", limit: 10, period: "1m", block: "5s", cost: "header:x-cost" }];
+    const hit = (cost: number) => send(get("/block-cost/x", "192.0.2.174", { "x-cost": String(cost) }), { rules });
+    expect((await hit(8)).status).toBe(200);
+    expect((await hit(5)).status).toBe(429);
+    vi.setSystemTime(t0 + 12_000);
+    expect((await hit(1)).status).toBe(200);
+  });
+
   it("keeps the block in the key's object, so every isolate sees it", async () => {
     const rules = [{ name: "block-object", limit: 1, period: "1m", block: "1h" }];
     await statuses(2, () => get("/block-object/x", "192.0.2.171"), { rules });
