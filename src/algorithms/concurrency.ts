@@ -79,27 +79,37 @@ export function adjustConcurrency(
 }
 
 /**
- * Moves the `units` slots taken at `at` (found as a release finds them: at or before `at`, newest
- * first) to `now`, so that a request still in flight keeps them past `slotTtl` and only an isolate
- * that vanished lets its slots expire. Takes nothing anew: `undefined` when none of them is still
- * held (they expired, or were given back). A time after the newest slot and `now` is taken as
- * the later of the two, as in {@link adjustConcurrency}.
+ * Moves a request's `units` slots to `to`, so that a request still in flight keeps them past
+ * `slotTtl` and only an isolate that vanished lets its slots expire. The slots are found at exactly
+ * one of the times in `from` (the first that holds them: where they were last known to be, and
+ * where renewals whose answers never came may have moved them), never at a time near it, which
+ * would be another request's. Idempotent: slots already at `to` are renewed there. Takes nothing
+ * anew: `undefined` when the slots are at none of these times any more (expired, or given back).
  */
 export function renewConcurrency(
   asked: Policy,
   stored: ConcurrencyState | undefined,
   units: number,
-  at: number,
+  from: readonly number[],
+  to: number,
   now: number,
 ): { state: ConcurrencyState; renewedAt: number } | undefined {
   const policy = withLongestTtl(asked, stored);
-  const latest = Math.max(now, newest(stored?.slots));
-  const state = live(policy.periodMs, stored, latest);
-  const left = [...state.slots];
-  const found = units - giveBack(left, units, Math.min(at, latest));
-  if (found === 0) return undefined;
-  const kept = concurrencyState(policy.periodMs, withoutEmpty(left), state.used - found);
-  return { state: withSlots(kept, latest, found), renewedAt: latest };
+  const state = live(policy.periodMs, stored, Math.max(now, newest(stored?.slots)));
+  const { slots } = state;
+  const held = (t: number) => pairAt(slots, t) !== -1 && slots[pairAt(slots, t) + 1]! >= units;
+  const at = from.find(held);
+  if (at === undefined) return held(to) ? { state, renewedAt: to } : undefined;
+  const left = slots.slice();
+  left[pairAt(slots, at) + 1]! -= units;
+  const kept = concurrencyState(policy.periodMs, withoutEmpty(left), state.used - units);
+  return { state: withSlots(kept, to, units), renewedAt: to };
+}
+
+/** The index of the pair taken at exactly `at`; -1 when there is none. */
+function pairAt(slots: readonly number[], at: number): number {
+  for (let i = 0; i < slots.length; i += 2) if (slots[i] === at) return i;
+  return -1;
 }
 
 /** Slots live at `now`, by the state's own TTL: what a change of rule carries over. */

@@ -157,17 +157,18 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Keeps the slots a concurrency request took at `countedAt` held from now: its isolate renews
+   * Moves the slots a concurrency request holds to `to` (see renewConcurrency): its isolate renews
    * them while the request is in flight, so only a vanished isolate's slots run out `slotTtl` after
-   * their last renewal. Returns the time they are held from, or 0 when none was held any more
-   * (expired, or given back). Other algorithms' units are not held: 0.
+   * their last renewal. `from`: where they were last known to be, and where renewals whose answers
+   * never came may have moved them. Returns `to`, or 0 when they are held at none of these times
+   * (expired, or given back), or for another algorithm.
    */
-  renew(policy: Policy, units: number, countedAt: number): number {
+  renew(policy: Policy, units: number, from: number[], to: number): number {
     const state = this.stateFor(policy);
     if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
-    const renewed = renewConcurrency(policy, state, units, countedAt, Date.now());
+    const renewed = renewConcurrency(policy, state, units, from, to, Date.now());
     if (!renewed) return 0;
-    this.save(policy, renewed.state);
+    if (renewed.state !== state) this.save(policy, renewed.state);
     return renewed.renewedAt;
   }
 

@@ -18,44 +18,68 @@ export function releaseOf(taken: readonly { ask: Ask; taken: Taken }[], context:
   const slots = taken.filter((t) => t.ask.rule.algorithm === "concurrency" && t.taken.decision.allowed).map((t) => ({ ask: t.ask, held: renewing(t.ask, t.taken, context) }));
   if (slots.length === 0) return {};
   let released: Promise<void> | undefined;
-  const release = () => (released ??= Promise.all(slots.map(async (s) => giveBack(s.ask, await s.held(), context))).then(() => undefined));
+  const release = () =>
+    (released ??= Promise.all(
+      slots.map(async ({ ask, held }) => {
+        const where = await held();
+        if (where) await giveBack(ask, where, context);
+      }),
+    ).then(() => undefined));
   return { release };
 }
 
 /**
- * Renews slots the object took at `countedAt` every third of `slotTtl` while the request holds
- * them, each renewal moving them to the object's now: a slot then runs out `slotTtl` after its
- * last renewal, which only a request whose isolate vanished misses. A renewal that fails is
- * counted and tried again at the next turn (one failure leaves a third of the TTL to spare); one
- * that finds the slots gone (expired, or reset) ends them. Returns the way to stop, which resolves
- * with the slots as last renewed, for their release to find them. The local fallback's slots are
- * not renewed: they last `slotTtl`, as everything during an outage is approximate.
+ * Renews slots the object took every third of `slotTtl` while the request holds them, each
+ * renewal moving them to a time this isolate picks (see renewConcurrency): a slot then runs out
+ * `slotTtl` after its last renewal, which only a request whose isolate vanished misses. A renewal
+ * that fails is counted and tried again at the next turn (one failure leaves a third of the TTL to
+ * spare), asking the object to look for the slots where it may have moved them too, since its
+ * answer may be what was lost; one that finds them gone (expired, or reset) ends the renewals.
+ * Returns the way to stop, which resolves with the slots where they now are, for their release to
+ * find them; undefined when they are gone, or where they are cannot be known (a renewal's answer
+ * lost, and no answer since): they are then left to run out, rather than given back at a time that
+ * may be another request's.
+ * The local fallback's slots are not renewed: they last `slotTtl`, as everything during an outage
+ * is approximate.
  */
-function renewing(ask: Ask, taken: Taken, context: LimiterContext): () => Promise<Taken> {
+function renewing(ask: Ask, taken: Taken, context: LimiterContext): () => Promise<Taken | undefined> {
   if (taken.countedAt === undefined || taken.decision.reason === "error") return () => Promise.resolve(taken);
-  let held = taken;
+  let at = taken.countedAt;
+  /** times renewals asked to move the slots to, whose answers never came: newest first */
+  let unsure: number[] = [];
+  let gone = false;
   let stopped = false;
-  let turn: Promise<void> = Promise.resolve();
-  let timer: ReturnType<typeof setTimeout>;
-  const next = () => {
-    timer = setTimeout(() => {
-      turn = renewStrict(context.namespace, ask.objectName, ask.rule, ask.cost, held.countedAt!).then(
-        (at) => {
-          if (at > 0) held = { ...held, countedAt: at };
-          if (at > 0 && !stopped) next();
-        },
-        (error) => {
-          countError("renew")(error);
-          if (!stopped) next();
-        },
-      );
-    }, ask.rule.periodMs / 3);
+  let wake = () => undefined as void;
+  const renew = async (): Promise<boolean> => {
+    const to = Math.max(Date.now(), at + 1, (unsure[0] ?? 0) + 1);
+    try {
+      const renewedAt = await renewStrict(context.namespace, ask.objectName, ask.rule, ask.cost, [...unsure, at], to);
+      if (renewedAt > 0) [at, unsure] = [renewedAt, []];
+      gone = renewedAt === 0;
+      return !gone;
+    } catch (error) {
+      countError("renew")(error);
+      unsure = [to, ...unsure];
+      return true;
+    }
   };
-  next();
+  const renewals = (async () => {
+    while (!stopped) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ask.rule.periodMs / 3);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (stopped || !(await renew())) return;
+    }
+  })();
   return async () => {
     stopped = true;
-    clearTimeout(timer);
-    await turn;
-    return held;
+    wake();
+    await renewals;
+    if (unsure.length > 0 && !gone) await renew();
+    return unsure.length > 0 || gone ? undefined : { ...taken, countedAt: at };
   };
 }

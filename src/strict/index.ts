@@ -103,11 +103,11 @@ export async function refundStrict(
 }
 
 /**
- * Keeps a concurrency request's slots, taken at `countedAt`, held at the named object from now;
- * resolves with the time they are held from, or 0 when the object no longer held them. Rejects
- * like any call past the rule's timeout.
+ * Moves a concurrency request's slots at the named object to `to`, finding them at exactly one of
+ * the times in `from`; resolves with `to`, or 0 when the object no longer held them. Rejects like
+ * any call past the rule's timeout.
  */
-export async function renewStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number, countedAt: number): Promise<number> {
+export async function renewStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number, from: number[], to: number): Promise<number> {
   metrics.count("floodgate_durable_object_calls_total", { method: "renew" });
-  return withTimeout(limiterStub(namespace, objectName).renew(policyOf(rule), units, countedAt), rule.timeoutMs);
+  return withTimeout(limiterStub(namespace, objectName).renew(policyOf(rule), units, from, to), rule.timeoutMs);
 }

@@ -55,27 +55,39 @@ describe("concurrency", () => {
   it("keeps a renewed slot held slotTtl after its renewal, where the unrenewed one would have expired", () => {
     const p = policy(1, 1_000);
     const { state } = run(p, [T0]);
-    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 900)!;
+    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, [T0], T0 + 900, T0 + 900)!;
     expect(renewed.renewedAt).toBe(T0 + 900);
     expect(decide(p, renewed.state, 1, T0 + 1_899).decision.allowed).toBe(false);
     expect(decide(p, renewed.state, 1, T0 + 1_900).decision.allowed).toBe(true);
   });
 
-  it("renews only the request's own slots, found as a release finds them, and takes none anew", () => {
+  it("renews only slots at exactly the times given, never an earlier request's, and takes none anew", () => {
     const p = policy(3, 60_000);
     const { state } = run(p, [T0, T0 + 10]);
-    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 20)!;
+    expect(renewConcurrency(p, state as ConcurrencyState, 1, [T0 + 5], T0 + 20, T0 + 20)).toBeUndefined();
+    const renewed = renewConcurrency(p, state as ConcurrencyState, 1, [T0], T0 + 20, T0 + 20)!;
     expect(usedUnits(p, renewed.state, T0 + 20)).toBe(2);
     expect(usedUnits(p, release(p, renewed.state, 1, T0 + 10, T0 + 30), T0 + 30)).toBe(1);
     expect(usedUnits(p, release(p, renewed.state, 1, T0 + 20, T0 + 30), T0 + 30)).toBe(1);
   });
 
+  it("finds slots a renewal moved though its answer was lost, and answers a repeated renewal as applied", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0, T0 + 10]);
+    const moved = renewConcurrency(p, state as ConcurrencyState, 1, [T0 + 10], T0 + 20_000, T0 + 20_000)!.state;
+    const again = renewConcurrency(p, moved, 1, [T0 + 20_000, T0 + 10], T0 + 40_000, T0 + 40_000)!;
+    expect(again.renewedAt).toBe(T0 + 40_000);
+    expect(usedUnits(p, again.state, T0 + 40_000)).toBe(2);
+    expect(decide(p, again.state, 1, T0 + 60_000).decision.allowed).toBe(true);
+    expect(renewConcurrency(p, again.state, 1, [T0 + 10], T0 + 40_000, T0 + 40_001)?.renewedAt).toBe(T0 + 40_000);
+  });
+
   it("renews nothing once the slot has expired or been given back", () => {
     const p = policy(2, 1_000);
     const { state } = run(p, [T0]);
-    expect(renewConcurrency(p, state as ConcurrencyState, 1, T0, T0 + 1_000)).toBeUndefined();
-    expect(renewConcurrency(p, release(p, state, 1, T0, T0 + 5) as ConcurrencyState, 1, T0, T0 + 10)).toBeUndefined();
-    expect(renewConcurrency(p, undefined, 1, T0, T0 + 10)).toBeUndefined();
+    expect(renewConcurrency(p, state as ConcurrencyState, 1, [T0], T0 + 1_000, T0 + 1_000)).toBeUndefined();
+    expect(renewConcurrency(p, release(p, state, 1, T0, T0 + 5) as ConcurrencyState, 1, [T0], T0 + 10, T0 + 10)).toBeUndefined();
+    expect(renewConcurrency(p, undefined, 1, [T0], T0 + 10, T0 + 10)).toBeUndefined();
   });
 
   it("holds slots taken under a longer slotTtl for that long, and takes the shorter one once none is held", () => {

@@ -41,7 +41,7 @@ describe("RateLimiter with a concurrency rule", () => {
     const stub = limiter("alg/concurrency/renew");
     const [taken] = await stub.decide(slots, [2]);
     vi.setSystemTime(T0 + 40_000);
-    expect(await stub.renew(slots, 2, taken!.countedAt!)).toBe(T0 + 40_000);
+    expect(await stub.renew(slots, 2, [taken!.countedAt!], T0 + 40_000)).toBe(T0 + 40_000);
     vi.setSystemTime(T0 + 99_999);
     expect(allowed(await stub.decide(slots, [1]))).toEqual([false]);
     vi.setSystemTime(T0 + 100_000);
@@ -54,9 +54,25 @@ describe("RateLimiter with a concurrency rule", () => {
     const stub = limiter("alg/concurrency/renew-release");
     const [taken] = await stub.decide(slots, [1]);
     vi.setSystemTime(T0 + 30_000);
-    const renewedAt = await stub.renew(slots, 1, taken!.countedAt!);
+    const renewedAt = await stub.renew(slots, 1, [taken!.countedAt!], T0 + 30_000);
     await stub.refund(slots, 1, renewedAt);
-    expect(await stub.renew(slots, 1, renewedAt)).toBe(0);
+    expect(await stub.renew(slots, 1, [renewedAt], T0 + 30_001)).toBe(0);
     expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
+  });
+
+  it("keeps every request's slot when a renewal's answer was lost and it is asked again, never moving another request's", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("alg/concurrency/renew-lost");
+    const [b] = await stub.decide(slots, [1]);
+    vi.setSystemTime(T0 + 10);
+    const [a] = await stub.decide(slots, [1]);
+    vi.setSystemTime(T0 + 20_000);
+    await stub.renew(slots, 1, [a!.countedAt!], T0 + 20_000);
+    vi.setSystemTime(T0 + 40_000);
+    expect(await stub.renew(slots, 1, [T0 + 20_000, a!.countedAt!], T0 + 40_000)).toBe(T0 + 40_000);
+    expect(await stub.renew(slots, 1, [b!.countedAt!], T0 + 40_000)).toBe(T0 + 40_000);
+    vi.setSystemTime(T0 + 90_000);
+    expect(allowed(await stub.decide(slots, [1]))).toEqual([false]);
   });
 });
