@@ -5,7 +5,7 @@ import type { Env } from "../env";
 import { denial } from "../gate/check";
 import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, invalidRequest } from "../http/problem";
-import { rateLimitHeaders, withRateLimitHeaders } from "../http/rate-limit-headers";
+import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
@@ -52,6 +52,9 @@ export interface RateLimitOptions<C extends Context = Context> {
  * and `c.get("rateLimit")` holds the {@link LimitResult}. A gcra rule's hold (its `delay`) is
  * waited out before the next handler runs; if the client goes away first, the units are given back
  * and the handler never runs. The options are checked now: a bad rule throws an Error naming the field.
+ * Several on one route act as the proxy's rules: a request one answers itself (429, 400, 499) gives
+ * back what the others took, and an allowed response shows the one with the fewest units left. A
+ * dry-run rule given a malformed cost sits the request out: it sets no `rateLimit` variable.
  *
  * @example
  * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));
@@ -71,7 +74,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       countDryRunRefusal(rule);
       return next();
     }
-    if ("error" in cost) return invalidRequest(`rule "${rule.name}": ${cost.error}`).toResponse();
+    if ("error" in cost) return refuse(c, invalidRequest(`rule "${rule.name}": ${cost.error}`).toResponse());
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
@@ -83,28 +86,42 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       if (signal.aborted) return undefined;
       throw error;
     });
-    if (!held) return clientClosed().toResponse();
+    if (!held) return refuse(c, clientClosed().toResponse());
     const { decision, release, refund } = held;
-    const own = limitResult(rule, decision, release);
-    c.set("rateLimit", own);
+    c.set("rateLimit", limitResult(rule, decision, release));
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
-    if (!decision.allowed && !rule.dryRun) return denial([{ rule, decision }], now, forms).response;
+    if (!decision.allowed && !rule.dryRun) return refuse(c, denial([{ rule, decision }], now, forms).response);
     // A concurrency rule's slots are held until the handler's response has been sent.
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
       await next();
       return c.res;
     }, c.req.method === "HEAD");
-    // A rateLimit further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
-    const inner = c.get("rateLimit");
-    if (inner !== own && !inner.success) {
-      if (decision.allowed) context.waitUntil ? context.waitUntil(refund()) : await refund();
+    // rateLimits further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
+    const verdict = verdicts.get(c);
+    if (verdict?.refused) {
+      const refunded = refund();
+      if (!context.waitUntil) await refunded;
       return;
     }
-    const innerShown = inner !== own && ["ratelimit", "ratelimit-remaining", "x-ratelimit-remaining"].some((name) => c.res.headers.has(name));
-    if (rule.dryRun || (innerShown && inner.remaining < own.remaining)) return;
+    const mine = { rule, decision };
+    if (rule.dryRun || mostRestrictive([mine, ...(verdict?.shown ? [verdict.shown] : [])]) !== mine) return;
+    verdicts.set(c, { shown: mine });
     c.res = withRateLimitHeaders(c.res, rateLimitHeaders(rule, decision, now, forms));
   };
+}
+
+/**
+ * What the rateLimits a request passed through said of it, by its context: one of them answered it
+ * itself (a 429, the 400 of a malformed cost, a client gone while held), or the entry whose
+ * headers the response carries.
+ */
+const verdicts = new WeakMap<Context, { refused?: true; shown?: RuleDecision }>();
+
+/** Answers the request with `response`, noted for the rateLimits around this one: they give their units back. */
+function refuse(c: Context, response: Response): Response {
+  verdicts.set(c, { refused: true });
+  return response;
 }
 
 const OPTIONS = ["binding", "rule", "key", "headers", "legacyHeaders"];

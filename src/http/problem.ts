@@ -109,13 +109,13 @@ export function invalidRequest(detail: string): HttpProblem {
 }
 
 /**
- * 502: the origin could not be reached; nothing about it is revealed.
+ * 502: the origin could not be reached, or answered with what cannot be passed on; nothing about it is revealed but that.
  *
  * @example
  * try { upstream = await fetch(target, init); } catch { throw badGateway(); }
  */
-export function badGateway(): HttpProblem {
-  return new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail: "The origin could not be reached." });
+export function badGateway(detail = "The origin could not be reached."): HttpProblem {
+  return new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail });
 }
 
 /**

@@ -85,8 +85,9 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
   if (upstream.status < 200) {
     // The runtime's fetch hands back an interim answer (103 Early Hints) as if it were the final one, which is then lost.
     metrics.count("floodgate_errors_total", { kind: "origin" });
-    log.event("error", { kind: "origin", message: `the origin sent an interim ${upstream.status} response, which cannot be passed on` }, Date.now());
-    throw badGateway();
+    const message = `The origin sent an interim ${upstream.status} response, which cannot be passed on.`;
+    log.event("error", { kind: "origin", message }, Date.now());
+    throw badGateway(message);
   }
   return new Response(upstream.body, upstream);
 }

@@ -107,6 +107,18 @@ describe("rateLimit (Hono middleware)", () => {
     expect((await outer.peek("k-stack")).remaining).toBe(8);
   });
 
+  it("shows the fewest units left of three stacked rateLimits, and gives units back when an inner one answers a malformed cost", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-three-outer", limit: 20, period: "1m" }, key: () => "k-three" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-three-middle", limit: 5, period: "1m" }, key: () => "k-three" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-three-inner", limit: 50, period: "1m", cost: "header:x-cost" }, key: () => "k-three" }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    expect((await get(hono, "/api/a")).headers.get("RateLimit")).toMatch(/^"hono-three-middle";r=4;/);
+    expect((await get(hono, "/api/b", { "x-cost": "-1" })).status).toBe(400);
+    const outer = limiter((env as unknown as Env).LIMITER, { name: "hono-three-outer", limit: 20, period: "1m" });
+    expect((await outer.peek("k-three")).remaining).toBe(19);
+  });
+
   it("gives a concurrency slot back at once for a HEAD, whose body Hono drops unread", async () => {
     const hono = new Hono<App>();
     hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-head", algorithm: "concurrency", limit: 1 }, key: () => "k-head" }));
