@@ -1,6 +1,6 @@
 /** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
 import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
-import { denyListOnly, loadSettings, type Settings } from "./config";
+import { denyListOnly, hashKeyOf, loadSettings, type Settings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
@@ -49,7 +49,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // DENY_IPS comes before anything else, an invalid configuration elsewhere included.
-    if (refused(ip, { allow: null, deny: denyListOnly(env) })) return refusal(ip, typeof env.ANALYTICS_HASH_KEY === "string" && env.ANALYTICS_HASH_KEY !== "" ? env.ANALYTICS_HASH_KEY : undefined, (promise) => ctx.waitUntil(promise));
+    if (refused(ip, { allow: null, deny: denyListOnly(env) })) return refusal(ip, hashKeyOf(env), (promise) => ctx.waitUntil(promise));
     // An invalid configuration is the admin's to read once signed in; to anyone else the admin API answers as ever.
     if (admin) return handleAdmin(request, env, () => { throw error; });
     throw error;

@@ -99,13 +99,19 @@ function parseLegacy(raw: unknown): boolean {
 }
 
 /** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused. */
+/** `ANALYTICS_HASH_KEY` when it is set: log lines' key hashes are keyed with it. */
+export function hashKeyOf(env: Env): string | undefined {
+  const { ANALYTICS_HASH_KEY: hashKey } = env;
+  return typeof hashKey === "string" && hashKey !== "" ? hashKey : undefined;
+}
+
 function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: string } {
   const { ANALYTICS: dataset, ANALYTICS_SAMPLE: rawSample, ANALYTICS_HASH_KEY: hashKey } = env;
   const sample = rawSample === undefined || rawSample === "" ? 1 : typeof rawSample === "number" ? rawSample : /^\s*[0-9.]+\s*$/.test(String(rawSample)) ? Number(rawSample) : NaN;
   if (!(sample >= 0 && sample <= 1)) {
     throw ConfigError.topLevel(`expected the share of decisions to record, a number from 0 to 1 like "0.1" (default 1: all), got ${show(rawSample)}`, "ANALYTICS_SAMPLE");
   }
-  if (dataset === undefined) return typeof hashKey === "string" && hashKey !== "" ? { hashKey } : {};
+  if (dataset === undefined) return hashKeyOf(env) ? { hashKey: hashKeyOf(env)! } : {};
   if (typeof dataset?.writeDataPoint !== "function") throw ConfigError.topLevel("expected a Workers Analytics Engine dataset binding ([[analytics_engine_datasets]] in wrangler.toml)", "ANALYTICS");
   if (typeof hashKey !== "string" || hashKey === "") {
     throw ConfigError.topLevel("required while ANALYTICS is bound: the secret keys are hashed with before they are written; run `npx wrangler secret put ANALYTICS_HASH_KEY`", "ANALYTICS_HASH_KEY");
@@ -113,7 +119,7 @@ function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: st
   return { analytics: { dataset, sample, hashKey }, hashKey };
 }
 
-/** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
+/** ORIGIN_URL parsed, or the error that names what is wrong with it, for the proxy to answer. */
 function originOrError(raw: unknown): Origin | ConfigError {
   try {
     return parseOrigin(raw);
@@ -136,6 +142,7 @@ export function denyListOnly(env: Env): IpList | null {
   }
 }
 
+/** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
 function parseIpVar(raw: unknown, name: "ALLOW_IPS" | "DENY_IPS"): IpList | null {
   if (raw === undefined || (typeof raw === "string" && raw.trim() === "")) return null;
   return parseIpList(raw as string, { field: name });

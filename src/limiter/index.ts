@@ -203,9 +203,8 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
  * `peek` answers, on the binding and the library. A peek needs no `waitUntil`: it awaits its sync.
  */
 export async function peekKey(context: LimiterContext, rule: Rule, objectName: string): Promise<Decision> {
-  const { namespace, waitUntil, location, continent } = context;
-  const fast: FastContext = { namespace, waitUntil: waitUntil ?? (() => undefined), ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };
-  return (rule.mode === "fast" ? await peekFastReported(fast, rule, objectName) : undefined) ?? standing(namespace, rule, objectName);
+  const fast = rule.mode === "fast" ? await peekFastReported(fastContext({ ...context, waitUntil: context.waitUntil ?? (() => undefined) }), rule, objectName) : undefined;
+  return fast ?? standing(context.namespace, rule, objectName);
 }
 
 /** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
 
 const TOKEN = "s3cret-admin-token";
@@ -116,11 +117,18 @@ describe("admin API", () => {
     for (const line of text.trim().split("\n")) expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{[^}]*\})? -?\d+(\.\d+)?(e[+-]?\d+)?)$/);
   });
 
-  it("exports every rule's decision series and the counters without labels from the start, at 0", async () => {
+  it("exports every rule's decision series and the counters without labels from the start, at 0", () => {
+    const fresh = new Metrics().render([{ name: "never-used", dryRun: true }]);
+    expect(fresh).toMatch(/^floodgate_decisions_total\{decision="allowed",rule="never-used"\} 0$/m);
+    expect(fresh).toMatch(/^floodgate_decisions_total\{decision="denied",rule="never-used"\} 0$/m);
+    expect(fresh).toMatch(/^floodgate_decisions_total\{decision="dry_run_denied",rule="never-used"\} 0$/m);
+    expect(fresh).toMatch(/^floodgate_ip_refusals_total 0$/m);
+    expect(fresh).toMatch(/^floodgate_key_evictions_total 0$/m);
+  });
+
+  it("exports a configured rule's decision series through the admin API before it decides anything", async () => {
     const text = await (await admin("metrics")).text();
     expect(text).toMatch(/^floodgate_decisions_total\{decision="denied",rule="adm-bucket"\} \d+$/m);
-    expect(text).toMatch(/^floodgate_ip_refusals_total \d+$/m);
-    expect(text).toMatch(/^floodgate_key_evictions_total \d+$/m);
   });
 
   it("answers 404 to an unknown admin path", async () => {

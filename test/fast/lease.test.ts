@@ -149,7 +149,8 @@ describe("leases", () => {
     };
     expect(second(0)).toBe(3);
     expect(second(0.3)).toBe(3);
-    // Floored, 0.9 would count as nothing and the grant would be 3 again.
+    // Held counts in the share it is topped up to as well, so 0.6 still leaves 3; floored, 0.9 would count as nothing and leave 3 again.
+    expect(second(0.6)).toBe(3);
     expect(second(0.9)).toBe(2);
   });
 
