@@ -103,8 +103,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
-    const recent = this.strictAsked && this.strictAsked.at >= now - PEER_TTL_MS ? [this.strictAsked.policy] : [];
-    const under = leasePolicy(policy, request.isolate, this.peers, now, recent);
+    const under = leasePolicy(policy, request.isolate, this.peers, now, this.recentStrict(now));
     const stored = this.stateFor(under);
     const blockedBefore = this.blockEnd(under);
     const granted = grantLease(under, stored, this.peers, request, now, blockedBefore, this.cursor, policy);
@@ -177,7 +176,9 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     const blockedUntil = this.blockEnd(policy);
     if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy), blockedUntil, now);
-    return standingWithPins(policy, this.stateFor(policy), this.peers, now);
+    // A fast key is leased under the strictest policy a live isolate asked under: its standing is read as its isolates will find it.
+    const under = this.peers.peers.size > 0 ? leasePolicy(policy, "", this.peers, now, this.recentStrict(now)) : policy;
+    return standingWithPins(under, this.stateFor(under), this.peers, now);
   }
 
   /** Forgets the key: its next request starts from a full quota. */
@@ -238,6 +239,11 @@ export class RateLimiter extends DurableObject<Env> {
   private blocked(until: number, now: number): void {
     this.blockedUntil = Math.max(this.blockedUntil, until);
     this.blockedSince = now;
+  }
+
+  /** The policy strict decisions asked under lately, if any: leases are granted under it too when it is stricter. */
+  private recentStrict(now: number): Policy[] {
+    return this.strictAsked && this.strictAsked.at >= now - PEER_TTL_MS ? [this.strictAsked.policy] : [];
   }
 
   /** Keeps the strictest policy strict decisions asked under within PEER_TTL_MS, for {@link sync}'s leases. */

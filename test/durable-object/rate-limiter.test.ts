@@ -115,6 +115,15 @@ describe("RateLimiter", () => {
     expect(allowed(await stub.decide(short, [1]))).toEqual([true]);
   });
 
+  it("reads a fast key's standing under the strictest policy a live isolate leases under, as its isolates find it", async () => {
+    const old: Policy = { ...window, limit: 5, periodMs: 3_600_000 };
+    const raised: Policy = { ...old, limit: 8 };
+    const stub = limiter("peek/versions");
+    const lease = await stub.sync(old, { isolate: "old", seq: 1, reports: [], demand: 5, elapsedMs: 1_000, need: 5, horizonMs: 1_000 });
+    await stub.sync(old, { isolate: "old", seq: 2, reports: [{ lease: lease.seq, spent: [{ at: Date.now(), units: 5 }], unspent: lease.units - 5 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000 });
+    expect(await stub.peek(raised)).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
   it("rejects an algorithm it does not know and keeps its state", async () => {
     const stub = limiter("switch/c");
     await stub.decide(window, [2]);
