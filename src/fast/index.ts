@@ -172,10 +172,10 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
   return local;
 }
 
-/** Gives back what a fast decision spent, when another rule denied the request. */
-export function refundFast(objectName: string, units: number): void {
+/** Gives back what a fast decision spent at `spentAt`, when another rule denied the request. */
+export function refundFast(objectName: string, units: number, spentAt: number): void {
   const entry = table.get(objectName);
-  if (entry) refundLocally(entry.key, entry.rule, units, Date.now());
+  if (entry) refundLocally(entry.key, entry.rule, units, spentAt, Date.now());
 }
 
 /**

@@ -448,11 +448,13 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
  * live lease, reported as a negative spend. When none is live (the request spent the last unit of
  * the lease that paid, which then ended and was reported spent), the next sync gives the units
  * back on their own (`refunds`), as a strict refund does, and until it has, the object's last word
- * (which counted them) denies nothing: the next request asks again. A block stands.
+ * (which counted them) denies nothing: the next request asks again. A block stands. The units
+ * are given back in the slot they were spent in (`spentAt`): given back in a later bucket, they
+ * would stay counted in theirs, which leaves the window first, and the key would admit one more.
  */
-export function refundLocally(key: LocalKey, rule: Rule, units: number, now: number): void {
+export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt: number, now: number): void {
   expireLots(key, now);
-  const slot = slotOf(rule, now);
+  const slot = slotOf(rule, Math.min(spentAt, now));
   const newest = key.lots.at(-1);
   if (newest) {
     newest.units += units;

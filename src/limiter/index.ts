@@ -81,7 +81,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
   // A fast rule without a context is the caller's mistake, not the object's failure: it throws.
   const fast = rule.mode === "fast" ? fastContext(context) : undefined;
   try {
-    if (fast) return { decision: await decideFast(fast, rule, objectName, cost) };
+    if (fast) return { decision: await decideFast(fast, rule, objectName, cost), spentAt: Date.now() };
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
@@ -144,13 +144,13 @@ const capacityViews = new LruTable<{ at: number; decision: Decision }>(1_000, ()
  * rule's slots once the request is over (see ./release). Resolves once they are back; a failure
  * is counted, never thrown.
  */
-export function giveBack(ask: Ask, { decision, countedAt }: Taken, context: LimiterContext): Promise<void> {
+export function giveBack(ask: Ask, { decision, countedAt, spentAt }: Taken, context: LimiterContext): Promise<void> {
   if (!decision.allowed) return Promise.resolve();
   if (decision.reason === "error") {
     if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, ask.cost, Date.now());
     return Promise.resolve();
   }
-  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, ask.cost));
+  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, ask.cost, spentAt ?? Date.now()));
   const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund"));
   context.waitUntil?.(refund);
   return refund;

@@ -19,6 +19,8 @@ const denials = new DenialCache();
 export interface StrictDecision {
   decision: Decision;
   countedAt?: number;
+  /** a fast admission: when its units were spent from the lease, for a refund to find their slot */
+  spentAt?: number;
 }
 
 /**

@@ -243,7 +243,7 @@ describe("a fast key in one isolate", () => {
   it("gives back a refunded unit as a negative spend of the live lease", () => {
     const key = leased(4);
     decideLocally(key, fast, 2, T0 + 10);
-    refundLocally(key, fast, 1, T0 + 11);
+    refundLocally(key, fast, 1, T0 + 10, T0 + 11);
     expect(leaseLeft(key)).toBe(3);
     expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 0 }]);
   });
@@ -253,11 +253,19 @@ describe("a fast key in one isolate", () => {
     decideLocally(key, fast, 2, T0 + 10);
     const reported = nextSync(key, fast, from, 1, T0 + 20);
     expect(reported.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 0 }]);
-    refundLocally(key, fast, 1, T0 + 30);
+    refundLocally(key, fast, 1, T0 + 10, T0 + 30);
     applyLease(key, fast, lease(reported.seq, 0, { saturated: true, standing: { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 50_000, retryAfter: 50_000, reason: "limit" } }), T0 + 40);
     expect(decideLocally(key, fast, 1, T0 + 50)).toBeUndefined();
     expect(syncDue(key, fast, T0 + 50)).toBe(true);
     expect(nextSync(key, fast, from, 1, T0 + 50).refunds).toEqual([{ at: T0_BUCKET, units: 1 }]);
+  });
+
+  it("gives a unit back in the bucket it was spent in, though the refund comes in the next", () => {
+    const key = leased(2);
+    decideLocally(key, fast, 2, T0_BUCKET + 59_990);
+    nextSync(key, fast, from, 0, T0_BUCKET + 59_995);
+    refundLocally(key, fast, 1, T0_BUCKET + 59_990, T0_BUCKET + 60_010);
+    expect(key.refunds).toEqual([{ at: T0_BUCKET, units: 1 }]);
   });
 
   it("backs off after a failed sync", () => {
