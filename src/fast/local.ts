@@ -531,9 +531,10 @@ function record(spent: Spent[], slot: number, units: number): void {
  */
 function lastWord(key: LocalKey, rule: Rule, now: number): Decision | null {
   const global = key.standing;
+  if (global === null || rule.algorithm !== "fixed-window") return global;
   const window = slotOf(rule, now);
   // A denial the isolate still holds (a block) outlasts the window.
-  if (global === null || rule.algorithm !== "fixed-window" || slotOf(rule, key.lastSyncAt) >= window || (!global.allowed && now < key.blockedUntil)) return global;
+  if (slotOf(rule, key.lastSyncAt) >= window || (!global.allowed && now < key.blockedUntil)) return global;
   const inWindow = (spent: readonly Spent[]) => spent.reduce((sum, s) => sum + (s.at === window ? s.units : 0), 0);
   const used = key.lots.reduce((sum, lot) => sum + inWindow(lot.spent), 0) + key.reports.reduce((sum, r) => sum + inWindow(r.spent), 0);
   const held = leaseLeft(key);
