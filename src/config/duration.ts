@@ -1,4 +1,4 @@
-// Turns a rule's `period` into whole milliseconds and back, exactly.
+/** Turns a rule's `period` into whole milliseconds and back, exactly. */
 import { show } from "./errors";
 
 /** Smallest first: formatDuration keeps the last unit that divides, which gives the shortest form. */

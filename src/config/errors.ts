@@ -1,4 +1,4 @@
-// The one error configuration parsing throws: it names the rule and the field at fault and says what to write.
+/** The one error configuration parsing throws: it names the rule and the field at fault and says what to write. */
 
 /**
  * A rule being parsed: its position in the list (none for a rule given on its own, as the library's

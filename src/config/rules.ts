@@ -1,19 +1,19 @@
-// Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix.
-import { DEFAULT_BUCKETS, MAX_BUCKETS } from "../algorithms/sliding-window";
-import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
+/** Parses RATE_LIMIT_RULES once into validated rules with every default filled in, or says exactly what to fix. */
 import { MAX_SLOTS } from "../algorithms/concurrency";
-import { largestCost } from "../algorithms";
+import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
 import type { AlgorithmName } from "../algorithms/types";
-import { formatDuration, parseDuration } from "./duration";
-import { parseIpList } from "../routing/cidr";
+import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
+import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
-import type { Aggregate, Config, Cost, KeyPart, Mode, OnError, Rule } from "./types";
+import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
+import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
+import { parseMatch } from "./match";
+import type { Aggregate, Config, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
 ];
-const MATCH_FIELDS = ["path", "methods", "host", "ips"];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
@@ -25,23 +25,8 @@ const DEFAULT_SYNC_MS = 1_000;
 const DEFAULT_SLOT_TTL_MS = 60_000;
 /** How long a decision may wait for the Durable Object before the rule's onError policy decides. */
 const DEFAULT_TIMEOUT_MS = 1_000;
-/** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
-const DEFAULT_IPV6_PREFIX = 56;
-/** Shorter prefixes than this would group whole providers, longer than 128 bits there are none. */
-const IPV6_PREFIX_RANGE = [32, 128] as const;
-const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
-const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
 
 const NAME = /^[a-z0-9_-]{1,64}$/;
-/** RFC 9110 token: HTTP methods, header names and (RFC 6265) cookie names are all tokens. */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const HOST = /^[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::([0-9]{1,5}))?$/i;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-type Fields = Map<string, unknown>;
-type Choices<T extends string> = readonly [T, ...T[]];
-/** The most units a key can ever hold: the burst for token-bucket, 1 + burst for gcra, the limit for the others. */
-type Capacity = { field: "limit" | "burst"; units: number; what: string };
 
 /** A rule in the user-facing format, as the admin API shows it. */
 export interface RuleDescription {
@@ -251,149 +236,9 @@ function parseName(value: unknown, at: RuleRef): string {
   return value;
 }
 
-function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
-  if (value === undefined) return { path: "*", methods: null, host: null, ips: null };
-  if (!isObject(value)) {
-    fail(at, "match", `expected an object like {"path": "/api/*", "methods": ["GET"]}, got ${show(value)}`);
-  }
-  const fields = fieldsOf(value);
-  rejectUnknown(fields, MATCH_FIELDS, at, "match");
-  return {
-    path: parsePath(fields.get("path"), at),
-    methods: parseMethods(fields.get("methods"), at),
-    host: parseHost(fields.get("host"), at),
-    ips: fields.has("ips") ? parseIpList(fields.get("ips") as readonly string[], { field: "match.ips", rule: at }) : null,
-  };
-}
-
-function parsePath(value: unknown, at: RuleRef): string {
-  const field = "match.path";
-  const form = `a glob starting with "/", like "/api/*", or "*" for every path`;
-  if (value === undefined) return "*";
-  if (typeof value !== "string") fail(at, field, `expected ${form}, got ${show(value)}`);
-  if (value === "") fail(at, field, `must not be empty; write ${form}`);
-  if (/[\s\p{Cc}]/u.test(value)) {
-    fail(at, field, `must not contain whitespace or control characters, got ${show(value)}`);
-  }
-  const cut = /[?#]/.exec(value);
-  if (cut !== null) {
-    const fix = `remove "${cut[0]}" and what follows from ${show(value)}`;
-    fail(at, field, `globs match the path only, not the query string or fragment; ${fix}`);
-  }
-  if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
-  return value;
-}
-
-function parseMethods(value: unknown, at: RuleRef): string[] | null {
-  if (value === undefined || value === null) return null;
-  if (!Array.isArray(value) || value.length === 0) {
-    const form = `a non-empty array of HTTP methods like ["GET", "POST"] (leave it out for every method)`;
-    fail(at, "match.methods", `expected ${form}, got ${show(value)}`);
-  }
-  const methods = value.map((method: unknown, i) => {
-    if (typeof method !== "string" || !TOKEN.test(method)) {
-      fail(at, `match.methods[${i}]`, `expected an HTTP method like "GET", got ${show(method)}`);
-    }
-    return method.toUpperCase();
-  });
-  return [...new Set(methods)];
-}
-
-function parseHost(value: unknown, at: RuleRef): string | null {
-  if (value === undefined || value === null) return null;
-  const port = typeof value === "string" ? HOST.exec(value)?.[1] : undefined;
-  const valid = typeof value === "string" && HOST.test(value) && (port === undefined || isPort(Number(port)));
-  if (!valid) {
-    const form = `a host name like "api.example.com", optionally with ":port" (leave it out for every host)`;
-    fail(at, "match.host", `expected ${form}, got ${show(value)}`);
-  }
-  return value.toLowerCase();
-}
-
-function parseKey(value: unknown, at: RuleRef): KeyPart[] {
-  if (value === undefined) return [{ source: "ip" }];
-  if (typeof value === "string") return [parseKeyPart(value, at, "key")];
-  if (!Array.isArray(value) || value.length === 0) {
-    const form = `a key part like "ip" or "header:x-api-key", or a non-empty array of them`;
-    fail(at, "key", `expected ${form}, got ${show(value)}`);
-  }
-  const parts = value.map((part: unknown, i) => parseKeyPart(part, at, `key[${i}]`));
-  rejectRepeatedParts(parts, at);
-  return parts;
-}
-
-function parseKeyPart(value: unknown, at: RuleRef, field: string): KeyPart {
-  if (typeof value !== "string") fail(at, field, `expected a key part (${KEY_PARTS_HINT}), got ${show(value)}`);
-  const plain = PLAIN_PARTS.find((source) => source === value);
-  if (plain !== undefined) return { source: plain };
-  const colon = value.indexOf(":");
-  const source = colon === -1 ? value : value.slice(0, colon);
-  const name = colon === -1 ? "" : value.slice(colon + 1);
-  const got = `, got ${show(value)}`;
-  switch (source) {
-    case "header":
-      if (!TOKEN.test(name)) fail(at, field, `expected "header:<name>" with a header name like "x-api-key"${got}`);
-      return { source, name: name.toLowerCase() };
-    case "query":
-      if (name === "") fail(at, field, `expected "query:<name>" with a parameter name, e.g. "query:api_key"${got}`);
-      return { source, name };
-    case "cookie":
-      if (!TOKEN.test(name)) fail(at, field, `expected "cookie:<name>" with a cookie name like "session"${got}`);
-      return { source, name };
-  }
-  fail(at, field, `unknown key part ${show(value)}; use ${KEY_PARTS_HINT}`);
-}
-
-function parseBoolean(value: unknown, at: RuleRef, field: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== "boolean") fail(at, field, `expected true or false (default false), got ${show(value)}`);
-  return value;
-}
-
-function parseIpv6Prefix(value: unknown, key: KeyPart[], at: RuleRef): number {
-  if (value === undefined) return DEFAULT_IPV6_PREFIX;
-  if (!hasIpPart(key)) fail(at, "ipv6Prefix", `ipv6Prefix applies to rules whose key has an "ip" part; remove it, or add "ip" to the key`);
-  const [min, max] = IPV6_PREFIX_RANGE;
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
-    fail(at, "ipv6Prefix", `expected a prefix length from ${min} to ${max} (default ${DEFAULT_IPV6_PREFIX}, a /56), got ${show(value)}`);
-  }
-  return value as number;
-}
-
-function hasIpPart(key: readonly KeyPart[]): boolean {
-  return key.some((part) => part.source === "ip");
-}
-
-function rejectRepeatedParts(parts: KeyPart[], at: RuleRef): void {
-  const firstAt = new Map<string, number>();
-  parts.forEach((part, i) => {
-    const text = formatKeyPart(part);
-    const first = firstAt.get(text);
-    if (first !== undefined) fail(at, `key[${i}]`, `repeats key[${first}] (${show(text)}); list each part once`);
-    firstAt.set(text, i);
-  });
-}
-
-function parseChoice<T extends string>(value: unknown, choices: Choices<T>, at: RuleRef, field: string): T {
-  if (value === undefined) return choices[0];
-  const choice = choices.find((candidate) => candidate === value);
-  if (choice === undefined) {
-    const allowed = choices.map((c) => JSON.stringify(c)).join(" or ");
-    fail(at, field, `expected ${allowed} (default ${JSON.stringify(choices[0])}), got ${show(value)}`);
-  }
-  return choice;
-}
-
 function parseLimit(value: unknown, at: RuleRef): number {
   if (value === undefined) fail(at, "limit", `required: a positive integer, e.g. 100`);
   return parseCount(value, at, "limit");
-}
-
-function parseCount(value: unknown, at: RuleRef, field: string): number {
-  if (!isCount(value)) {
-    fail(at, field, `expected a positive integer (at most ${Number.MAX_SAFE_INTEGER}), got ${show(value)}`);
-  }
-  return value;
 }
 
 function parsePeriod(value: unknown, at: RuleRef): number {
@@ -407,12 +252,6 @@ function parseSlotTtl(fields: Fields, at: RuleRef): number {
     fail(at, "period", `"concurrency" has no period: a slot is held until its response has been sent, or for slotTtl at most (default "1m"); remove period`);
   }
   return fields.has("slotTtl") ? parseDurationField(fields.get("slotTtl"), at, "slotTtl") : DEFAULT_SLOT_TTL_MS;
-}
-
-function parseDurationField(value: unknown, at: RuleRef, field: string): number {
-  const parsed = parseDuration(value);
-  if (!parsed.ok) fail(at, field, parsed.problem);
-  return parsed.ms;
 }
 
 function parseSync(value: unknown, mode: Mode, at: RuleRef): number {
@@ -430,99 +269,6 @@ function parseAggregate(value: unknown, mode: Mode, at: RuleRef): "none" | Aggre
   return aggregate;
 }
 
-function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {
-  if (algorithm === "gcra") {
-    if (value === undefined) return 0;
-    if (!Number.isSafeInteger(value) || (value as number) < 0) {
-      fail(at, "burst", `expected the tolerance in units for "gcra": an integer, 0 or more (default 0), got ${show(value)}`);
-    }
-    return value as number;
-  }
-  if (value === undefined) return limit;
-  const burst = parseCount(value, at, "burst");
-  if (algorithm !== "token-bucket" && burst !== limit) {
-    fail(at, "burst", `burst applies to token-bucket and gcra only; remove it, or set "algorithm": "token-bucket"`);
-  }
-  return burst;
-}
-
-/**
- * gcra's `delay` (nginx's two-stage `delay=`): 0 to `burst`, default `burst`. Of a burst, the first
- * 1 + delay requests pass at once and the rest of the tolerance is held until it conforms.
- */
-function parseDelay(value: unknown, algorithm: AlgorithmName, burst: number, at: RuleRef): number | undefined {
-  if (algorithm !== "gcra") {
-    if (value !== undefined) fail(at, "delay", `delay applies to gcra only; remove it, or set "algorithm": "gcra"`);
-    return undefined;
-  }
-  if (value === undefined) return burst;
-  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > burst) {
-    fail(at, "delay", `expected an integer from 0 to the burst (${burst}), got ${show(value)}`);
-  }
-  return value as number;
-}
-
-/**
- * The default is the bucket count the accuracy benchmark chose (bench/RESULTS.md), with each bucket
- * at least 1 ms long, in both modes: fast isolates report their spends in the buckets they were
- * made in, so fast mode gains from fine buckets as strict does.
- */
-function parseBuckets(value: unknown, algorithm: AlgorithmName, periodMs: number, at: RuleRef): number {
-  if (value === undefined) return algorithm === "sliding-window" ? Math.min(DEFAULT_BUCKETS, periodMs) : 1;
-  const buckets = parseCount(value, at, "buckets");
-  if (algorithm !== "sliding-window" && buckets !== 1) {
-    fail(at, "buckets", `buckets applies to sliding-window only; remove it, or set "algorithm": "sliding-window"`);
-  }
-  if (buckets > MAX_BUCKETS) fail(at, "buckets", `expected at most ${MAX_BUCKETS} buckets, got ${buckets}`);
-  if (buckets > periodMs) {
-    fail(at, "buckets", `each bucket must last at least 1ms: ${buckets} buckets need a period of ${buckets}ms or more`);
-  }
-  return buckets;
-}
-
-function parseWarmup(value: unknown, algorithm: AlgorithmName, at: RuleRef): number | undefined {
-  if (value === undefined) return undefined;
-  if (algorithm !== "token-bucket") fail(at, "warmup", `warmup applies to token-bucket only; remove it, or set "algorithm": "token-bucket"`);
-  return parseDurationField(value, at, "warmup");
-}
-
-/** A warmup is strict-only, and its coldness is counted in exact integers as the bucket's tokens are. */
-function requireWarmupFits(warmupMs: number, limit: number, burst: number, periodMs: number, mode: Mode, at: RuleRef): void {
-  if (mode === "fast") {
-    const why = `the refill depends on when each unit is taken and how long the bucket has sat full, and the object learns what a lease spent only at the next sync, so a busy key's bucket would look idle and cool between syncs`;
-    fail(at, "warmup", `a warmup is strict-only: ${why}; remove it, or use "mode": "strict"`);
-  }
-  if (2 * limit * warmupMs + 3 * burst * periodMs > Number.MAX_SAFE_INTEGER) {
-    fail(at, "warmup", `2 × limit × warmup + 3 × burst × period must not exceed ${Number.MAX_SAFE_INTEGER} so counting stays exact; use a shorter warmup`);
-  }
-}
-
-/** The algorithms count in exact integers of units × ms; past 2^53 they would silently round. */
-function requireExactArithmetic(limit: number, burst: number, periodMs: number, at: RuleRef): void {
-  const field = burst > limit ? "burst" : "limit";
-  const units = Math.max(limit, burst);
-  if (units * periodMs > Number.MAX_SAFE_INTEGER) {
-    const product = `${field} × period (${units} × ${periodMs}ms)`;
-    const fix = `use a shorter period or a smaller ${field}`;
-    fail(at, field, `${product} must not exceed ${Number.MAX_SAFE_INTEGER} unit·ms so counting stays exact; ${fix}`);
-  }
-}
-
-function parseCost(value: unknown, capacity: Capacity, at: RuleRef): Cost {
-  if (value === undefined) return { units: 1 };
-  const header = typeof value === "string" && /^header:(.+)$/.exec(value)?.[1];
-  if (header && TOKEN.test(header)) return { header: header.toLowerCase() };
-  if (!isCount(value)) {
-    fail(at, "cost", `expected a positive integer, or "header:<name>" like "header:x-cost", got ${show(value)}`);
-  }
-  const { field, units, what } = capacity;
-  if (value > units) {
-    const why = `so no request could ever be admitted; lower the cost or raise the ${field}`;
-    fail(at, "cost", `a cost of ${value} exceeds ${what}, ${why}`);
-  }
-  return { units: value };
-}
-
 function rejectDuplicateNames(rules: Rule[]): void {
   const firstAt = new Map<string, number>();
   rules.forEach(({ name }, index) => {
@@ -532,55 +278,4 @@ function rejectDuplicateNames(rules: Rule[]): void {
     }
     firstAt.set(name, index);
   });
-}
-
-function rejectUnknown(fields: Fields, allowed: readonly string[], at: RuleRef, parent: string | undefined): void {
-  for (const key of fields.keys()) {
-    if (!allowed.includes(key)) {
-      fail(at, childPath(parent, key), `unknown field; allowed fields here are ${allowed.join(", ")}`);
-    }
-  }
-}
-
-/** `match.path`, or `match["odd key"]` when the key would not read as one path segment. */
-function childPath(parent: string | undefined, key: string): string {
-  if (!IDENTIFIER.test(key)) return `${parent ?? ""}[${JSON.stringify(key)}]`;
-  return parent === undefined ? key : `${parent}.${key}`;
-}
-
-function capacityOf(algorithm: AlgorithmName, limit: number, burst: number): Capacity {
-  const units = largestCost({ algorithm, limit, burst });
-  switch (algorithm) {
-    case "token-bucket":
-      return { field: "burst", units, what: `the rule's burst of ${burst}` };
-    case "gcra":
-      return { field: "burst", units, what: `the ${units} units a gcra rule admits at once (1 + its burst of ${burst})` };
-    default:
-      return { field: "limit", units, what: `the rule's limit of ${limit}` };
-  }
-}
-
-function formatKeyPart(part: KeyPart): string {
-  return "name" in part ? `${part.source}:${part.name}` : part.source;
-}
-
-/** Own enumerable fields only, so nothing is ever read from a prototype. */
-function fieldsOf(value: object): Fields {
-  return new Map(Object.entries(value));
-}
-
-function isObject(value: unknown): value is object {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isCount(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) > 0;
-}
-
-function isPort(port: number): boolean {
-  return port >= 1 && port <= 65_535;
-}
-
-function fail(at: RuleRef, field: string | undefined, problem: string): never {
-  throw ConfigError.inRule(at, field, problem);
 }

@@ -1,0 +1,71 @@
+/** A rule's `match`: which requests it applies to, by path glob, methods, host and client addresses. */
+import { parseIpList } from "../routing/cidr";
+import { show, type RuleRef } from "./errors";
+import { fail, fieldsOf, isObject, rejectUnknown, TOKEN } from "./fields";
+import type { Rule } from "./types";
+
+const MATCH_FIELDS = ["path", "methods", "host", "ips"];
+const HOST = /^[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::([0-9]{1,5}))?$/i;
+
+export function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
+  if (value === undefined) return { path: "*", methods: null, host: null, ips: null };
+  if (!isObject(value)) {
+    fail(at, "match", `expected an object like {"path": "/api/*", "methods": ["GET"]}, got ${show(value)}`);
+  }
+  const fields = fieldsOf(value);
+  rejectUnknown(fields, MATCH_FIELDS, at, "match");
+  return {
+    path: parsePath(fields.get("path"), at),
+    methods: parseMethods(fields.get("methods"), at),
+    host: parseHost(fields.get("host"), at),
+    ips: fields.has("ips") ? parseIpList(fields.get("ips") as readonly string[], { field: "match.ips", rule: at }) : null,
+  };
+}
+
+function parsePath(value: unknown, at: RuleRef): string {
+  const field = "match.path";
+  const form = `a glob starting with "/", like "/api/*", or "*" for every path`;
+  if (value === undefined) return "*";
+  if (typeof value !== "string") fail(at, field, `expected ${form}, got ${show(value)}`);
+  if (value === "") fail(at, field, `must not be empty; write ${form}`);
+  if (/[\s\p{Cc}]/u.test(value)) {
+    fail(at, field, `must not contain whitespace or control characters, got ${show(value)}`);
+  }
+  const cut = /[?#]/.exec(value);
+  if (cut !== null) {
+    const fix = `remove "${cut[0]}" and what follows from ${show(value)}`;
+    fail(at, field, `globs match the path only, not the query string or fragment; ${fix}`);
+  }
+  if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
+  return value;
+}
+
+function parseMethods(value: unknown, at: RuleRef): string[] | null {
+  if (value === undefined || value === null) return null;
+  if (!Array.isArray(value) || value.length === 0) {
+    const form = `a non-empty array of HTTP methods like ["GET", "POST"] (leave it out for every method)`;
+    fail(at, "match.methods", `expected ${form}, got ${show(value)}`);
+  }
+  const methods = value.map((method: unknown, i) => {
+    if (typeof method !== "string" || !TOKEN.test(method)) {
+      fail(at, `match.methods[${i}]`, `expected an HTTP method like "GET", got ${show(method)}`);
+    }
+    return method.toUpperCase();
+  });
+  return [...new Set(methods)];
+}
+
+function parseHost(value: unknown, at: RuleRef): string | null {
+  if (value === undefined || value === null) return null;
+  const port = typeof value === "string" ? HOST.exec(value)?.[1] : undefined;
+  const valid = typeof value === "string" && HOST.test(value) && (port === undefined || isPort(Number(port)));
+  if (!valid) {
+    const form = `a host name like "api.example.com", optionally with ":port" (leave it out for every host)`;
+    fail(at, "match.host", `expected ${form}, got ${show(value)}`);
+  }
+  return value.toLowerCase();
+}
+
+function isPort(port: number): boolean {
+  return port >= 1 && port <= 65_535;
+}
