@@ -73,7 +73,7 @@ function warming(policy: Policy, stored: Stored, now: number): WarmingBucketStat
 /** A warming bucket's state as a plain one, keeping its level: a rule that loses its warmup under a live key. */
 function plain(stored: Stored, now: number): TokenBucketState | undefined {
   if (!stored || !("warmupMs" in stored)) return stored;
-  return { algorithm: "token-bucket", periodMs: stored.periodMs, ...levelOfWarming(stored, now) };
+  return { algorithm: "token-bucket", periodMs: stored.periodMs, burst: stored.burst, ...levelOfWarming(stored, now) };
 }
 
 function capacity(policy: Policy): number {
@@ -85,7 +85,21 @@ function capacity(policy: Policy): number {
  * are computed as plain numbers and the state built once: a decision makes one object, not two.
  */
 function bucketAt(policy: Policy, stored: TokenBucketState | undefined, level: number, now: number): TokenBucketState {
-  return { algorithm: "token-bucket", periodMs: policy.periodMs, level, updatedAt: stored ? Math.max(now, stored.updatedAt) : now };
+  return { algorithm: "token-bucket", periodMs: policy.periodMs, burst: policy.burst, level, updatedAt: stored ? Math.max(now, stored.updatedAt) : now };
+}
+
+/**
+ * A stored level in the policy's terms. A changed period changes the unit tokens are counted in; a
+ * changed burst keeps what was taken, not what is left, as every algorithm keeps what was used: a
+ * lowered burst applies at once, a raised one adds its extra room (README: changing a rule under
+ * live keys). Taken units are rounded up, so a conversion never adds a token.
+ */
+function carried(policy: Policy, stored: TokenBucketState): number {
+  // A state kept before the bucket recorded its burst: its tokens are kept as they were.
+  const burst = stored.burst ?? policy.burst;
+  if (stored.periodMs === policy.periodMs && burst === policy.burst) return stored.level;
+  const taken = burst * stored.periodMs - stored.level;
+  return capacity(policy) - Math.ceil((taken / stored.periodMs) * policy.periodMs);
 }
 
 /**
@@ -95,9 +109,7 @@ function bucketAt(policy: Policy, stored: TokenBucketState | undefined, level: n
 function levelAt(policy: Policy, stored: TokenBucketState | undefined, now: number): number {
   const full = capacity(policy);
   if (!stored) return full;
-  // A changed period changes the unit tokens are counted in; converting keeps the tokens themselves.
-  const level =
-    stored.periodMs === policy.periodMs ? stored.level : Math.floor((stored.level / stored.periodMs) * policy.periodMs);
+  const level = carried(policy, stored);
   const elapsed = Math.max(0, now - stored.updatedAt);
   // Compared by division so that a long idle key cannot overflow elapsed × limit.
   if (level >= full || elapsed >= Math.ceil((full - level) / policy.limit)) return full;

@@ -106,6 +106,8 @@ export interface SlidingWindowState {
 export interface TokenBucketState {
   algorithm: "token-bucket";
   periodMs: number;
+  /** the burst the level is counted against, so a changed burst keeps what was taken; absent in a state kept by an earlier version */
+  burst?: number;
   /** tokens × periodMs */
   level: number;
   /** epoch ms of the last refill */

@@ -110,8 +110,8 @@ interface Settled {
 /**
  * The state at `now` (or at its update, if the clock stepped back) under `policy`: a full bucket
  * cools one unit of coldness per 1/limit ms, up to fully cold. A state kept under another limit,
- * period, burst or warmup is read under its own and carried over: its level as the plain bucket
- * carries one, its coldness as the same fraction of the new maximum (as Guava's setRate does).
+ * period, burst or warmup is read under its own and carried over: what it lacks as the plain bucket
+ * carries what was taken, its coldness as the same fraction of the new maximum (as Guava's setRate does).
  */
 function settle(policy: Policy, stored: WarmingBucketState | undefined, now: number): Settled {
   const w = maxCold(policy);
@@ -120,9 +120,9 @@ function settle(policy: Policy, stored: WarmingBucketState | undefined, now: num
   const own = policyOf(stored);
   const at = advance(maxCold(own), own.limit, stored, now);
   const missing = missingOf(maxCold(own), at);
-  const level = Math.floor(((own.burst * own.periodMs - missing) / own.periodMs) * policy.periodMs);
   const coldNow = Math.min(w, Math.floor((Math.max(0, at.cold + missing) / maxCold(own)) * w));
-  const refill = Math.max(0, policy.burst * policy.periodMs - level);
+  // What was taken stays taken, rounded up, whatever the new burst: as the plain bucket carries a level.
+  const refill = Math.ceil((missing / own.periodMs) * policy.periodMs);
   return { cold: coldNow - refill, debt: climb(w, coldNow) - climb(w, coldNow - refill), updatedAt: at.updatedAt };
 }
 

@@ -99,6 +99,24 @@ describe("token bucket", () => {
     const { decisions } = run(policy(2, 60_000), [T0]);
     expect(decisions[0]?.resetAt).toBe(T0 + 30_000);
   });
+
+  it("keeps the tokens taken when the burst is lowered under a live key: 3 of 5 taken leave none of 2", () => {
+    const { state } = run(policy(5, 86_400_000), [T0, T0, T0]);
+    expect(decide(policy(2, 86_400_000), state, 1, T0 + 1).decision).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it("adds a raised burst's extra room under a live key: 3 of 5 taken leave 7 of 10", () => {
+    const { state } = run(policy(5, 86_400_000), [T0, T0, T0]);
+    expect(peek(policy(10, 86_400_000), state, T0 + 1).remaining).toBe(7);
+  });
+
+  it("keeps the tokens taken, in the new period's units, when the period changes too", () => {
+    const { state } = run(policy(4, 60_000), [T0, T0, T0]);
+    // 3 taken of 4 a minute, read as 8 a second with a burst of 8: 5 left, the next token 125 ms on.
+    const faster = policy(8, 1_000);
+    expect(peek(faster, state, T0).remaining).toBe(5);
+    expect(peek(faster, state, T0 + 125).remaining).toBe(6);
+  });
 });
 
 describe("token bucket properties", () => {

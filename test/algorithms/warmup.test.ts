@@ -196,7 +196,7 @@ describe("token bucket with a warmup", () => {
     expect(decide(tenASecond, state, 1, T0).decision.retryAfter).toBe(100);
     // 99 ms of cold refill, about 3 intervals a unit, made 330/1000 of a unit; the plain rule refills the rest at its rate.
     const converted = decide(plain, run(tenASecond, [T0]).state, 0, T0 + 99).state;
-    expect(converted).toEqual({ algorithm: "token-bucket", periodMs: 1_000, level: 330, updatedAt: T0 + 99 });
+    expect(converted).toEqual({ algorithm: "token-bucket", periodMs: 1_000, burst: 1, level: 330, updatedAt: T0 + 99 });
     expect(peek(plain, converted, T0 + 165).remaining).toBe(0);
     expect(peek(plain, converted, T0 + 166).remaining).toBe(1);
   });
@@ -209,6 +209,13 @@ describe("token bucket with a warmup", () => {
     expect(decide(p, state, 100_000, T0).decision.retryAfter).toBe(3_000);
     // The last 0.44 ms (44,445 of them) still refill at nearly 3 intervals a unit: 15 units.
     expect(peek(p, state, T0 + 2_999).remaining).toBe(99_985);
+  });
+
+  it("keeps the units taken when the burst is lowered or raised under a live key", () => {
+    const day = (burst: number) => policy(burst, 86_400_000, burst, 3_600_000);
+    const { state } = run(day(5), [T0, T0, T0]);
+    expect(decide(day(2), state, 1, T0 + 1).decision).toMatchObject({ allowed: false, remaining: 0 });
+    expect(peek(day(10), state, T0 + 1).remaining).toBe(7);
   });
 
   it("keeps a live key's level and coldness when its warmup or limit changes", () => {
