@@ -10,6 +10,7 @@ import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 import { RelayBook, type Forwarded, type Relayed } from "../fast/relay";
 import { Relay } from "./relay";
+import { ownNamespace } from "./stub";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
@@ -145,7 +146,7 @@ export class RateLimiter extends DurableObject<Env> {
    * RELAY_GAP_MS, however many isolates the location runs.
    */
   relay(objectName: string, forwarded: Forwarded, timeoutMs: number): Promise<Lease> {
-    this.relayed ??= new Relay(this.env.LIMITER);
+    this.relayed ??= new Relay(ownNamespace(this.env, this.ctx.id));
     return this.relayed.forward(objectName, forwarded, timeoutMs);
   }
 

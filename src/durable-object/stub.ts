@@ -22,3 +22,24 @@ export function limiterStub(namespace: Namespace, name: string): DurableObjectSt
   }
   return namespace.get(id);
 }
+
+/**
+ * The namespace of the object `id` names, found in its Worker's `env`: a user's Worker may bind
+ * RateLimiter under any name, and an id is valid in its own class's namespace only. A relay needs it
+ * to reach the keys' objects it forwards to.
+ */
+export function ownNamespace(env: object, id: DurableObjectId): Namespace {
+  for (const value of Object.values(env)) {
+    if (!isNamespace(value)) continue;
+    try {
+      if (value.idFromString(id.toString()).equals(id)) return value;
+    } catch {
+      // Another class's namespace: the id is not valid there.
+    }
+  }
+  throw new Error("RateLimiter is not bound in its own Worker's env: a fast rule's relays (aggregate) reach the keys' objects through that binding; add a durable_objects binding for the class to the Worker that exports it");
+}
+
+function isNamespace(value: unknown): value is Namespace {
+  return typeof value === "object" && value !== null && typeof (value as Partial<Namespace>).idFromString === "function" && typeof (value as Partial<Namespace>).get === "function";
+}
