@@ -11,22 +11,32 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 
 /** What `check` says of a request: the binding's `check`, the library's `createGate`, and the proxy all use it. */
-export interface Checked {
-  allowed: boolean;
-  /** the rate-limit headers for the response: the most restrictive rule's when allowed, the denying rule's with the longest wait when not */
+/** A request every applicable rule admits: add `headers` to its response. */
+export interface Admitted {
+  allowed: true;
+  /** the rate-limit headers for the response: the most restrictive rule's */
   headers: Record<string, string>;
+  response?: undefined;
   /**
-   * present only when not allowed: the 429 (or the 400 for a malformed cost header) to send
-   * instead, or a 499 when the client went away while the request was held
-   */
-  response?: Response;
-  /**
-   * present when allowed and a concurrency rule holds slots for the request: call it once the
-   * request is over (its response sent, or failed) to give them back; never called, they are freed
-   * after the rule's `slotTtl`
+   * present when a concurrency rule holds slots for the request: call it once the request is over
+   * (its response sent, or failed) to give them back; never called, they are freed after the
+   * rule's `slotTtl`
    */
   release?: () => Promise<void>;
 }
+
+/** A request a rule refuses: send `response` instead. */
+export interface Refused {
+  allowed: false;
+  /** the denying rule's rate-limit headers, the one with the longest wait (`response` carries them) */
+  headers: Record<string, string>;
+  /** the 429 (or the 400 for a malformed cost header) to send, or a 499 when the client went away while the request was held */
+  response: Response;
+  release?: undefined;
+}
+
+/** What `check` says of a request; `allowed` tells which, so `if (!allowed) return response` type-checks. */
+export type Checked = Admitted | Refused;
 
 /** What a gate applies: the rules, the header forms, and the address lists. */
 export interface GateSettings {

@@ -36,7 +36,7 @@ export default {
       // A Request sent over RPC hands its body to the callee: floodgate reads only the method, URL and
       // headers, so it is sent a copy without the body, and this Worker keeps its own to read.
       const { allowed, headers, response } = await env.FLOODGATE.check(new Request(request, { body: null }));
-      if (!allowed && response) return response;
+      if (!allowed) return response;
       return Response.json({ hello: url.pathname }, { headers });
     }
 
