@@ -5,7 +5,7 @@ import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkWhereabouts } from "../limiter/arguments";
+import { checkCost, checkKey, checkWhereabouts, rejectUnknownOptions } from "../limiter/arguments";
 import { forget, limitKey, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
@@ -28,6 +28,9 @@ export interface LimitOptions {
 
 export type KeyOptions = Omit<LimitOptions, "cost" | "location" | "continent">;
 
+const LIMIT_OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
+const KEY_OPTIONS = ["rule", "key"] satisfies (keyof KeyOptions)[];
+
 /**
  * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
  * entrypoint = "Floodgate"`). Every method reads `RATE_LIMIT_RULES` as the proxy does and decides
@@ -45,7 +48,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "limit");
+    const { rule, key } = this.resolve(options, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
     const from = checkWhereabouts(options, "limit");
     const { decision, release } = await limitKey({ ...this.context(), ...from }, rule, key, cost);
@@ -65,13 +68,13 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "peek");
+    const { rule, key } = this.resolve(options, "peek", KEY_OPTIONS);
     return limitResult(rule, await peekKey(this.context(), rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
-    const { rule, key } = this.resolve(options, "reset");
+    const { rule, key } = this.resolve(options, "reset", KEY_OPTIONS);
     await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
   }
 
@@ -86,8 +89,9 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   }
 
   /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */
-  private resolve(options: unknown, method: string): { rule: Rule; key: string } {
-    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { rule?, key${method === "limit" ? ", cost?, location?, continent?" : ""} }, got ${options === null ? "null" : typeof options}`);
+  private resolve(options: unknown, method: string, known: readonly string[]): { rule: Rule; key: string } {
+    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { ${known.map((name) => (name === "key" ? name : `${name}?`)).join(", ")} }, got ${options === null ? "null" : typeof options}`);
+    rejectUnknownOptions(options, known, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
     return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method) };

@@ -8,6 +8,7 @@ import { clientClosed, invalidRequest } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { rejectUnknownOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART, requestCost } from "../routing/key";
 
@@ -61,8 +62,7 @@ export interface RateLimitOptions<C extends Context = Context> {
  */
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: expected options { binding, rule, key }");
-  const unknown = Object.keys(options).filter((name) => !OPTIONS.includes(name));
-  if (unknown.length > 0) throw new TypeError(`rateLimit: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${OPTIONS.join(", ")}`);
+  rejectUnknownOptions(options, OPTIONS, "rateLimit");
   const rule = parseStandaloneRule(options.rule, { requests: true });
   const { binding, key } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);

@@ -13,6 +13,12 @@ export function checkKey(key: unknown, where: string): string {
   return key;
 }
 
+/** An options object's names as given: an option not in `known` is a TypeError, so a misspelled `cots` never silently costs the default. */
+export function rejectUnknownOptions(options: object, known: readonly string[], where: string): void {
+  const unknown = Object.keys(options).filter((name) => !known.includes(name));
+  if (unknown.length > 0) throw new TypeError(`${where}: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${known.join(", ")}`);
+}
+
 /** A cost as given: a positive safe integer; `undefined` takes the default. */
 export function checkCost(cost: unknown, fallback: number, where: string): number {
   if (cost === undefined) return fallback;
