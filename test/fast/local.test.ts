@@ -410,6 +410,30 @@ describe("a fast key under a rule with a block", () => {
   });
 });
 
+describe("a fast fixed window at its turn", () => {
+  const windowed = rule({ name: "fw", mode: "fast", algorithm: "fixed-window", limit: 5, periodMs: 300_000, syncMs: 1_000 });
+  /** Spent at T0, 35 s before the window turns: the object's call for it booked a minute on. */
+  const turnsAt = T0 + 35_000;
+  const spent = () => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, windowed, isolate(), 1, T0);
+    const standing = { allowed: false, limit: 5, remaining: 0, resetAt: turnsAt, moreAt: turnsAt, retryAfter: 35_000 };
+    applyLease(key, windowed, lease(seq, 0, { standing, nextSyncAt: T0 + 61_000, expiresAt: T0 + 61_000, saturated: true }), T0);
+    decideLocally(key, windowed, 1, T0 + 1);
+    return key;
+  };
+
+  it("denies until the window turns, and says so", () => {
+    expect(decideLocally(spent(), windowed, 1, T0 + 2)).toMatchObject({ allowed: false, retryAfter: 35_000 - 2 });
+  });
+
+  it("denies nothing once the window has turned, though the key's booked call is later: its next request asks", () => {
+    const key = spent();
+    expect(decideLocally(key, windowed, 1, turnsAt)).toBeUndefined();
+    expect(deniedLocally(key, windowed, 1, turnsAt + 10_000)).toBe(false);
+  });
+});
+
 describe("a fast key's booked call, made on time when no request comes to make it", () => {
   /** A key of `under` whose last sync, sent at T0, was answered at `at` (80 ms later) with `units`, its next call booked at T0 + 1,000. */
   const answered = (units: number, overrides: Partial<Lease> = {}, under = fast, at = T0 + 80) => {
