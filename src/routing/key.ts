@@ -83,8 +83,12 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
       const address = request.headers.get("CF-Connecting-IP");
       return address === null ? null : ipKey(address, ipv6Prefix);
     }
-    case "header":
-      return request.headers.get(part.name);
+    case "header": {
+      // The Fetch standard strips a value's surrounding whitespace, and origins read it so; the
+      // runtime keeps trailing spaces and tabs, which would otherwise name a fresh key per suffix.
+      const value = request.headers.get(part.name);
+      return value === null ? null : trimOws(value);
+    }
     case "query":
       return onlyValue(url().searchParams.getAll(part.name));
     case "cookie":
