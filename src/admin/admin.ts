@@ -19,6 +19,13 @@ export const ADMIN_PREFIX = "/__floodgate/";
  * settings are read once the token is checked, so an invalid configuration reaches the admin only.
  */
 export async function handleAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
+  if (request.method !== "HEAD") return answerAdmin(request, env, settingsOf);
+  // HEAD is GET without the body (RFC 9110).
+  const answer = await answerAdmin(new Request(request, { method: "GET" }), env, settingsOf);
+  return new Response(null, answer);
+}
+
+async function answerAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   if (!env.ADMIN_TOKEN) return notFound().toResponse();
   const url = new URL(request.url);
   if (request.method === "GET" && url.pathname === ADMIN_PREFIX) return statusPage();

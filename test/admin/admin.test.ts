@@ -131,6 +131,15 @@ describe("admin API", () => {
     expect(text).toMatch(/^floodgate_decisions_total\{decision="denied",rule="adm-bucket"\} \d+$/m);
   });
 
+  it("answers HEAD on every GET call as GET, without the body, and 401 without the token", async () => {
+    for (const path of ["rules", "metrics", "state?rule=adm-window&key=192.0.2.74"]) {
+      const res = await admin(path, { method: "HEAD" });
+      expect(res.status, path).toBe(200);
+      expect(await res.text(), path).toBe("");
+      expect((await admin(path, { method: "HEAD" }, "wrong")).status, path).toBe(401);
+    }
+  });
+
   it("answers 404 to an unknown admin path", async () => {
     expect((await admin("unknown")).status).toBe(404);
   });
