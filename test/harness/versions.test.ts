@@ -91,6 +91,35 @@ describe("two Worker versions live at once", () => {
     expect(await originCount(tag)).toBe(counted);
   });
 
+  it("fast mode: a lowered limit binds the old version's quiet isolate, which admits no more than it held", { timeout: 60_000 }, async () => {
+    const name = "h-versions-quiet";
+    const tag = "versions-quiet";
+    const cluster = await harness.start({
+      isolates: 2,
+      rules: [],
+      versions: [
+        [{ name, limit: 20, period: "1h", mode: "fast" }],
+        [{ name, limit: 6, period: "1h", mode: "fast" }],
+      ],
+      bindings: { ADMIN_TOKEN: "versions-admin" },
+    });
+    const ip = "203.0.113.53";
+    const old: number[] = [];
+    for (let i = 0; i < 10; i++) old.push((await cluster.fetch(0, `/${tag}/old-${i}`, { headers: { "CF-Connecting-IP": ip } })).status);
+    const state = await cluster.fetch(0, `/__floodgate/state?rule=${name}&key=${ip}`, { headers: { Authorization: "Bearer versions-admin" } });
+    const held = ((await state.json()) as { isolate: { leased: number } }).isolate.leased;
+    // Then a request every half second, alternating: the new version's first learns the lowered limit.
+    const statuses: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const front = i % 2;
+      statuses.push(`${front ? "B" : "A"}${(await cluster.fetch(front, `/${tag}/alt-${i}`, { headers: { "CF-Connecting-IP": ip } })).status}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(old.every((s) => s === 200)).toBe(true);
+    expect(statuses.filter((s) => s === "B200")).toEqual([]);
+    expect(statuses.filter((s) => s === "A200").length, `${statuses.join(" ")}; held ${held}`).toBeLessThanOrEqual(held);
+  });
+
   it("fast mode: versions alternating algorithms on 4 isolates at 10× the limit stay within it", async () => {
     const name = "h-versions-fast";
     const limit = 20;
