@@ -90,9 +90,10 @@ export class RateLimiter extends DurableObject<Env> {
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
     const blockedBefore = this.blockEnd(policy);
-    const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy), blockedBefore, costs, now);
+    const from = this.stateFor(policy);
+    const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
-    if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
+    if (state && (this.carried(from) || results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
     return results;
   }
 
@@ -112,7 +113,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (granted.changed.length === 0) return lease;
     this.cursor = granted.cursor;
     this.writePeers(granted.changed);
-    if (granted.blockedUntil !== blockedBefore || (state && state !== stored)) {
+    if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.carried(stored)))) {
       if (granted.blockedUntil !== blockedBefore) this.blocked(granted.blockedUntil, now);
       if (state) this.stored = { policy: under, state };
       this.write();
@@ -272,6 +273,16 @@ export class RateLimiter extends DurableObject<Env> {
    */
   private stateFor(policy: Policy): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, Date.now());
+  }
+
+  /**
+   * Whether `state` was carried over from another algorithm's (see {@link stateFor}): it is kept
+   * even when nothing else changed, or the next request would carry the old units over again, taken
+   * anew at its time, and the key stay denied until the old algorithm freed them while every
+   * denial said it ends sooner.
+   */
+  private carried(state: LimiterState | undefined): boolean {
+    return this.stored !== undefined && state !== this.stored.state;
   }
 
   private save(policy: Policy, state: LimiterState): void {
