@@ -51,6 +51,12 @@ export class RateLimiter extends DurableObject<Env> {
   private cursor = Number.NEGATIVE_INFINITY;
   /** the strictest policy strict decisions asked under lately, which fast leases are granted under too; in memory, as the next strict request says it again */
   private strictAsked: { policy: Policy; at: number } | undefined;
+  /**
+   * when each algorithm was last asked under, by a decision or a sync: a state kept under one that
+   * another live Worker version still asks under is not replaced by its carry-over (see `carried`);
+   * in memory, as a restart is a new deployment's
+   */
+  private readonly algorithmsAsked = new Map<string, number>();
   /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
   /** made when this object is a location's relay (see ../fast/relay) */
@@ -93,7 +99,8 @@ export class RateLimiter extends DurableObject<Env> {
     const from = this.stateFor(policy);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
-    if (state && (this.carried(from) || results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
+    if (state && (this.carried(from, now) || results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
+    this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
 
@@ -113,7 +120,8 @@ export class RateLimiter extends DurableObject<Env> {
     if (granted.changed.length === 0) return lease;
     this.cursor = granted.cursor;
     this.writePeers(granted.changed);
-    if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.carried(stored)))) {
+    this.algorithmsAsked.set(policy.algorithm, now);
+    if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.carried(stored, now)))) {
       if (granted.blockedUntil !== blockedBefore) this.blocked(granted.blockedUntil, now);
       if (state) this.stored = { policy: under, state };
       this.write();
@@ -276,13 +284,16 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Whether `state` was carried over from another algorithm's (see {@link stateFor}): it is kept
-   * even when nothing else changed, or the next request would carry the old units over again, taken
-   * anew at its time, and the key stay denied until the old algorithm freed them while every
-   * denial said it ends sooner.
+   * Whether `state` was carried over from another algorithm's (see {@link stateFor}) that no live
+   * Worker version asks under any more: then it is kept even when nothing else changed, or each
+   * request would carry the old units over again, taken anew at its time, and the key stay denied
+   * until the old algorithm freed them while every denial said it ends sooner. While two versions
+   * alternate, each denial leaves the state as it was: kept by both, the units would be taken anew
+   * at every switch and never leave.
    */
-  private carried(state: LimiterState | undefined): boolean {
-    return this.stored !== undefined && state !== this.stored.state;
+  private carried(state: LimiterState | undefined, now: number): boolean {
+    if (this.stored === undefined || state === this.stored.state) return false;
+    return (this.algorithmsAsked.get(this.stored.policy.algorithm) ?? Number.NEGATIVE_INFINITY) < now - PEER_TTL_MS;
   }
 
   private save(policy: Policy, state: LimiterState): void {

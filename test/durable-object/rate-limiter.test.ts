@@ -124,35 +124,51 @@ describe("RateLimiter", () => {
     expect(await stub.peek(raised)).toMatchObject({ allowed: false, remaining: 0 });
   });
 
-  it("keeps what it carried over from another algorithm though it denied: the wait a denial states is the wait", async () => {
+  it("keeps what it carried over from an algorithm no version asks under any more, though it denied: the wait a denial states is the wait", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
-    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 120_000, burst: 3, buckets: 1 };
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 300_000, burst: 3, buckets: 1 };
     const log: Policy = { algorithm: "sliding-log", limit: 3, periodMs: 20_000, burst: 3, buckets: 1 };
     const stub = limiter("switch/denied");
     expect(allowed(await stub.decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
-    vi.setSystemTime(T0 + 5_000);
-    const [denied] = await stub.decide(log, [1]);
-    expect(denied!.decision).toMatchObject({ allowed: false, retryAfter: 20_000 });
-    vi.setSystemTime(T0 + 15_000);
+    // The rule changed: the old one was last asked under more than PEER_TTL_MS ago.
+    vi.setSystemTime(T0 + 65_000);
+    expect((await stub.decide(log, [1]))[0]!.decision).toMatchObject({ allowed: false, retryAfter: 20_000 });
+    vi.setSystemTime(T0 + 75_000);
     expect((await stub.decide(log, [1]))[0]!.decision).toMatchObject({ allowed: false, retryAfter: 10_000 });
-    vi.setSystemTime(T0 + 25_000);
+    vi.setSystemTime(T0 + 85_000);
     expect(allowed(await stub.decide(log, [1]))).toEqual([true]);
   });
 
-  it("keeps what a fast key carried over from another algorithm though its sync granted nothing", async () => {
+  it("keeps what a fast key carried over from an algorithm no version asks under any more, though its sync granted nothing", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
-    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 120_000, burst: 3, buckets: 1 };
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 300_000, burst: 3, buckets: 1 };
     // Stricter than the old rule, so leases are granted under it, and its units leave sooner than the old window ends.
     const log: Policy = { algorithm: "sliding-log", limit: 1, periodMs: 60_000, burst: 1, buckets: 1 };
     const stub = limiter("switch/denied-fast");
     expect(allowed(await stub.decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
-    vi.setSystemTime(T0 + 5_000);
+    vi.setSystemTime(T0 + 65_000);
     const ask = (seq: number) => stub.sync(log, { isolate: "i", seq, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
     expect((await ask(1)).units).toBe(0);
-    vi.setSystemTime(T0 + 70_000);
+    vi.setSystemTime(T0 + 130_000);
     expect((await ask(2)).units).toBe(1);
+  });
+
+  it("lets two live versions alternating algorithms each admit again once its own algorithm frees the key", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 120_000, burst: 3, buckets: 1 };
+    const log: Policy = { algorithm: "sliding-log", limit: 3, periodMs: 20_000, burst: 3, buckets: 1 };
+    const stub = limiter("switch/alternating");
+    expect(allowed(await stub.decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
+    const admittedAt: number[] = [];
+    for (let at = 5_000; at <= 240_000; at += 5_000) {
+      vi.setSystemTime(T0 + at);
+      if ((await stub.decide(at % 10_000 === 0 ? fixed : log, [1]))[0]!.decision.allowed) admittedAt.push(at);
+    }
+    // The old version's window turns at 120 s and the key admits again; it is never locked for good.
+    expect(admittedAt[0]).toBe(120_000);
   });
 
   it("rejects an algorithm it does not know and keeps its state", async () => {
