@@ -164,16 +164,17 @@ function cachedUntil(key: LocalKey, rule: Rule, counted: number, now: number): n
  */
 function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
   const busy = key.outbox !== null || key.demand > counted;
-  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && busy ? Math.min(key.nextSyncAt + rule.timeoutMs, fullAgainAt(key)) : 0;
+  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && busy ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
 }
 
 /**
- * When the key is back to its full quota, as the object last said: no denial of this isolate's
- * outlasts it. A fixed window's turn frees everything at once, and a saturated key's booked call
- * (up to a minute off) denied that long into a fresh window.
+ * When a fixed window's key is back to its full quota, as the object last said: no denial of this
+ * isolate's outlasts the window's turn, which frees everything at once (a saturated key's booked
+ * call, up to a minute off, denied that long into a fresh window). The other algorithms free units
+ * a few at a time, which the booked calls share out: their isolates deny until their turn.
  */
-function fullAgainAt(key: LocalKey): number {
-  return key.standing?.resetAt ?? Number.POSITIVE_INFINITY;
+function turnsAt(key: LocalKey, rule: Rule): number {
+  return rule.algorithm === "fixed-window" ? (key.standing?.resetAt ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
 }
 
 /**
@@ -406,7 +407,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // take them from an isolate whose turn it is (and see `heldUntil` for the booked call itself).
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
-  key.blockedUntil = Math.min(key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied, fullAgainAt(key));
+  key.blockedUntil = Math.min(key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied, turnsAt(key, rule));
   // Units given back after this sync left (see refundLocally) are not in its answer: the next request asks again.
   if (key.refunds.length > 0 && lease.standing.reason !== "blocked") key.blockedUntil = 0;
 }

@@ -434,6 +434,18 @@ describe("a fast fixed window at its turn", () => {
   });
 });
 
+describe("a saturated sliding-window key", () => {
+  it("keeps denying until its booked call though its standing says it is full again sooner: the booked calls share out what it frees", () => {
+    const quick = rule({ name: "q", mode: "fast", limit: 1_000, periodMs: 1_000, syncMs: 1_000 });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, quick, isolate(), 1, T0);
+    const standing = { allowed: false, limit: 1_000, remaining: 0, resetAt: T0 + 1_200, moreAt: T0 + 1, retryAfter: 1 };
+    applyLease(key, quick, lease(seq, 0, { standing, nextSyncAt: T0 + 5_000, saturated: true }), T0);
+    decideLocally(key, quick, 1, T0 + 1);
+    expect(decideLocally(key, quick, 1, T0 + 1_300)).toMatchObject({ allowed: false, reason: "cache" });
+  });
+});
+
 describe("a fast key's booked call, made on time when no request comes to make it", () => {
   /** A key of `under` whose last sync, sent at T0, was answered at `at` (80 ms later) with `units`, its next call booked at T0 + 1,000. */
   const answered = (units: number, overrides: Partial<Lease> = {}, under = fast, at = T0 + 80) => {
