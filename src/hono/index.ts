@@ -10,7 +10,7 @@ import { sendHolding } from "../http/in-flight";
 import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { rejectUnknownOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
-import { MISSING_PART, requestCost } from "../routing/key";
+import { MISSING_PART, requestCost, trimOws } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
 
@@ -34,9 +34,10 @@ export interface RateLimitOptions<C extends Context = Context> {
    */
   rule: unknown;
   /**
-   * the request's key, e.g. `(c) => c.req.header("x-api-key")`. Nothing (undefined, null or "")
-   * counts the request under the rule's one shared key `#none`, as the proxy does for a missing
-   * key part: limited together, never let through. A key function that throws, or returns
+   * the request's key, e.g. `(c) => c.req.header("x-api-key")`, without the spaces and tabs around
+   * it (a raw client's `K9 ` is `K9`, as in the proxy). Nothing (undefined, null or "") counts the
+   * request under the rule's one shared key `#none`, as the proxy does for a missing key part:
+   * limited together, never let through. A key function that throws, or returns
    * something other than a string, fails the request (Hono's error handler answers it); it never
    * lets it through unlimited.
    */
@@ -82,7 +83,9 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }
     const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
-    const held = await limitKey(context, rule, value ? value : MISSING_PART, cost.units, signal).catch((error: unknown) => {
+    // Spaces and tabs around it are dropped, as the proxy drops them from a header part: a raw client's "K9 " is "K9".
+    const named = value ? trimOws(value) : "";
+    const held = await limitKey(context, rule, named ? named : MISSING_PART, cost.units, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
     });

@@ -146,7 +146,7 @@ function percentDecoded(value: string): string {
 }
 
 /** Trims HTTP optional whitespace (space and tab) only; a loop, as a trimming regex can go quadratic. */
-function trimOws(s: string): string {
+export function trimOws(s: string): string {
   let start = 0;
   let end = s.length;
   while (start < end && (s[start] === " " || s[start] === "\t")) start++;

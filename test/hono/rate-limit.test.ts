@@ -152,6 +152,13 @@ describe("rateLimit (Hono middleware)", () => {
     expect(statuses).toEqual([200, 200, 429, 429]);
   });
 
+  it("drops the spaces and tabs around a key, as the proxy does a header part's: a suffix buys no fresh quota", async () => {
+    const hono = app({ rule: { name: "hono-trim", limit: 2, period: "1h" }, key: (c) => c.req.query("k") });
+    const statuses = [];
+    for (const k of ["K9", "K9", "K9%20", "K9%09", "%20K9%20%09"]) statuses.push((await get(hono, `/api/x?k=${k}`)).status);
+    expect(statuses).toEqual([200, 200, 429, 429, 429]);
+  });
+
   it("fails the request, never letting it through, when the key function throws", async () => {
     const hono = app({ rule: { name: "hono-throw", limit: 2, period: "1h" }, key: () => { throw new Error("no session"); } });
     const response = await get(hono, "/api/x");
