@@ -3,7 +3,7 @@ import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
-import { checkCost, checkKey, checkWhereabouts, rejectUnknownOptions } from "./limiter/arguments";
+import { checkCost, checkKey, checkOptions, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
@@ -71,8 +71,7 @@ export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
   return {
     async limit(key, options = {}) {
       const checked = checkKey(key, where("limit"));
-      if (typeof options !== "object" || options === null) throw new TypeError(`${where("limit")}: expected options { cost?, ctx?, location?, continent?, signal? }, got ${options === null ? "null" : typeof options}`);
-      rejectUnknownOptions(options, LIMIT_OPTIONS, where("limit"));
+      checkOptions(options, LIMIT_OPTIONS, where("limit"));
       const cost = checkCost(options.cost, defaultCost, where("limit"));
       const from = checkWhereabouts(options, where("limit"));
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
@@ -116,8 +115,7 @@ export interface Gate {
  */
 export function createGate(bound: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
   const namespace = requireNamespace(bound, "createGate");
-  if (typeof options !== "object" || options === null) throw new TypeError(`createGate: expected options { headers?, legacyHeaders? }, got ${options === null ? "null" : typeof options}`);
-  rejectUnknownOptions(options, GATE_OPTIONS, "createGate");
+  checkOptions(options, GATE_OPTIONS, "createGate");
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {

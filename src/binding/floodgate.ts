@@ -5,7 +5,7 @@ import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkWhereabouts, rejectUnknownOptions } from "../limiter/arguments";
+import { checkCost, checkKey, checkOptions, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
@@ -28,8 +28,8 @@ export interface LimitOptions {
 
 export type KeyOptions = Omit<LimitOptions, "cost" | "location" | "continent">;
 
-const LIMIT_OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
-const KEY_OPTIONS = ["rule", "key"] satisfies (keyof KeyOptions)[];
+/** every method's: `peek` and `reset` ignore what only `limit` reads, so one object of LimitOptions serves all three */
+const OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
 
 /**
  * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
@@ -48,7 +48,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "limit", LIMIT_OPTIONS);
+    const { rule, key } = this.resolve(options, "limit");
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
     const from = checkWhereabouts(options, "limit");
     const { decision, release } = await limitKey({ ...this.context(), ...from }, rule, key, cost);
@@ -68,13 +68,13 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "peek", KEY_OPTIONS);
+    const { rule, key } = this.resolve(options, "peek");
     return limitResult(rule, await peekKey(this.context(), rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
-    const { rule, key } = this.resolve(options, "reset", KEY_OPTIONS);
+    const { rule, key } = this.resolve(options, "reset");
     await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
   }
 
@@ -89,9 +89,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   }
 
   /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */
-  private resolve(options: unknown, method: string, known: readonly string[]): { rule: Rule; key: string } {
-    if (typeof options !== "object" || options === null) throw new TypeError(`${method}: expected { ${known.map((name) => (name === "key" ? name : `${name}?`)).join(", ")} }, got ${options === null ? "null" : typeof options}`);
-    rejectUnknownOptions(options, known, method);
+  private resolve(options: unknown, method: string): { rule: Rule; key: string } {
+    checkOptions(options, OPTIONS, method, ["key"]);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
     return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method) };

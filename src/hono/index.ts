@@ -8,7 +8,7 @@ import { clientClosed, invalidRequest } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
-import { rejectUnknownOptions } from "../limiter/arguments";
+import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART, requestCost, trimOws } from "../routing/key";
 
@@ -62,8 +62,7 @@ export interface RateLimitOptions<C extends Context = Context> {
  * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));
  */
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
-  if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: expected options { binding, rule, key }");
-  rejectUnknownOptions(options, OPTIONS, "rateLimit");
+  checkOptions(options, OPTIONS, "rateLimit", REQUIRED);
   const rule = parseStandaloneRule(options.rule, { requests: true });
   const { binding, key } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
@@ -128,6 +127,7 @@ function refuse(c: Context, response: Response): Response {
 }
 
 const OPTIONS = ["binding", "rule", "key", "headers", "legacyHeaders"];
+const REQUIRED = ["binding", "rule", "key"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {
   const namespace = typeof binding === "string" ? (c.env as Record<string, unknown> | undefined)?.[binding] : binding(c);

@@ -13,10 +13,16 @@ export function checkKey(key: unknown, where: string): string {
   return key;
 }
 
-/** An options object's names as given: an option not in `known` is a TypeError, so a misspelled `cots` never silently costs the default. */
-export function rejectUnknownOptions(options: object, known: readonly string[], where: string): void {
+/**
+ * An options object as given: an object whose names are all in `known` (those in `required` must be
+ * there too, which the caller checks); anything else is a TypeError listing the options, so a
+ * misspelled `cots` never silently costs the default.
+ */
+export function checkOptions(options: unknown, known: readonly string[], where: string, required: readonly string[] = []): asserts options is object {
+  const list = known.map((name) => (required.includes(name) ? name : `${name}?`)).join(", ");
+  if (typeof options !== "object" || options === null) throw new TypeError(`${where}: expected options { ${list} }, got ${describe(options)}`);
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
-  if (unknown.length > 0) throw new TypeError(`${where}: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${known.join(", ")}`);
+  if (unknown.length > 0) throw new TypeError(`${where}: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${list}`);
 }
 
 /** A cost as given: a positive safe integer; `undefined` takes the default. */

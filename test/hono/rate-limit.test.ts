@@ -136,7 +136,7 @@ describe("rateLimit (Hono middleware)", () => {
     const plain = new Hono();
     plain.use(rateLimit({ binding: "LIMITER", rule: { name: "hono-typed", limit: 5, period: "1m" }, key: () => "k" }));
     plain.get("/", (c) => c.json({ left: c.get("rateLimit").remaining satisfies number }));
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, headers, legacyHeaders/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, headers\?, legacyHeaders\?/);
   });
 
   it("sends the header forms it is given", async () => {

@@ -85,12 +85,12 @@ describe("limiter", () => {
 
   it("throws for an option limit does not know, rather than take the default it would have replaced", async () => {
     const api = limiter(namespace, { name: "lib-options", limit: 3, period: "1h" });
-    await expect(api.limit("k", { cots: 3 } as never)).rejects.toThrow(/^limiter\("lib-options"\)\.limit: unknown option "cots"; the options are cost, ctx, location, continent, signal$/);
+    await expect(api.limit("k", { cots: 3 } as never)).rejects.toThrow(/^limiter\("lib-options"\)\.limit: unknown option "cots"; the options are cost\?, ctx\?, location\?, continent\?, signal\?$/);
     expect((await api.peek("k")).remaining).toBe(3);
   });
 
   it("throws for an option createGate does not know, as rateLimit does", () => {
-    expect(() => createGate(namespace, [], { legacyheaders: false } as never)).toThrow(/^createGate: unknown option "legacyheaders"; the options are headers, legacyHeaders$/);
+    expect(() => createGate(namespace, [], { legacyheaders: false } as never)).toThrow(/^createGate: unknown option "legacyheaders"; the options are headers\?, legacyHeaders\?$/);
   });
 
   it("shares a key past 1 KB with the proxy's traffic under it, both naming it by its hash", async () => {
