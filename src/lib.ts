@@ -3,6 +3,7 @@ import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
+import { isNamespace } from "./durable-object/stub";
 import { checkCost, checkKey, checkOptions, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
@@ -128,8 +129,8 @@ export function createGate(bound: RateLimiterNamespace, rules: unknown, options:
 
 /** A mistyped binding (`env.LIMITR`) must fail loudly here, not decide every request by onError later. */
 function requireNamespace(namespace: unknown, where: string): Env["LIMITER"] {
-  if (typeof (namespace as RateLimiterNamespace | undefined)?.idFromName !== "function") {
-    throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${namespace === null ? "null" : typeof namespace}`);
+  if (!isNamespace(namespace)) {
+    throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${namespace === null ? "null" : Object.prototype.toString.call(namespace)}`);
   }
-  return namespace as Env["LIMITER"];
+  return namespace;
 }

@@ -40,7 +40,7 @@ export function ownNamespace(env: object, id: DurableObjectId): Namespace {
   throw new Error("RateLimiter is not bound in its own Worker's env: a fast rule's relays (aggregate) reach the keys' objects through that binding; add a durable_objects binding for the class to the Worker that exports it");
 }
 
-/** By its tag: an RPC stub (a service binding) answers to any method name, so duck typing would call it. */
-function isNamespace(value: unknown): value is Namespace {
+/** Whether `value` is a Durable Object namespace, by its tag: an RPC stub (a service binding) answers to any method name, so duck typing would take it for one. */
+export function isNamespace(value: unknown): value is Namespace {
   return Object.prototype.toString.call(value) === "[object DurableObjectNamespace]";
 }

@@ -8,6 +8,7 @@ import { clientClosed, invalidRequest } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
 import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { MISSING_PART, requestCost, trimOws } from "../routing/key";
@@ -131,7 +132,7 @@ const REQUIRED = ["binding", "rule", "key"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {
   const namespace = typeof binding === "string" ? (c.env as Record<string, unknown> | undefined)?.[binding] : binding(c);
-  if (typeof (namespace as Namespace | undefined)?.idFromName !== "function") {
+  if (!isNamespace(namespace)) {
     const where = typeof binding === "string" ? `c.env.${binding}` : "the binding function's result";
     throw new TypeError(`rateLimit: ${where} is not a Durable Object namespace; bind the RateLimiter class in wrangler.toml`);
   }
@@ -142,5 +143,5 @@ function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["bindin
   } catch {
     // No ExecutionContext (a test calling app.request without one): strict calls go one by one.
   }
-  return locatedAt({ namespace: namespace as Namespace, ...(waitUntil ? { waitUntil } : {}) }, c.req.raw);
+  return locatedAt({ namespace, ...(waitUntil ? { waitUntil } : {}) }, c.req.raw);
 }

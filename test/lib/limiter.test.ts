@@ -1,5 +1,5 @@
 // The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { createGate, limiter } from "../../src/lib";
@@ -26,6 +26,10 @@ describe("limiter", () => {
   it("throws at construction when the namespace is not one (a mistyped binding)", () => {
     expect(() => limiter(undefined as never, { name: "lib-ns", limit: 1, period: "1m" })).toThrow(/limiter: the first argument must be the RateLimiter Durable Object namespace/);
     expect(() => createGate({} as never, [])).toThrow(/createGate: the first argument must be/);
+  });
+
+  it("throws at construction for a service binding, which answers to idFromName as to any method name", () => {
+    expect(() => limiter(SELF as never, { name: "lib-ns", limit: 1, period: "1m" })).toThrow(/limiter: the first argument must be the RateLimiter Durable Object namespace .*got \[object \w+\]/);
   });
 
   it("rejects match, key, ipv6Prefix and a header cost, which have no meaning for a rule used from code", () => {
