@@ -92,9 +92,10 @@ function bucketAt(policy: Policy, stored: TokenBucketState | undefined, level: n
  * A stored level in the policy's terms. A changed period changes the unit tokens are counted in; a
  * changed burst keeps what was taken, not what is left, as every algorithm keeps what was used: a
  * lowered burst applies at once, a raised one adds its extra room (README: changing a rule under
- * live keys). Taken units are rounded up, so a conversion never adds a token.
+ * live keys). What was taken is rounded up to a 1/periodMs of a token (in floating point, so to
+ * within one such sub-unit either way): a conversion adds no whole token.
  */
-function carried(policy: Policy, stored: TokenBucketState): number {
+function levelUnder(policy: Policy, stored: TokenBucketState): number {
   // A state kept before the bucket recorded its burst: its tokens are kept as they were.
   const burst = stored.burst ?? policy.burst;
   if (stored.periodMs === policy.periodMs && burst === policy.burst) return stored.level;
@@ -109,7 +110,7 @@ function carried(policy: Policy, stored: TokenBucketState): number {
 function levelAt(policy: Policy, stored: TokenBucketState | undefined, now: number): number {
   const full = capacity(policy);
   if (!stored) return full;
-  const level = carried(policy, stored);
+  const level = levelUnder(policy, stored);
   const elapsed = Math.max(0, now - stored.updatedAt);
   // Compared by division so that a long idle key cannot overflow elapsed × limit.
   if (level >= full || elapsed >= Math.ceil((full - level) / policy.limit)) return full;

@@ -10,7 +10,6 @@ import { keyHash } from "../metrics/analytics";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 
-/** What `check` says of a request: the binding's `check`, the library's `createGate`, and the proxy all use it. */
 /** A request every applicable rule admits: add `headers` to its response. */
 export interface Admitted {
   allowed: true;
@@ -35,7 +34,10 @@ export interface Refused {
   release?: undefined;
 }
 
-/** What `check` says of a request; `allowed` tells which, so `if (!allowed) return response` type-checks. */
+/**
+ * What `check` says of a request (the binding's `check`, the library's `createGate` and the proxy
+ * all use it); `allowed` tells which, so `if (!allowed) return response` type-checks.
+ */
 export type Checked = Admitted | Refused;
 
 /** What a gate applies: the rules, the header forms, and the address lists. */

@@ -68,6 +68,12 @@ describe("the status page at GET /__floodgate/", () => {
     expect(await page.text()).toBe(await rulesCall.text());
   });
 
+  it("answers HEAD as GET without a token", async () => {
+    const res = await send(new Request("http://floodgate.test/__floodgate/", { method: "HEAD" }), { rules, ADMIN_TOKEN: TOKEN });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
+  });
+
   it("is only the exact path and GET: the API behind it still needs the token", async () => {
     const unauthorized = await (await get("/__floodgate/rules", { Authorization: "Bearer wrong" })).text();
     for (const [path, method] of [["/__floodgate/rules", "GET"], ["/__floodgate/metrics", "GET"], ["/__floodgate/state?rule=page-window&key=192.0.2.90", "GET"], ["/__floodgate/", "POST"], ["/__floodgate/index.html", "GET"], ["/__floodgate//", "GET"]] as const) {
