@@ -5,6 +5,7 @@
 import { build } from "esbuild";
 import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -55,7 +56,7 @@ function check(validators, env, config, top, allowDemo) {
     try {
       origin = parseOrigin(vars.ORIGIN_URL);
       if (origin.demo && !allowDemo) {
-        problems.push(`demo origin: ORIGIN_URL is "demo", the built-in echo, which answers every request itself and reaches no API; set ORIGIN_URL = "https://api.example.com" in ${section}, or deploy the demo on purpose: FLOODGATE_ALLOW_DEMO=1 npm run deploy`);
+        problems.push(`demo origin: ORIGIN_URL is "demo", the built-in echo, which answers every request itself and reaches no API; set ORIGIN_URL = "https://api.example.com" in ${section}, or deploy the demo on purpose: FLOODGATE_ALLOW_DEMO=1 npm run deploy${env === undefined ? "" : ` -- --env ${env}`}`);
       }
     } catch (error) {
       problems.push(error.message);
@@ -97,6 +98,13 @@ function check(validators, env, config, top, allowDemo) {
  * wrangler's --var) override each one's [vars]. Writes one line per environment; resolves to the number refused.
  */
 export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }) {
+  if (configPath !== undefined && !existsSync(configPath)) {
+    console.error(`floodgate: refused: ${configPath} does not exist; nothing was deployed`);
+    return 1;
+  }
+  // As wrangler resolves it: --env, else CLOUDFLARE_ENV; an empty name is the top level.
+  const named = everyEnv ? undefined : (env ?? process.env.CLOUDFLARE_ENV);
+  env = named ? named : undefined;
   const found = { useRedirectIfAvailable: true };
   const raw = experimental_readRawConfig({ config: configPath }, found);
   if (!raw.configPath) {
@@ -105,13 +113,15 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   }
   const validators = await loadValidators();
   const read = (name) => {
-    const config = unstable_readConfig({ config: configPath, env: name }, { ...found, hideWarnings: true });
+    // "" names the top level whatever CLOUDFLARE_ENV says, as wrangler reads an empty --env.
+    const config = unstable_readConfig({ config: configPath, env: name ?? "" }, { ...found, hideWarnings: true });
     return { ...config, vars: { ...config.vars, ...vars } };
   };
   const { rawConfig } = raw;
   configPath = raw.configPath;
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
     console.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
+    console.error("floodgate: 1 environment(s) refused; nothing was deployed");
     return 1;
   }
   const top = read(undefined);

@@ -155,9 +155,10 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
 
 describe("npm run deploy (scripts/deploy.mjs)", () => {
   /** Runs the deploy script with `args`, as `npm run deploy -- <args>` does. */
-  function deploy(args: string[]): Promise<Run> {
-    const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", CI: "1" };
+  function deploy(args: string[], more: NodeJS.ProcessEnv = {}): Promise<Run> {
+    const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", CI: "1", ...more };
     delete env.FLOODGATE_ALLOW_DEMO;
+    if (!("CLOUDFLARE_ENV" in more)) delete env.CLOUDFLARE_ENV;
     return new Promise((resolve) => {
       execFile(process.execPath, [join(ROOT, "scripts/deploy.mjs"), ...args], { cwd: ROOT, env }, (error, stdout, stderr) => {
         resolve({ code: error ? (typeof error.code === "number" ? error.code : -1) : 0, stdout, stderr });
@@ -195,6 +196,24 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     const jsonc = await deploy(["--cwd", both, "--dry-run", "--outdir", join(dir, "out-jsonc")]);
     expect(jsonc.stderr).toContain('demo origin: ORIGIN_URL is "demo"');
     expect([short.code, moved.code, jsonc.code]).toEqual([1, 1, 1]);
+  });
+
+  it("reads the environment as wrangler does: an empty --env is the top level, CLOUDFLARE_ENV names one, and the check says which", async () => {
+    const production = `${COMPLETE.replace("https://api.example.com", "demo")}\n[env.production]\n[[env.production.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n\n[env.production.vars]\n${VARS}`;
+    const path = await config(production);
+    const empty = await deploy([`--config=${path}`, "--env=", "--dry-run", "--outdir", join(dir, "out-empty")]);
+    expect(empty.stderr).toContain('floodgate: top level: refused:\n  - demo origin: ORIGIN_URL is "demo"');
+    const named = await deploy(["-c", path, "--dry-run", "--outdir", join(dir, "out-cfenv")], { CLOUDFLARE_ENV: "production" });
+    expect(named.stdout).toContain("floodgate: [env.production]: 1 rule(s) valid, origin https://api.example.com, LIMITER bound");
+    expect([empty.code, named.code]).toEqual([1, 0]);
+  }, 60_000);
+
+  it("refuses a --config or --cwd that does not exist, saying so", async () => {
+    const config = await deploy(["--config", join(dir, "nowhere.toml")]);
+    const cwd = await deploy(["--cwd", join(dir, "nowhere")]);
+    expect(config.stderr).toBe(`floodgate: refused: ${join(dir, "nowhere.toml")} does not exist; nothing was deployed\n`);
+    expect(cwd.stderr).toBe(`floodgate: refused: --cwd ${join(dir, "nowhere")} does not exist; nothing was deployed\n`);
+    expect([config.code, cwd.code]).toEqual([1, 1]);
   });
 
   it("runs wrangler deploy with the same options once the check passes", async () => {
