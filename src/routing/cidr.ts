@@ -79,7 +79,8 @@ export function parseIpList(entries: readonly string[] | string, source: IpListS
   };
   const none = source.rule === undefined ? "leave it unset for none" : "leave it out to match every address";
   if (!fromString && !Array.isArray(entries)) {
-    throw fail(`expected an array of IP addresses and CIDRs like ["203.0.113.0/24", "2001:db8::/32"] (${none}), got ${show(entries)}`);
+    const like = source.rule === undefined ? `a comma-separated list of IP addresses and CIDRs like "203.0.113.0/24, 2001:db8::/32" (or an array of them)` : `an array of IP addresses and CIDRs like ["203.0.113.0/24", "2001:db8::/32"]`;
+    throw fail(`expected ${like} (${none}), got ${show(entries)}`);
   }
   const texts = fromString ? entries.split(",") : entries;
   if (texts.length === 0 || (fromString && entries.trim() === "")) {

@@ -226,6 +226,12 @@ describe("parseIpList: errors", () => {
     );
   });
 
+  it("asks a var for the comma-separated form PRODUCT.md gives, when it is neither a string nor an array", () => {
+    expect(errorOf(5 as unknown as string)).toBe(
+      `DENY_IPS: expected a comma-separated list of IP addresses and CIDRs like "203.0.113.0/24, 2001:db8::/32" (or an array of them) (leave it unset for none), got 5`,
+    );
+  });
+
   it.each(["10.0.0.300", "01.2.3.4", "10.0.0", "2001:db8:::/32", "[2001:db8::]/32", "fe80::1%eth0", "example.com", "10.0.0.0 /8", "/8"])(
     "rejects %j, whose address is malformed",
     (entry) => {
