@@ -293,18 +293,25 @@ describe("hostile requests through the Worker", () => {
       response.headers.forEach((value, name) => expectNoSecret(`${name}: ${value}`, secret, "a response header"));
     }
     const path = new URL(request.url).pathname;
-    if (path === ADMIN_PREFIX && request.method.toUpperCase() === "GET") {
+    const method = request.method.toUpperCase();
+    if (path === ADMIN_PREFIX && (method === "GET" || method === "HEAD")) {
       // The status page is served to anyone and holds no data: nothing of a request shows in it.
       expect(response.status).toBe(200);
       if (secret) expectNoSecret(await response.text(), secret, "the status page");
       return;
     }
     if (path.startsWith(ADMIN_PREFIX)) {
-      // The admin API: whatever was sent, no token is the right one.
-      await expectProblem(response, 401);
+      // The admin API: whatever was sent, no token is the right one. A HEAD is answered as GET, without the body.
+      if (method === "HEAD") {
+        expect(response.status, recentLogs()).toBe(401);
+        expect(response.headers.get("Content-Type")).toBe("application/problem+json");
+        expect(await response.text()).toBe("");
+      } else {
+        await expectProblem(response, 401);
+      }
       return;
     }
-    const badCost = COST_METHODS.has(request.method.toUpperCase()) && isBadCost(request.headers.get("x-cost"));
+    const badCost = COST_METHODS.has(method) && isBadCost(request.headers.get("x-cost"));
     if (badCost) {
       const problem = await expectProblem(response, 400);
       expect(problem.detail).toContain("fz-cost");
