@@ -85,7 +85,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
-    countError(error instanceof QueueFullError ? "queue_full" : "durable_object")(error);
+    countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
     const now = Date.now();
     const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : ALONE, now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
@@ -116,7 +116,7 @@ async function readStanding({ rule, objectName }: Ask, context: LimiterContext):
   try {
     return await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
   } catch (error) {
-    countError("peek")(error);
+    countError("peek", rule)(error);
     return undefined;
   }
 }
@@ -151,7 +151,7 @@ export function giveBack(ask: Ask, { decision, countedAt, spentAt }: Taken, cont
     return Promise.resolve();
   }
   if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, ask.cost, spentAt ?? Date.now()));
-  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund"));
+  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund", ask.rule));
   context.waitUntil?.(refund);
   return refund;
 }
@@ -259,9 +259,10 @@ function fastContext(context: LimiterContext): FastContext {
 }
 
 /** Counts a failure in `floodgate_errors_total` under `kind` and logs it: for work whose failure the request does not see. */
-export function countError(kind: string): (error: unknown) => void {
+export function countError(kind: string, rule?: Rule): (error: unknown) => void {
   return (error) => {
     metrics.count("floodgate_errors_total", { kind });
-    log.event("error", { kind, message: error instanceof Error ? error.message : String(error) }, Date.now());
+    // The rule tells an operator with many rules whose objects are failing.
+    log.event("error", { kind, ...(rule ? { rule: rule.name } : {}), message: error instanceof Error ? error.message : String(error) }, Date.now());
   };
 }

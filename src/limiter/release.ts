@@ -58,7 +58,7 @@ function renewing(ask: Ask, taken: Taken, context: LimiterContext): () => Promis
       gone = renewedAt === 0;
       return !gone;
     } catch (error) {
-      countError("renew")(error);
+      countError("renew", ask.rule)(error);
       unsure = [to, ...unsure];
       return true;
     }

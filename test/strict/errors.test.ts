@@ -1,9 +1,10 @@
 // Object errors on the strict path, as Cloudflare marks them: `.overloaded` backs off at once, `.retryable` is not retried for a decide.
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { objectErrorKind } from "../../src/durable-object/errors";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
+import { decide } from "../../src/limiter";
 import { decideStrict } from "../../src/strict";
 import type { ErrorMark, MarkedLimiter } from "../fixtures/main";
 import { rule } from "../helpers/rules";
@@ -67,5 +68,19 @@ describe("a strict decision when the object errs", () => {
     await expect(decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).rejects.toMatchObject({ retryable: true });
     expect(decideCalls() - before).toBe(1);
     expect((await decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).decision.allowed).toBe(true);
+  });
+});
+
+describe("an object's failure in the log", () => {
+  it("names the rule it was for, so an operator with many rules can tell whose objects fail", async () => {
+    await failing("log/rule", 1, "overloaded");
+    const lines: unknown[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(line));
+    try {
+      await decide({ rule: rule({ name: "logged-rule", limit: 5 }), objectName: "log/rule", key: "k", cost: 1 }, { namespace });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines.map((line) => JSON.parse(String(line)))).toContainEqual(expect.objectContaining({ event: "error", kind: "durable_object", rule: "logged-rule" }));
   });
 });
