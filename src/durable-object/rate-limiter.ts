@@ -20,6 +20,8 @@ export type { Decided };
 interface Stored {
   policy: Policy;
   state: LimiterState;
+  /** the state is another algorithm's carried over on a denial, nothing taken since: it is not carried back and kept (see `keepsCarried`) */
+  carried?: true;
 }
 
 /** The object's own row: its state, if any, and the end of its block. */
@@ -99,7 +101,8 @@ export class RateLimiter extends DurableObject<Env> {
     const from = this.stateFor(policy);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
-    if (state && (this.carried(from, now) || results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) this.save(policy, state);
+    const taken = results.some((r) => r.decision.allowed);
+    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, this.fromCarry(from) && !taken);
     this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
@@ -120,10 +123,11 @@ export class RateLimiter extends DurableObject<Env> {
     if (granted.changed.length === 0) return lease;
     this.cursor = granted.cursor;
     this.writePeers(granted.changed);
-    this.algorithmsAsked.set(policy.algorithm, now);
-    if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.carried(stored, now)))) {
+    // The state is kept under `under`, which may be another version's policy: that is the algorithm asked under.
+    this.algorithmsAsked.set(under.algorithm, now);
+    if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.keepsCarried(stored, now)))) {
       if (granted.blockedUntil !== blockedBefore) this.blocked(granted.blockedUntil, now);
-      if (state) this.stored = { policy: under, state };
+      if (state) this.stored = { policy: under, state, ...(this.fromCarry(stored) && state === stored ? { carried: true as const } : {}) };
       this.write();
     }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -283,21 +287,27 @@ export class RateLimiter extends DurableObject<Env> {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, Date.now());
   }
 
-  /**
-   * Whether `state` was carried over from another algorithm's (see {@link stateFor}) that no live
-   * Worker version asks under any more: then it is kept even when nothing else changed, or each
-   * request would carry the old units over again, taken anew at its time, and the key stay denied
-   * until the old algorithm freed them while every denial said it ends sooner. While two versions
-   * alternate, each denial leaves the state as it was: kept by both, the units would be taken anew
-   * at every switch and never leave.
-   */
-  private carried(state: LimiterState | undefined, now: number): boolean {
-    if (this.stored === undefined || state === this.stored.state) return false;
-    return (this.algorithmsAsked.get(this.stored.policy.algorithm) ?? Number.NEGATIVE_INFINITY) < now - PEER_TTL_MS;
+  /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */
+  private fromCarry(state: LimiterState | undefined): boolean {
+    return this.stored !== undefined && state !== this.stored.state;
   }
 
-  private save(policy: Policy, state: LimiterState): void {
-    this.stored = { policy, state };
+  /**
+   * Whether to keep a state carried over from another algorithm's though nothing else changed:
+   * otherwise each request would carry the old units over again, taken anew at its time, and the
+   * key stay denied until the old algorithm freed them while every denial said it ends sooner. Not
+   * while a live Worker version still asks under the old algorithm (within PEER_TTL_MS), nor from a
+   * state that is itself such a carry: kept both ways, two versions alternating (however slowly,
+   * across restarts too) would take the units anew at every switch and never free them. A state
+   * kept either way ages under its own algorithm until something is taken.
+   */
+  private keepsCarried(state: LimiterState | undefined, now: number): boolean {
+    if (!this.fromCarry(state) || this.stored!.carried) return false;
+    return (this.algorithmsAsked.get(this.stored!.policy.algorithm) ?? Number.NEGATIVE_INFINITY) < now - PEER_TTL_MS;
+  }
+
+  private save(policy: Policy, state: LimiterState, carried = false): void {
+    this.stored = { policy, state, ...(carried ? { carried } : {}) };
     this.write();
     if (this.alarmAt === null) this.schedule(peek(policy, state, Date.now()).resetAt);
   }

@@ -155,7 +155,43 @@ describe("RateLimiter", () => {
     expect((await ask(2)).units).toBe(1);
   });
 
-  it("lets two live versions alternating algorithms each admit again once its own algorithm frees the key", async () => {
+  it("counts an old version's isolate leased under the new version's policy as asking under that one, so the carry is kept", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 600_000, burst: 3, buckets: 1 };
+    // Stricter than the old rule: every lease, the old version's too, is granted under it.
+    const log: Policy = { algorithm: "sliding-log", limit: 1, periodMs: 240_000, burst: 1, buckets: 1 };
+    const stub = limiter("switch/leased-under");
+    expect(allowed(await stub.decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
+    const ask = (policy: Policy, isolate: string, seq: number, need: number) =>
+      stub.sync(policy, { isolate, seq, reports: [], demand: need, elapsedMs: 20_000, need, horizonMs: 1_000 });
+    let grantedAt: number | undefined;
+    for (let at = 20_000, seq = 1; at < 600_000 && grantedAt === undefined; at += 20_000, seq++) {
+      vi.setSystemTime(T0 + at);
+      await ask(fixed, "old", seq, 0);
+      if ((await ask(log, "new", seq, 1)).units > 0) grantedAt = at;
+    }
+    // Carried and kept a minute after the old algorithm was last leased under (the strict decisions at 0), freed 240 s later; not at the old window's turn.
+    expect(grantedAt).toBeDefined();
+    expect(grantedAt!).toBeLessThan(600_000);
+  });
+
+  it("keeps what it carried over at once after a restart: a deploy restarts objects, and the old rule is gone", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 300_000, burst: 3, buckets: 1 };
+    const log: Policy = { algorithm: "sliding-log", limit: 3, periodMs: 20_000, burst: 3, buckets: 1 };
+    expect(allowed(await limiter("switch/restart").decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
+    await abortAllDurableObjects();
+    vi.setSystemTime(T0 + 5_000);
+    expect((await limiter("switch/restart").decide(log, [1]))[0]!.decision).toMatchObject({ allowed: false, retryAfter: 20_000 });
+    vi.setSystemTime(T0 + 15_000);
+    expect((await limiter("switch/restart").decide(log, [1]))[0]!.decision).toMatchObject({ allowed: false, retryAfter: 10_000 });
+    vi.setSystemTime(T0 + 25_000);
+    expect(allowed(await limiter("switch/restart").decide(log, [1]))).toEqual([true]);
+  });
+
+  it("lets two live versions alternating algorithms each admit as its own algorithm frees the key, the old window first", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
     const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 120_000, burst: 3, buckets: 1 };
@@ -163,12 +199,29 @@ describe("RateLimiter", () => {
     const stub = limiter("switch/alternating");
     expect(allowed(await stub.decide(fixed, [1, 1, 1]))).toEqual([true, true, true]);
     const admittedAt: number[] = [];
-    for (let at = 5_000; at <= 240_000; at += 5_000) {
+    for (let at = 5_000; at <= 250_000; at += 5_000) {
       vi.setSystemTime(T0 + at);
       if ((await stub.decide(at % 10_000 === 0 ? fixed : log, [1]))[0]!.decision.allowed) admittedAt.push(at);
     }
-    // The old version's window turns at 120 s and the key admits again; it is never locked for good.
-    expect(admittedAt[0]).toBe(120_000);
+    // The fixed window's 3 hold until it turns; then each switch carries the count over: 3 a window, not 3 a switch.
+    expect(admittedAt).toEqual([120_000, 125_000, 130_000, 240_000, 245_000, 250_000]);
+  });
+
+  it("never locks a key out while two versions alternate algorithms slowly, more than a minute apart, across restarts too", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const bucket: Policy = { algorithm: "token-bucket", limit: 3, periodMs: 600_000, burst: 3, buckets: 1 };
+    const log: Policy = { algorithm: "sliding-log", limit: 3, periodMs: 600_000, burst: 3, buckets: 1 };
+    expect(allowed(await limiter("switch/slow").decide(bucket, [1, 1, 1]))).toEqual([true, true, true]);
+    const admittedAt: number[] = [];
+    for (let at = 70_000; at <= 3_600_000; at += 70_000) {
+      vi.setSystemTime(T0 + at);
+      if (at % 280_000 === 0) await abortAllDurableObjects();
+      if ((await limiter("switch/slow").decide(at % 140_000 === 0 ? bucket : log, [1]))[0]!.decision.allowed) admittedAt.push(at);
+    }
+    // The sliding log's carried units, taken 70 s in, leave 600 s later: the next request after that is admitted.
+    expect(admittedAt[0]).toBe(700_000);
+    expect(admittedAt.length).toBeGreaterThan(3);
   });
 
   it("rejects an algorithm it does not know and keeps its state", async () => {
