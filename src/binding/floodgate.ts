@@ -4,6 +4,7 @@ import { loadSettings, type Settings } from "../config";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { setCapacity } from "../fast";
+import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
 import { checkCost, checkKey, checkOptions, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, peekKey, workerContext, type LimiterContext } from "../limiter";
@@ -26,10 +27,11 @@ export interface LimitOptions {
   continent?: string;
 }
 
-export type KeyOptions = Omit<LimitOptions, "cost" | "location" | "continent">;
+/** `peek`'s and `reset`'s argument: `limit`'s but the cost, so one object of the key and where it is asked from serves all three. */
+export type KeyOptions = Omit<LimitOptions, "cost">;
 
-/** every method's: `peek` and `reset` ignore what only `limit` reads, so one object of LimitOptions serves all three */
-const OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
+const LIMIT_OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
+const KEY_OPTIONS = ["rule", "key", "location", "continent"] satisfies (keyof KeyOptions)[];
 
 /**
  * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
@@ -48,9 +50,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "limit");
+    const { rule, key, from } = this.resolve(options, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
-    const from = checkWhereabouts(options, "limit");
     const { decision, release } = await limitKey({ ...this.context(), ...from }, rule, key, cost);
     return limitResult(rule, decision, release);
   }
@@ -68,13 +69,13 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "peek");
+    const { rule, key } = this.resolve(options, "peek", KEY_OPTIONS);
     return limitResult(rule, await peekKey(this.context(), rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
-    const { rule, key } = this.resolve(options, "reset");
+    const { rule, key } = this.resolve(options, "reset", KEY_OPTIONS);
     await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
   }
 
@@ -88,12 +89,17 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
     return workerContext(this.env.LIMITER, this.ctx, this.settings());
   }
 
-  /** The rule a call names (or props.rule, or the only rule) and its key, or an Error saying what is wrong. */
-  private resolve(options: unknown, method: string): { rule: Rule; key: string } {
-    checkOptions(options, OPTIONS, method, ["key"]);
+  /**
+   * The rule a call names (or props.rule, or the only rule), its key and where it comes from, or an
+   * Error saying what is wrong. Where a call comes from means nothing to peek or reset, but a
+   * malformed place is an error there too.
+   */
+  private resolve(options: unknown, method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
+    checkOptions(options, known, method, ["key"]);
+    const from = checkWhereabouts(options, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
-    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method) };
+    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method), from };
   }
 }
 

@@ -67,8 +67,8 @@ export default {
       case "/peek":
         return Response.json(await env.FLOODGATE.peek({ key: q("key"), ...(q("rule") ? { rule: q("rule") } : {}) }));
       case "/one-options": {
-        const options = { key: q("key"), cost: 2, location: "AMS", continent: "EU" };
-        const limited = await env.FLOODGATE.limit(options);
+        const options = { key: q("key"), location: "AMS", continent: "EU" };
+        const limited = await env.FLOODGATE.limit({ ...options, cost: 2 });
         const peeked = await env.FLOODGATE.peek(options);
         await env.FLOODGATE.reset(options);
         return Response.json({ limited: limited.remaining, peeked: peeked.remaining, afterReset: (await env.FLOODGATE.peek(options)).remaining });
@@ -87,7 +87,8 @@ export default {
           settle(env.FLOODGATE.limit({ key: "k", location: "not a colo" })),
           settle(env.FLOODGATE.limit({ key: "k", continent: "Europe/Paris" })),
           settle(env.FLOODGATE.limit({ key: "k", cots: 3 })),
-          settle(env.FLOODGATE.peek({ key: "k", cots: 1 })),
+          settle(env.FLOODGATE.peek({ key: "k", cost: 1 })),
+          settle(env.FLOODGATE.reset({ key: "k", location: "not a colo" })),
           settle(env.FLOODGATE.check("not a request")),
           settle(env.UNNAMED.limit({ key: "k" })),
           settle(env.BROKEN.check(new Request("https://api.example.com/"))),
@@ -175,7 +176,7 @@ describe("the Floodgate service binding", () => {
     expect(denied.every((r) => r.retryAfter > 0 && r.remaining === 0)).toBe(true);
   });
 
-  it("takes one options object for limit, peek and reset: peek and reset ignore what only limit reads", async () => {
+  it("takes one object of the key and where it is asked from for limit, peek and reset", async () => {
     expect(await call("/one-options?key=198.51.100.44")).toEqual({ limited: 3, peeked: 3, afterReset: 5 });
   });
 
@@ -279,7 +280,8 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/location must be a Cloudflare location code like "AMS"/),
       expect.stringMatching(/continent must be a Cloudflare continent code like "EU"/),
       expect.stringMatching(/^limit: unknown option "cots"; the options are rule\?, key, cost\?, location\?, continent\?$/),
-      expect.stringMatching(/^peek: unknown option "cots"; the options are rule\?, key, cost\?, location\?, continent\?$/),
+      expect.stringMatching(/^peek: unknown option "cost"; the options are rule\?, key, location\?, continent\?$/),
+      expect.stringMatching(/^reset: location must be a Cloudflare location code/),
       expect.stringMatching(/expected a Request/),
       expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 7/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
