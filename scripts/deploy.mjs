@@ -2,7 +2,7 @@
 // and --var), then runs `wrangler deploy` with the same options. --allow-demo (or FLOODGATE_ALLOW_DEMO=1) lets the demo origin
 // through and is not passed on.
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import { validate, varOf } from "./validate-config.mjs";
@@ -49,8 +49,8 @@ const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slic
 // wrangler reads --config from --cwd, and without one finds its config there: so does the check,
 // from there, before wrangler is started from here with the same --cwd.
 const here = process.cwd();
-if (cwd !== undefined && !existsSync(resolve(cwd))) {
-  console.error(`floodgate: refused: --cwd ${cwd} does not exist; nothing was deployed`);
+if (cwd !== undefined && !statSync(resolve(cwd), { throwIfNoEntry: false })?.isDirectory()) {
+  console.error(`floodgate: refused: --cwd ${cwd} ${existsSync(resolve(cwd)) ? "is not a directory" : "does not exist"}; nothing was deployed`);
   process.exit(1);
 }
 if (cwd !== undefined) process.chdir(resolve(cwd));

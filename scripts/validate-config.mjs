@@ -5,7 +5,7 @@
 import { build } from "esbuild";
 import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -98,8 +98,8 @@ function check(validators, env, config, top, allowDemo) {
  * wrangler's --var) override each one's [vars]. Writes one line per environment; resolves to the number refused.
  */
 export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }) {
-  if (configPath !== undefined && !existsSync(configPath)) {
-    console.error(`floodgate: refused: ${configPath} does not exist; nothing was deployed`);
+  if (configPath !== undefined && !statSync(configPath, { throwIfNoEntry: false })?.isFile()) {
+    console.error(`floodgate: refused: ${configPath} ${existsSync(configPath) ? "is not a file" : "does not exist"}; nothing was deployed`);
     return 1;
   }
   // As wrangler resolves it: --env, else CLOUDFLARE_ENV; an empty name is the top level.

@@ -208,12 +208,15 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     expect([empty.code, named.code]).toEqual([1, 0]);
   }, 60_000);
 
-  it("refuses a --config or --cwd that does not exist, saying so", async () => {
+  it("refuses a --config or --cwd that does not exist or is not a file or directory, saying so", async () => {
     const config = await deploy(["--config", join(dir, "nowhere.toml")]);
     const cwd = await deploy(["--cwd", join(dir, "nowhere")]);
     expect(config.stderr).toBe(`floodgate: refused: ${join(dir, "nowhere.toml")} does not exist; nothing was deployed\n`);
     expect(cwd.stderr).toBe(`floodgate: refused: --cwd ${join(dir, "nowhere")} does not exist; nothing was deployed\n`);
     expect([config.code, cwd.code]).toEqual([1, 1]);
+    const [dirAsConfig, fileAsCwd] = [await deploy(["--config", dir]), await deploy(["--cwd", join(ROOT, "wrangler.toml")])];
+    expect(dirAsConfig.stderr).toBe(`floodgate: refused: ${dir} is not a file; nothing was deployed\n`);
+    expect(fileAsCwd.stderr).toBe("floodgate: refused: --cwd " + join(ROOT, "wrangler.toml") + " is not a directory; nothing was deployed\n");
   });
 
   it("runs wrangler deploy with the same options once the check passes", async () => {
