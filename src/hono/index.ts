@@ -11,7 +11,7 @@ import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "..
 import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
-import { MISSING_PART, requestCost, trimOws } from "../routing/key";
+import { keyPart, requestCost, trimOws } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
 
@@ -35,10 +35,11 @@ export interface RateLimitOptions<C extends Context = Context> {
    */
   rule: unknown;
   /**
-   * the request's key, e.g. `(c) => c.req.header("x-api-key")`, without the spaces and tabs around
-   * it (a raw client's `K9 ` is `K9`, as in the proxy). Nothing (undefined, null or "") counts the
-   * request under the rule's one shared key `#none`, as the proxy does for a missing key part:
-   * limited together, never let through. A key function that throws, or returns
+   * the request's key, e.g. `(c) => c.req.header("x-api-key")`, made a key as the proxy makes a
+   * header key part: the spaces and tabs around it dropped (a raw client's `K9 ` is `K9`), and `%`,
+   * `|` and `#` escaped, so no value reads as a key of floodgate's own. Nothing (undefined, null or
+   * "") counts the request under the rule's one shared key `#none`, as the proxy does for a missing
+   * key part: limited together, never let through. A key function that throws, or returns
    * something other than a string, fails the request (Hono's error handler answers it); it never
    * lets it through unlimited.
    */
@@ -82,10 +83,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
     }
     const signal = c.req.raw.signal;
+    // As the proxy makes a header part (a raw client's "K9 " is "K9", and "#none" is no one's but the missing key's).
+    const named = keyPart(value ? trimOws(value) : null);
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
-    // Spaces and tabs around it are dropped, as the proxy drops them from a header part: a raw client's "K9 " is "K9".
-    const named = value ? trimOws(value) : "";
-    const held = await limitKey(context, rule, named ? named : MISSING_PART, cost.units, signal).catch((error: unknown) => {
+    const held = await limitKey(context, rule, named, cost.units, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
     });

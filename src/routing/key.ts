@@ -47,7 +47,7 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   let key = "";
   for (let i = 0; i < parts.length; i++) {
     const value = partValue(parts[i]!, request, requestUrl, rule.ipv6Prefix);
-    key += (i === 0 ? "" : "|") + (value === null || value === "" ? MISSING_PART : escapeValue(value));
+    key += (i === 0 ? "" : "|") + keyPart(value);
   }
   return key;
 }
@@ -102,6 +102,14 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
     case "global":
       return "global";
   }
+}
+
+/**
+ * A value as one part of a key: {@link MISSING_PART} when there is none (absent or empty), else the
+ * value with `%`, `|` and `#` escaped, so that no value reads as two parts or as a marker.
+ */
+export function keyPart(value: string | null): string {
+  return value === null || value === "" ? MISSING_PART : escapeValue(value);
 }
 
 const ESCAPED = /[%|#]/;

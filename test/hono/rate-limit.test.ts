@@ -152,11 +152,18 @@ describe("rateLimit (Hono middleware)", () => {
     expect(statuses).toEqual([200, 200, 429, 429]);
   });
 
-  it("drops the spaces and tabs around a key, as the proxy does a header part's: a suffix buys no fresh quota", async () => {
+  it("drops the spaces and tabs around a key (a raw client's header value keeps them): a suffix buys no fresh quota", async () => {
     const hono = app({ rule: { name: "hono-trim", limit: 2, period: "1h" }, key: (c) => c.req.query("k") });
     const statuses = [];
     for (const k of ["K9", "K9", "K9%20", "K9%09", "%20K9%20%09"]) statuses.push((await get(hono, `/api/x?k=${k}`)).status);
     expect(statuses).toEqual([200, 200, 429, 429, 429]);
+  });
+
+  it("escapes a key as the proxy escapes a key part: a client's '#none' is not the shared key of requests without one", async () => {
+    const hono = app({ rule: { name: "hono-marker", limit: 2, period: "1h" } });
+    const statuses = [];
+    for (const headers of [{ "x-api-key": "#none" }, { "x-api-key": "#none" }, {}, {}]) statuses.push((await get(hono, "/api/x", headers)).status);
+    expect(statuses).toEqual([200, 200, 200, 200]);
   });
 
   it("fails the request, never letting it through, when the key function throws", async () => {
