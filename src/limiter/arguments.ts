@@ -14,12 +14,13 @@ export function checkKey(key: unknown, where: string): string {
 }
 
 /**
- * An options object as given: an object whose names are all in `known` (those in `required` must be
- * there too, which the caller checks); anything else is a TypeError listing the options, so a
- * misspelled `cots` never silently costs the default.
+ * An options object as given: an object whose names are all in `known`; anything else is a
+ * TypeError listing the options, so a misspelled `cots` never silently costs the default. The list
+ * marks every option but those in `shownRequired` optional; their values are the caller's to check,
+ * with messages that say what each must be.
  */
-export function checkOptions(options: unknown, known: readonly string[], where: string, required: readonly string[] = []): asserts options is object {
-  const list = known.map((name) => (required.includes(name) ? name : `${name}?`)).join(", ");
+export function checkOptions(options: unknown, known: readonly string[], where: string, shownRequired: readonly string[] = []): asserts options is object {
+  const list = known.map((name) => (shownRequired.includes(name) ? name : `${name}?`)).join(", ");
   if (typeof options !== "object" || options === null) throw new TypeError(`${where}: expected options { ${list} }, got ${describe(options)}`);
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
   if (unknown.length > 0) throw new TypeError(`${where}: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${list}`);

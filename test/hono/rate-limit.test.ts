@@ -162,7 +162,8 @@ describe("rateLimit (Hono middleware)", () => {
   it("escapes a key as the proxy escapes a key part: a client's '#none' is not the shared key of requests without one", async () => {
     const hono = app({ rule: { name: "hono-marker", limit: 2, period: "1h" } });
     const statuses = [];
-    for (const headers of [{ "x-api-key": "#none" }, { "x-api-key": "#none" }, {}, {}]) statuses.push((await get(hono, "/api/x", headers)).status);
+    const sent: Record<string, string>[] = [{ "x-api-key": "#none" }, { "x-api-key": "#none" }, {}, {}];
+    for (const headers of sent) statuses.push((await get(hono, "/api/x", headers)).status);
     expect(statuses).toEqual([200, 200, 200, 200]);
   });
 
