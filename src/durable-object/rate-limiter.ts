@@ -14,6 +14,8 @@ import { ownNamespace } from "./stub";
 
 /** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
 const RETRY_WINDOW_MS = 60_000;
+/** The most an object's alarm is set later than it is due, so that keys due together do not all wake together. */
+const ALARM_SPREAD_MS = 10_000;
 
 export type { Decided };
 
@@ -61,6 +63,8 @@ export class RateLimiter extends DurableObject<Env> {
   private readonly algorithmsAsked = new Map<string, number>();
   /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
   private hasTable = false;
+  /** this object's delay on every alarm (see `schedule`), from its id */
+  private spreadMs: number | undefined;
   /** made when this object is a location's relay (see ../fast/relay) */
   private relayed: Relay | undefined;
   /** the relays that forward this key's syncs, to pace them */
@@ -354,8 +358,15 @@ export class RateLimiter extends DurableObject<Env> {
     this.hasTable = true;
   }
 
+  /**
+   * Sets the alarm for `at`, or a little later: each object by its own spread, up to ALARM_SPREAD_MS,
+   * drawn from its id. Fixed windows turn together on the epoch, so every key of a rule would
+   * otherwise wake at once to clean up (a thousand keys' alarms at one instant held up the requests
+   * arriving then for a minute under wrangler dev); nothing an alarm does is due to the millisecond.
+   */
   private schedule(at: number): void {
-    this.alarmAt = at;
-    void this.ctx.storage.setAlarm(at);
+    this.spreadMs ??= parseInt(this.ctx.id.toString().slice(0, 8), 16) % ALARM_SPREAD_MS;
+    this.alarmAt = at + this.spreadMs;
+    void this.ctx.storage.setAlarm(this.alarmAt);
   }
 }

@@ -246,6 +246,21 @@ describe("RateLimiter", () => {
     expect((await stub.peek(quick)).remaining).toBe(10);
   });
 
+  it("wakes to clean up after the key recovers, each key by a spread of its own: keys of one fixed window do not wake at once", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 10_000, burst: 3, buckets: 1 };
+    const alarms: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const stub = limiter(`spread/${i}`);
+      await stub.decide(fixed, [1]);
+      alarms.push((await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm()))!);
+    }
+    expect(Math.min(...alarms)).toBeGreaterThanOrEqual(T0 + 10_000);
+    expect(Math.max(...alarms)).toBeLessThan(T0 + 20_000);
+    expect(new Set(alarms).size).toBeGreaterThan(15);
+  });
+
   it("keeps its storage while the key is still recovering", async () => {
     const stub = limiter("cleanup/b");
     await stub.decide(window, [1]);
