@@ -65,7 +65,7 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
     let object = world.objects.get(name);
     if (!object) {
       const options = { rowSampleMs: s.keys === 1 ? 20_000 : 0, steadyFrom: T0 + s.warmupMs, dropExpired: s.dropExpired };
-      world.objects.set(name, (object = new KeyObject(clock, policy, options)));
+      world.objects.set(name, (object = new KeyObject(clock, policy, options, name)));
     }
     return object;
   };

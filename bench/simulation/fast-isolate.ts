@@ -30,7 +30,7 @@ function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
   return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
 }
 
-/** index.ts `Entry` (lines 50–59); `synced` and `inflightCause` are only for the report: an isolate's first call from the others, and what a request that joins the sync in flight waits behind. */
+/** index.ts `Entry`; `synced` and `inflightCause` are only for the report: an isolate's first call from the others, and what a request that joins the sync in flight waits behind. */
 interface Entry {
   rule: Rule;
   objectName: string;
@@ -70,7 +70,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `decideFast` (lines 86–109). */
+  /** index.ts `decideFast`. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const now = this.link.clock.now;
     const entry = this.entryFor(rule, objectName, now);
@@ -95,7 +95,7 @@ export class FastIsolate extends IsolateBase {
     return now < entry.key.nextSyncAt ? "spentBeforeBooked" : "spentAfterBooked";
   }
 
-  /** One pass of decideFast's loop (lines 98–102): wait for a sync, within the rule's timeout, then try the lease again. */
+  /** One pass of decideFast's loop: wait for a sync, within the rule's timeout, then try the lease again. */
   private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, cause: WaitCause, done: Done): void {
     const clock = this.link.clock;
     const flight = this.sync(entry, cost, false, "waiting");
@@ -126,7 +126,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** src/limiter/index.ts `decide`'s catch (lines 85–91) with index.ts `shareOf` and `ruleColdSince` (lines 165–174): onError decides, and what it admits the next sync reports (`admittedWithoutLease`, index.ts lines 143–146). */
+  /** src/limiter/index.ts `decide`'s catch with index.ts `shareOf` and `ruleColdSince`: onError decides, and what it admits the next sync reports (`admittedWithoutLease`). */
   private onErrorCounted(entry: Entry, cost: number, now: number): Decision {
     if (this.rulePeers === 0) this.coldSince ??= now;
     const decision = this.onError(entry.rule, entry.objectName, cost, knownShare(entry.key, this.rulePeers, now - (this.coldSince ?? now)), now);
@@ -134,7 +134,7 @@ export class FastIsolate extends IsolateBase {
     return decision;
   }
 
-  /** index.ts `decideHere` (lines 125–131). */
+  /** index.ts `decideHere`. */
   private decideHere(entry: Entry, rule: Rule, cost: number, now: number): Decision | undefined {
     const local = decideLocally(entry.key, rule, cost, now);
     if (!local) return undefined;
@@ -142,7 +142,7 @@ export class FastIsolate extends IsolateBase {
     return local;
   }
 
-  /** index.ts `entryFor` (lines 176–190); the rule never changes here. */
+  /** index.ts `entryFor`; the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
@@ -152,10 +152,10 @@ export class FastIsolate extends IsolateBase {
   }
 
   /**
-   * index.ts `sync` (lines 200–237): one sync per key in flight, joined by whoever needs it; the
+   * index.ts `sync`: one sync per key in flight, joined by whoever needs it; the
    * request is built on the next microtask, and goes to the key's object or, for a rule that
-   * aggregates, to its location's or continent's relay (lines 208–214); `retriedOnce` (line 217) tries once more
-   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` (line 221) is
+   * aggregates, to its location's or continent's relay; `retriedOnce` tries once more
+   * after a relay's restart, the one error here Cloudflare marks retryable; `rulePeers` is
    * kept per isolate. `kind` is only for the report.
    */
   private sync(entry: Entry, need: number, release: boolean, kind: CallKind, chain: OnTimeChain = { since: this.link.clock.now, calls: 0 }): Flight {
@@ -180,7 +180,7 @@ export class FastIsolate extends IsolateBase {
       const payload = via ? { relay: { objectName, forwarded: { policy: policyOf(rule), request: built }, timeoutMs: rule.timeoutMs }, kind: why } : { sync: built, kind: why };
       const call = (attempt: number): void =>
         this.link.call(this, via ?? objectName, payload, (reply) => {
-          // retriedOnce (line 217): an error Cloudflare marks retryable, here a relay's restart, is tried once more.
+          // retriedOnce: an error Cloudflare marks retryable, here a relay's restart, is tried once more.
           if (!reply.ok && reply.error === "reset" && attempt === 0) return call(1);
           settle(reply);
         });
@@ -203,7 +203,7 @@ export class FastIsolate extends IsolateBase {
     return flight;
   }
 
-  /** index.ts `callWhenBooked` (lines 244–256): the timer that makes the key's booked call if no request came to make it, on the simulated clock. */
+  /** index.ts `callWhenBooked`: the timer that makes the key's booked call if no request came to make it, on the simulated clock. */
   private callWhenBooked(entry: Entry, sent: SyncRequest, answeredAt: number, chain: OnTimeChain): void {
     const at = onTimeCallAt(entry.key, entry.rule, sent, chain, answeredAt);
     if (at === undefined) return;
@@ -213,7 +213,7 @@ export class FastIsolate extends IsolateBase {
     });
   }
 
-  /** index.ts `flushEvicted` (lines 259–267). */
+  /** index.ts `flushEvicted`. */
   private flushEvicted(): void {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
@@ -224,7 +224,7 @@ export class FastIsolate extends IsolateBase {
     }
   }
 
-  /** index.ts `sweep` (lines 273–283). */
+  /** index.ts `sweep`. */
   private sweep(now: number): void {
     if (now - this.lastSweep < 1_000) return;
     this.lastSweep = now;

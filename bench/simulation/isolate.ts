@@ -61,7 +61,7 @@ export abstract class IsolateBase {
   }
 
   /**
-   * src/limiter/on-error.ts `onErrorDecision` (lines 25–30) for the default `onError: "local"`: its
+   * src/limiter/on-error.ts `onErrorDecision` for the default `onError: "local"`: its
    * share's arithmetic is floodgate's own `decideShare`; the counters it keeps are module state
    * there (one table per isolate), so they are kept per isolate here.
    */

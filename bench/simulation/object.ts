@@ -3,13 +3,14 @@
  * whose calls run floodgate's own lease and algorithm code exactly as
  * src/durable-object/rate-limiter.ts runs it. That class extends `DurableObject` from
  * `cloudflare:workers`, which Node cannot load, so the bodies of its `sync`, `syncAll`, `decide` and
- * `alarm` are mirrored here in a few lines each, calling the same functions in the same order; the
- * line numbers named are those of rate-limiter.ts.
+ * `alarm` are mirrored here in a few lines each, calling the same functions in the same order.
  */
+import { createHash } from "node:crypto";
 import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
+import { alarmSpread, RETRY_WINDOW_MS } from "../../src/durable-object/alarm";
 import { isLive, lastPinEnds } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
@@ -37,8 +38,6 @@ export const SERVICE = { baseMs: 1, alarmPerPeerMs: 0.00023, perDecisionMs: 0.01
  */
 export const OVERLOAD = { maxQueued: 1_000, maxWaitMs: 5_000 } as const;
 
-/** RETRY_WINDOW_MS of rate-limiter.ts (line 14), which does not export it. */
-const RETRY_WINDOW_MS = 60_000;
 
 /**
  * An answer, or a refusal: "overloaded" as Cloudflare's, "expired" only from the deadline
@@ -213,12 +212,17 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   private nextRowSample = 0;
   private readonly relays = new RelayBook();
 
+  /** rate-limiter.ts `schedule`'s spread, drawn from a hash of the object's name, as workerd's id is */
+  private readonly spreadMs: number;
+
   constructor(
     clock: Clock,
     private readonly policy: Policy,
     private readonly options: ObjectOptions = { rowSampleMs: 0, steadyFrom: 0, dropExpired: false },
+    name = "",
   ) {
     super(clock, { ...threadStats(), expired: 0, maxPeers: 0, maxPeerRowBytes: 0, maxKeyRowBytes: 0 }, options.steadyFrom);
+    this.spreadMs = alarmSpread(createHash("sha256").update(name).digest("hex"));
   }
 
   protected override serve(call: Call | "alarm", now: number): Served {
@@ -247,7 +251,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   }
 
   /**
-   * rate-limiter.ts `syncAll` (lines 125–134): each sync applied as `sync` applies it, in order, and
+   * rate-limiter.ts `syncAll`: each sync applied as `sync` applies it, in order, and
    * the relay told its gap by floodgate's own `RelayBook`.
    * Every policy here is the one rule's, which this version reads, so none fails alone.
    */
@@ -256,7 +260,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   }
 
   /**
-   * rate-limiter.ts `sync` (lines 99–116), with the clock passed in; the rows it writes are not
+   * rate-limiter.ts `sync`, with the clock passed in; the rows it writes are not
    * modelled (see SERVICE). No strict decision shares a key with fast syncs here, so no strict
    * policy is recent (`strictAsked`), and every isolate asks under the one rule's policy.
    */
@@ -287,7 +291,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     return longer;
   }
 
-  /** rate-limiter.ts `decide` (lines 82–91; its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
+  /** rate-limiter.ts `decide` (its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
@@ -299,7 +303,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     return results;
   }
 
-  /** rate-limiter.ts `alarm` (lines 176–198) and `forgetSilentPeers` (lines 233–237); `reset` forgets everything. */
+  /** rate-limiter.ts `alarm` and `forgetSilentPeers`; `reset` forgets everything. */
   private alarm(now: number): void {
     this.alarmAt = null;
     const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
@@ -321,12 +325,13 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     this.setAlarm(due);
   }
 
-  /** rate-limiter.ts `stateFor` (lines 223–225): the policy never changes here, so this is the stored state. */
+  /** rate-limiter.ts `stateFor`: the policy never changes here, so this is the stored state. */
   private stateFor(policy: Policy, now: number): LimiterState | undefined {
     return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
 
-  private setAlarm(at: number): void {
+  private setAlarm(due: number): void {
+    const at = due + this.spreadMs;
     this.alarmAt = at;
     this.clock.at(at, () => {
       if (this.alarmAt === at) this.enqueueAlarm();
@@ -337,7 +342,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     this.stats.maxPeers = Math.max(this.stats.maxPeers, this.peers.peers.size);
     if (this.options.rowSampleMs <= 0 || now < this.nextRowSample) return;
     this.nextRowSample = now + this.options.rowSampleMs;
-    // The rows as rate-limiter.ts writes them: the key's own (`write`, lines 240–250) and one per peer (`writePeers`, lines 257–266).
+    // The rows as rate-limiter.ts writes them: the key's own (`write`) and one per peer (`writePeers`).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
     for (const peer of this.peers.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);

@@ -8,7 +8,7 @@ import { MAX_RELAY_GAP_MS, RELAY_HOLD_MS, RelayQueue, relayDeadline, type Forwar
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served, type ThreadStats } from "./object";
 
-/** relay.ts `Waiter` (lines 14–18): an isolate's sync, and where its answer goes. */
+/** relay.ts `Waiter`: an isolate's sync, and where its answer goes. */
 interface Waiter extends Forwarded {
   timeoutMs: number;
   reply(reply: Reply): void;
@@ -64,7 +64,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     while (this.waiting.size > 0) for (const w of this.waiting.take(this.clock.now)) w.reply(lost);
   }
 
-  /** relay.ts `forward` (lines 39–50): queue the sync, or refuse it at once when the queue is full. */
+  /** relay.ts `forward`: queue the sync, or refuse it at once when the queue is full. */
   protected override serve(call: Call | "alarm"): Served {
     // A relay sets no alarm, so every call is an isolate's `relay`.
     const { relay, reply } = call as Call;
@@ -77,7 +77,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
     return { serviceMs: SERVICE.baseMs };
   }
 
-  /** relay.ts `pump` (lines 53–70): send the next batch when it is due, or set the timer for when it will be. */
+  /** relay.ts `pump`: send the next batch when it is due, or set the timer for when it will be. */
   private pump(objectName: string): void {
     if (this.timer) return;
     const due = this.waiting.dueAt();
@@ -99,7 +99,7 @@ export class RelayObject extends ObjectThread<RelayStats> {
   }
 
   /**
-   * relay.ts `send` (lines 80–104): one `syncAll` for the batch, given up after the longest timeout
+   * relay.ts `send`: one `syncAll` for the batch, given up after the longest timeout
    * among its syncs (`withTimeout`), each sync answered with its own lease or every one with the
    * batch's error; the gap the key's object asked for paces the next batch. A batch that timed out
    * holds the relay until its answer is back (its leases dropped), at most RELAY_HOLD_MS; an

@@ -15,7 +15,7 @@ import { DenialCache } from "../../src/strict/denials";
 import { ALONE } from "../../src/limiter/local-share";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
-/** coalescer.ts's `maxBatch` and `maxWaiting` defaults (lines 61–62). */
+/** coalescer.ts's `maxBatch` and `maxWaiting` defaults. */
 const MAX_BATCH = 128;
 const MAX_WAITING = 4 * MAX_BATCH;
 
@@ -27,7 +27,7 @@ interface Waiter {
   lost(): void;
 }
 
-/** coalescer.ts `Lane` (lines 18–23). */
+/** coalescer.ts `Lane`. */
 interface Lane {
   waiting: Waiter[];
   inFlight: Waiter[] | null;
@@ -52,7 +52,7 @@ export class StrictIsolate extends IsolateBase {
     super(id, location, continent, rttMs, link);
   }
 
-  /** src/strict/index.ts `decideStrict` (lines 47–87), and src/limiter/index.ts `decide`'s onError on failure. */
+  /** src/strict/index.ts `decideStrict`, and src/limiter/index.ts `decide`'s onError on failure. */
   request(rule: Rule, objectName: string, cost: number, done: Done): void {
     const clock = this.link.clock;
     const now = clock.now;
@@ -79,13 +79,13 @@ export class StrictIsolate extends IsolateBase {
         done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
       },
     };
-    // coalescer.ts line 71 and index.ts lines 76–77: a full queue is answered by onError at once, and no breaker hears of it.
+    // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
     if (this.coalesce && (this.lanes.get(objectName)?.waiting.length ?? 0) >= MAX_WAITING) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
     if (this.coalesce) this.enqueue(rule, objectName, waiter);
     else this.alone(rule, objectName, waiter);
   }
 
-  /** coalescer.ts `decide` (lines 66–92): join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
+  /** coalescer.ts `decide`: join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
   private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
     const clock = this.link.clock;
     let lane = this.lanes.get(objectName);
@@ -103,7 +103,7 @@ export class StrictIsolate extends IsolateBase {
     if (!queue.inFlight || clock.now - queue.progressAt > 2 * rule.timeoutMs) this.handOff(objectName, queue);
   }
 
-  /** coalescer.ts `handOff` (lines 95–105): the next batch goes out, or the lane retires when nobody waits. */
+  /** coalescer.ts `handOff`: the next batch goes out, or the lane retires when nobody waits. */
   private handOff(objectName: string, lane: Lane): void {
     if (!this.alive) return;
     if (lane.waiting.length === 0) {
@@ -118,7 +118,7 @@ export class StrictIsolate extends IsolateBase {
   }
 
   /**
-   * coalescer.ts `send` (lines 112–123): one batch, then the next; a failed call fails its own batch,
+   * coalescer.ts `send`: one batch, then the next; a failed call fails its own batch,
    * and an overloaded object's queue with it. Every refusal here is the object's "overloaded".
    */
   private send(objectName: string, lane: Lane, batch: Waiter[]): void {

@@ -9,13 +9,10 @@ import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../f
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 import { RelayBook, type Forwarded, type Relayed } from "../fast/relay";
+import { alarmSpread, RETRY_WINDOW_MS } from "./alarm";
 import { Relay } from "./relay";
 import { ownNamespace } from "./stub";
 
-/** How long a fast-mode isolate's last answer is kept for its retries after it last synced. */
-const RETRY_WINDOW_MS = 60_000;
-/** The most an object's alarm is set later than it is due, so that keys due together do not all wake together. */
-const ALARM_SPREAD_MS = 10_000;
 
 export type { Decided };
 
@@ -358,14 +355,9 @@ export class RateLimiter extends DurableObject<Env> {
     this.hasTable = true;
   }
 
-  /**
-   * Sets the alarm for `at`, or a little later: each object by its own spread, up to ALARM_SPREAD_MS,
-   * drawn from its id. Fixed windows turn together on the epoch, so every key of a rule would
-   * otherwise wake at once to clean up (a thousand keys' alarms at one instant held up the requests
-   * arriving then for a minute under wrangler dev); nothing an alarm does is due to the millisecond.
-   */
+  /** Sets the alarm for `at`, later by this object's own spread (see `alarmSpread`). */
   private schedule(at: number): void {
-    this.spreadMs ??= parseInt(this.ctx.id.toString().slice(0, 8), 16) % ALARM_SPREAD_MS;
+    this.spreadMs ??= alarmSpread(this.ctx.id.toString());
     this.alarmAt = at + this.spreadMs;
     void this.ctx.storage.setAlarm(this.alarmAt);
   }
