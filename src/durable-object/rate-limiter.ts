@@ -13,7 +13,6 @@ import { alarmSpread, RETRY_WINDOW_MS } from "./alarm";
 import { Relay } from "./relay";
 import { ownNamespace } from "./stub";
 
-
 export type { Decided };
 
 interface Stored {
@@ -54,7 +53,7 @@ export class RateLimiter extends DurableObject<Env> {
   private strictAsked: { policy: Policy; at: number } | undefined;
   /**
    * when each algorithm was last asked under, by a decision or a sync: a state kept under one that
-   * another live Worker version still asks under is not replaced by its carry-over (see `carried`);
+   * another live Worker version still asks under is not replaced by its carry-over (see `keepsCarried`);
    * in memory, as a restart is a new deployment's
    */
   private readonly algorithmsAsked = new Map<string, number>();
