@@ -4,6 +4,12 @@ import { useWranglerDevWithOrigin } from "./wrangler-dev";
 
 const rules = [{ name: "deadline-1ms", match: { path: "/deadline/*" }, key: "header:x-k", limit: 5, period: "1h", onError: "allow", timeout: "1ms" }];
 
+/** Each line holding `needle`, with the eight lines before it: what was going on when the runtime said so. */
+function linesAround(output: string, needle: string): string[] {
+  const lines = output.split("\n");
+  return lines.flatMap((line, i) => (line.includes(needle) ? [lines.slice(Math.max(0, i - 8), i + 1).join("\n")] : []));
+}
+
 describe("a strict rule's timeout through wrangler dev", () => {
   const served = useWranglerDevWithOrigin("deadline", rules);
 
@@ -22,6 +28,6 @@ describe("a strict rule's timeout through wrangler dev", () => {
     );
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(5);
-    expect(served.dev.output()).not.toContain("hung");
+    expect(linesAround(served.dev.output(), "hung")).toEqual([]);
   }, 60_000);
 });
