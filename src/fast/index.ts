@@ -5,6 +5,7 @@ import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
+import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
 import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
@@ -168,7 +169,7 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
   const local = decideLocally(entry.key, rule, cost, now);
   if (!local) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
-  if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(() => undefined);
+  if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(countError("sync", rule));
   return local;
 }
 
@@ -291,7 +292,7 @@ function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, a
       // The key may have left the table, or come back under a re-read rule (a new entry, the same key).
       const current = table.peek(entry.objectName);
       if (current?.key !== entry.key || current.inflight || !callOnTime(current.key, answeredAt, Date.now())) return;
-      return sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }).catch(() => undefined);
+      return sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }).catch(countError("sync", current.rule));
     }),
   );
 }
@@ -303,7 +304,7 @@ function flushEvicted(context: FastContext): void {
   evicted = [];
   for (const entry of batch) {
     surrender(entry.key);
-    void sync(context, entry, 0, true).catch(() => undefined);
+    void sync(context, entry, 0, true).catch(countError("sync", entry.rule));
   }
 }
 
@@ -319,6 +320,6 @@ function sweep(context: FastContext, now: number): void {
     if (budget === 0) break;
     if (entry.inflight || !releasable(entry.key, entry.rule, now)) continue;
     budget--;
-    void sync(context, entry, 0, true).catch(() => undefined);
+    void sync(context, entry, 0, true).catch(countError("sync", entry.rule));
   }
 }

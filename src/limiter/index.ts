@@ -11,7 +11,7 @@ import { ALONE } from "./local-share";
 import { onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
-import { log } from "../metrics/log";
+import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
@@ -258,11 +258,3 @@ function fastContext(context: LimiterContext): FastContext {
   return { namespace, waitUntil, ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };
 }
 
-/** Counts a failure in `floodgate_errors_total` under `kind` and logs it: for work whose failure the request does not see. */
-export function countError(kind: string, rule?: Rule): (error: unknown) => void {
-  return (error) => {
-    metrics.count("floodgate_errors_total", { kind });
-    // The rule tells an operator with many rules whose objects are failing.
-    log.event("error", { kind, ...(rule ? { rule: rule.name } : {}), message: error instanceof Error ? error.message : String(error) }, Date.now());
-  };
-}

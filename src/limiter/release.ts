@@ -1,6 +1,7 @@
 /** A request's concurrency slots: renewed while it is in flight, given back exactly once however many ways its end is seen (response sent, origin failed, client gone). */
 import { renewStrict } from "../strict";
-import { countError, giveBack, type Ask, type LimiterContext, type Taken } from "./index";
+import { countError } from "../metrics/log";
+import { giveBack, type Ask, type LimiterContext, type Taken } from "./index";
 
 /**
  * Gives the request's concurrency slots back; resolves once they are. Only the first call gives

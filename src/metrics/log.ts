@@ -66,3 +66,12 @@ function writeLine(line: Record<string, unknown>): void {
 
 /** The isolate's log. */
 export const log = new Log();
+
+/** Counts a failure in `floodgate_errors_total` under `kind` and logs it: for work whose failure the request does not see. */
+export function countError(kind: string, rule?: { name: string }): (error: unknown) => void {
+  return (error) => {
+    metrics.count("floodgate_errors_total", { kind });
+    // The rule tells an operator with many rules whose objects are failing.
+    log.event("error", { kind, ...(rule ? { rule: rule.name } : {}), message: error instanceof Error ? error.message : String(error) }, Date.now());
+  };
+}

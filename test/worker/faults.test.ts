@@ -20,6 +20,7 @@ async function statuses(count: number, request: () => Request, bindings: Paramet
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 describe("when the Durable Object fails", () => {
@@ -192,5 +193,22 @@ describe("fast mode when syncs fail", () => {
     const { remaining } = await flaky(`f-sync/${ip}`).peek(policy);
     expect(admitted).toBeGreaterThan(10);
     expect(remaining + admitted + view.leased + view.returning).toBe(40);
+  });
+
+  it("counts and logs a background sync that fails, naming the rule, while the lease decides", async () => {
+    const ip = "192.0.2.91";
+    const request = () => get("/fsync/x", ip);
+    expect(await statuses(2, request, { rules, ...withFlaky })).toEqual([200, 200]);
+    await flaky(`f-sync/${ip}`).fail(100, "before");
+    await sleep(60);
+    const before = metrics.value("floodgate_errors_total", { kind: "sync" });
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const { response, settled } = await dispatch(request(), { rules, ...withFlaky });
+    await settled;
+
+    expect(response.status).toBe(200);
+    expect(metrics.value("floodgate_errors_total", { kind: "sync" })).toBe(before + 1);
+    expect(lines).toContainEqual({ event: "error", kind: "sync", rule: "f-sync", message: "injected: the object is unavailable" });
   });
 });
