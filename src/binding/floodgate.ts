@@ -22,9 +22,9 @@ export interface LimitOptions {
   key: string;
   cost?: number;
   /** the caller's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
-  location?: string;
+  location?: string | undefined;
   /** the caller's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay, and one with `"auto"` (a fast rule's default) once many isolates share the key */
-  continent?: string;
+  continent?: string | undefined;
 }
 
 /** `peek`'s and `reset`'s argument: `limit`'s but the cost, so one object of the key and where it is asked from serves all three. */
@@ -38,7 +38,9 @@ const KEY_OPTIONS = ["rule", "key", "location", "continent"] satisfies (keyof Ke
  * entrypoint = "Floodgate"`). Every method reads `RATE_LIMIT_RULES` as the proxy does and decides
  * with the same core: strict through the key's object, fast from this isolate's lease, with the
  * same breaker, timeout and `onError`. Bad arguments reject with an Error that says what to pass,
- * and consume nothing.
+ * and consume nothing. Only the four methods are callable over RPC: the helpers are `#private`,
+ * which a binding cannot reach (a TypeScript `private` is an ordinary method at run time, and
+ * would hand a caller the parsed settings, `ANALYTICS_HASH_KEY` included).
  *
  * @example
  * const { success } = await env.FLOODGATE.limit({ key: userId }); // props.rule names the rule
@@ -50,9 +52,9 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
-    const { rule, key, from } = this.resolve(options, "limit", LIMIT_OPTIONS);
+    const { rule, key, from } = this.#resolve(options, arguments.length, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
-    const { decision, release } = await limitKey({ ...this.context(), ...from }, rule, key, cost);
+    const { decision, release } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
     return limitResult(rule, decision, release);
   }
 
@@ -63,30 +65,31 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    */
   async check(request: Request): Promise<Checked> {
     if (!(request instanceof Request)) throw new TypeError(`check: expected a Request, got ${request === null ? "null" : typeof request}`);
-    const settings = this.settings();
-    return check(request, new URL(request.url), settings, this.context());
+    checkNoMore(arguments.length, "check", "a Request");
+    const settings = this.#settings();
+    return check(request, new URL(request.url), settings, this.#context(settings));
   }
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
-    const { rule, key } = this.resolve(options, "peek", KEY_OPTIONS);
-    return limitResult(rule, await peekKey(this.context(), rule, await durableObjectName(rule.name, key)));
+    const { rule, key } = this.#resolve(options, arguments.length, "peek", KEY_OPTIONS);
+    return limitResult(rule, await peekKey(this.#context(), rule, await durableObjectName(rule.name, key)));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
-    const { rule, key } = this.resolve(options, "reset", KEY_OPTIONS);
+    const { rule, key } = this.#resolve(options, arguments.length, "reset", KEY_OPTIONS);
     await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
   }
 
-  private settings(): Settings {
+  #settings(): Settings {
     const settings = loadSettings(this.env);
     setCapacity(settings.fastMaxKeys);
     return settings;
   }
 
-  private context(): LimiterContext {
-    return workerContext(this.env.LIMITER, this.ctx, this.settings());
+  #context(settings = this.#settings()): LimiterContext {
+    return workerContext(this.env.LIMITER, this.ctx, settings);
   }
 
   /**
@@ -94,13 +97,20 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * Error saying what is wrong. Where a call comes from means nothing to peek or reset, but a
    * malformed place is an error there too.
    */
-  private resolve(options: unknown, method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
+  #resolve(options: unknown, given: number, method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
     checkOptions(options, known, method, ["key"]);
+    checkNoMore(given, method, "one options object");
     const from = checkWhereabouts(options, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
+    if (named !== undefined && typeof named !== "string") throw new TypeError(`${method}: rule must be a rule's name, or left out, got ${named === null ? "null" : typeof named}`);
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
-    return { rule: ruleNamed(this.settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method), from };
+    return { rule: ruleNamed(this.#settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method), from };
   }
+}
+
+/** A call with arguments past those it takes (the library's `limit(key, { cost })` shape, say) is an error, not a cost silently dropped. */
+function checkNoMore(given: number, method: string, takes: string): void {
+  if (given > 1) throw new TypeError(`${method}: takes ${takes}, got ${given} arguments`);
 }
 
 function ruleNamed(rules: readonly Rule[], name: unknown, method: string, fromProps: boolean): Rule {

@@ -93,6 +93,14 @@ export default {
           settle(env.UNNAMED.limit({ key: "k" })),
           settle(env.BROKEN.check(new Request("https://api.example.com/"))),
           settle(env.BROKEN.limit({ key: "k" })),
+          settle(env.FLOODGATE.limit({ rule: null, key: "k" })),
+          settle(env.FLOODGATE.limit({ key: "k" }, { cost: 5 })),
+        ]));
+      case "/internals":
+        return Response.json(await Promise.all([
+          settle(Promise.resolve().then(() => env.NO_ORIGIN.settings())),
+          settle(Promise.resolve().then(() => env.NO_ORIGIN.resolve({ key: "k" }, 1, "limit", ["key"]))),
+          settle(Promise.resolve().then(() => env.NO_ORIGIN.resolve({ key: "k" }, "limit", ["key"]))),
         ]));
     }
     return new Response("no such route", { status: 404 });
@@ -133,7 +141,7 @@ beforeAll(async () => {
         modules: true,
         scriptPath: bundle.path,
         compatibilityDate: "2026-04-20",
-        bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "only", limit: 2, period: "1h" }]) },
+        bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "only", limit: 2, period: "1h" }]), ANALYTICS_HASH_KEY: "binding-test-hash-key" },
         durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
       },
       {
@@ -286,7 +294,15 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 7/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
+      expect.stringMatching(/^limit: rule must be a rule's name, or left out, got null$/),
+      expect.stringMatching(/^limit: takes one options object, got 2 arguments$/),
     ]);
     expect((await call<Result>("/peek?key=k")).remaining).toBe(5);
+  });
+
+  it("offers only limit, check, peek and reset over RPC: the helpers that read the settings (ANALYTICS_HASH_KEY included) are out of reach", async () => {
+    const outcomes = await call<{ ok: boolean; value?: unknown }[]>("/internals");
+    expect(outcomes.map((o) => o.ok)).toEqual([false, false, false]);
+    expect(JSON.stringify(outcomes)).not.toContain("binding-test-hash-key");
   });
 });
