@@ -30,9 +30,9 @@ export interface LimitCallOptions {
   /** the request's ExecutionContext: fast mode needs it for its background syncs, and strict mode batches concurrent calls with it */
   ctx?: Pick<ExecutionContext, "waitUntil">;
   /** the request's `request.cf.colo`: a rule with `aggregate: "location"` syncs through that location's relay */
-  location?: string;
+  location?: string | undefined;
   /** the request's `request.cf.continent`: a rule with `aggregate: "continent"` syncs through that continent's relay, and one with `"auto"` (a fast rule's default) once many isolates share the key */
-  continent?: string;
+  continent?: string | undefined;
   /**
    * a gcra rule with a `delay` below its `burst` holds a call past it until it conforms: `limit`
    * resolves that much later. Aborting this signal while held gives the units back and rejects
