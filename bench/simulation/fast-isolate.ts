@@ -190,7 +190,7 @@ export class FastIsolate extends IsolateBase {
           applyLease(entry.key, entry.rule, reply.lease!, at);
           if (!release) this.callWhenBooked(entry, built, at, chain);
           this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
-          this.breaker.succeeded();
+          this.breaker.succeeded(at);
         } else {
           syncFailed(entry.key, entry.rule, at);
           this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);

@@ -1,23 +1,21 @@
 /**
  * One isolate in strict mode: floodgate's own DenialCache, Breakers and RuleBreaker
- * (src/strict/denials.ts, breaker.ts) around calls to the key's object, batched as
- * src/strict/coalescer.ts batches them (one call in flight per key per isolate; requests that
- * arrive meanwhile wait and go together in the next call, at most 128; an overloaded object gets
- * no next batch). The Coalescer class itself runs on promises, timers and `Date.now()`, so its
- * `decide`, `handOff` and `send` are mirrored here on the simulated clock, with their lines named.
- * Which request's invocation sends a batch (its newest) is not modelled: an isolate here has no
- * invocations, and the hand-off costs no simulated time.
+ * (src/strict/denials.ts, breaker.ts) around calls to the key's object, batched by floodgate's own
+ * Lanes (src/strict/lanes.ts), as src/strict/coalescer.ts batches them (one call in flight per key
+ * per isolate; requests that arrive meanwhile wait and go together in the next call, at most 128;
+ * an overloaded object gets no next batch). The Coalescer's shell runs on promises, timers and
+ * `Date.now()`, so it is mirrored here on the simulated clock. Which request's invocation sends a
+ * batch (its newest) is not modelled: an isolate here has no invocations, and the hand-off costs
+ * no simulated time.
  */
 import type { Decided } from "../../src/algorithms/block";
+import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
 import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
+import { Lanes, laneOf } from "../../src/strict/lanes";
 import { ALONE } from "../../src/limiter/local-share";
 import { IsolateBase, type Done, type Link } from "./isolate";
-
-/** coalescer.ts's `maxBatch` and `maxWaiting` defaults. */
-const MAX_BATCH = 128;
-const MAX_WAITING = 4 * MAX_BATCH;
 
 interface Waiter {
   cost: number;
@@ -27,18 +25,11 @@ interface Waiter {
   lost(): void;
 }
 
-/** coalescer.ts `Lane`. */
-interface Lane {
-  waiting: Waiter[];
-  inFlight: Waiter[] | null;
-  progressAt: number;
-}
-
 export class StrictIsolate extends IsolateBase {
   private readonly denials = new DenialCache();
   private readonly breakers = new Breakers();
   private readonly ruleBreaker = new RuleBreaker("sim");
-  private readonly lanes = new Map<string, Lane>();
+  private readonly lanes = new Lanes<Waiter>();
 
   constructor(
     id: string,
@@ -65,8 +56,8 @@ export class StrictIsolate extends IsolateBase {
       settled: false,
       resolve: (decided) => {
         const at = clock.now;
-        this.breakers.succeeded(objectName);
-        this.ruleBreaker.succeeded();
+        this.breakers.succeeded(objectName, at);
+        this.ruleBreaker.succeeded(at);
         this.denials.remember(objectName, cost, decided.decision, at);
         done({ decision: decided.decision, waited: true });
       },
@@ -80,58 +71,41 @@ export class StrictIsolate extends IsolateBase {
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
-    if (this.coalesce && (this.lanes.get(objectName)?.waiting.length ?? 0) >= MAX_WAITING) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
+    if (this.coalesce && this.lanes.full(laneOf(objectName, policyOf(rule)))) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
     if (this.coalesce) this.enqueue(rule, objectName, waiter);
     else this.alone(rule, objectName, waiter);
   }
 
-  /** coalescer.ts `decide`: join the key's lane, and hand on a batch if none is in flight (or the one in flight stalled). */
+  /** coalescer.ts `decide`: join the key's lane, and send a batch if none is in flight (or the one in flight stalled). */
   private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
     const clock = this.link.clock;
-    let lane = this.lanes.get(objectName);
-    if (!lane) this.lanes.set(objectName, (lane = { waiting: [], inFlight: null, progressAt: 0 }));
-    const queue = lane;
-    queue.waiting.push(waiter);
+    const lane = laneOf(objectName, policyOf(rule));
+    const batch = this.lanes.join(lane, waiter, clock.now, 2 * rule.timeoutMs);
     clock.deadline(clock.now + rule.timeoutMs, () => {
       if (waiter.settled) return;
       if (!this.alive) return this.lose(waiter);
-      const at = queue.waiting.indexOf(waiter);
-      if (at !== -1) queue.waiting.splice(at, 1);
+      this.lanes.leave(lane, waiter);
       waiter.settled = true;
       waiter.reject("timeout");
     });
-    if (!queue.inFlight || clock.now - queue.progressAt > 2 * rule.timeoutMs) this.handOff(objectName, queue);
-  }
-
-  /** coalescer.ts `handOff`: the next batch goes out, or the lane retires when nobody waits. */
-  private handOff(objectName: string, lane: Lane): void {
-    if (!this.alive) return;
-    if (lane.waiting.length === 0) {
-      lane.inFlight = null;
-      if (this.lanes.get(objectName) === lane) this.lanes.delete(objectName);
-      return;
-    }
-    const batch = lane.waiting.splice(0, MAX_BATCH);
-    lane.inFlight = batch;
-    lane.progressAt = this.link.clock.now;
-    this.send(objectName, lane, batch);
+    if (batch) this.send(objectName, lane, batch);
   }
 
   /**
    * coalescer.ts `send`: one batch, then the next; a failed call fails its own batch,
    * and an overloaded object's queue with it. Every refusal here is the object's "overloaded".
    */
-  private send(objectName: string, lane: Lane, batch: Waiter[]): void {
+  private send(objectName: string, lane: string, batch: Waiter[]): void {
     this.calls++;
     this.link.call(this, objectName, { costs: batch.map((w) => w.cost) }, (reply) => {
-      const failed = reply.ok ? batch : lane.inFlight === batch ? [...batch, ...lane.waiting.splice(0)] : batch;
-      failed.forEach((waiter, i) => {
+      const { failed, next } = this.lanes.ended(lane, batch, !reply.ok, this.link.clock.now);
+      [...batch, ...failed].forEach((waiter, i) => {
         if (waiter.settled) return;
         waiter.settled = true;
         if (reply.ok) waiter.resolve(reply.decided![i]!);
         else waiter.reject("overloaded");
       });
-      if (lane.inFlight === batch) this.handOff(objectName, lane);
+      if (next && this.alive) this.send(objectName, lane, next);
     });
   }
 

@@ -260,7 +260,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       applyLease(entry.key, entry.rule, lease, answeredAt);
       if (!release) callWhenBooked(context, entry, request, answeredAt, chain);
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
-      ruleBreaker(entry.rule.name).succeeded();
+      ruleBreaker(entry.rule.name).succeeded(answeredAt);
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
       syncFailed(entry.key, entry.rule, Date.now());

@@ -64,11 +64,11 @@ export class Breakers {
     log.event("breaker", { scope: "key", rule: ruleOf(name), state: "open", failures: breaker.failures, retryInMs: backoff }, now);
   }
 
-  succeeded(name: string): void {
+  succeeded(name: string, now: number): void {
     const breaker = this.failing.get(name);
     if (!breaker) return;
     this.failing.delete(name);
-    if (breaker.failures >= FAILURES_TO_OPEN) log.event("breaker", { scope: "key", rule: ruleOf(name), state: "closed" }, Date.now());
+    if (breaker.failures >= FAILURES_TO_OPEN) log.event("breaker", { scope: "key", rule: ruleOf(name), state: "closed" }, now);
   }
 }
 
@@ -110,9 +110,9 @@ export class RuleBreaker {
     log.event("breaker", { scope: "rule", rule: this.rule, state: "open", retryInMs: this.retryAt - now }, now);
   }
 
-  succeeded(): void {
+  succeeded(now: number): void {
     if (this.failing.size === 0) return;
-    if (this.opened > 0) log.event("breaker", { scope: "rule", rule: this.rule, state: "closed" }, Date.now());
+    if (this.opened > 0) log.event("breaker", { scope: "rule", rule: this.rule, state: "closed" }, now);
     this.failing.clear();
     this.opened = 0;
     this.retryAt = 0;

@@ -2,6 +2,7 @@
 import type { Policy } from "../algorithms";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
+import { Lanes, laneOf } from "./lanes";
 import { deadline, TimeoutError } from "./timeout";
 
 /** Sends one batch of costs to the named object and returns its decisions in the same order. */
@@ -13,13 +14,6 @@ interface Waiter {
   reject(error: unknown): void;
   /** Hands this request a batch to send under its own invocation; an empty one releases it. */
   lead(batch: Waiter[]): void;
-}
-
-interface Lane {
-  waiting: Waiter[];
-  /** the batch in flight, if any; `progressAt` is when it was handed to its sender */
-  inFlight: Waiter[] | null;
-  progressAt: number;
 }
 
 /**
@@ -55,70 +49,54 @@ export interface BatchContext {
  * to a queue that keeps growing, so it is rejected at once with a {@link QueueFullError}.
  */
 export class Coalescer {
-  private readonly lanes = new Map<string, Lane>();
+  private readonly lanes: Lanes<Waiter>;
 
-  constructor(
-    private readonly maxBatch = 128,
-    private readonly maxWaiting = 4 * maxBatch,
-  ) {}
+  constructor(maxBatch?: number, maxWaiting?: number) {
+    this.lanes = new Lanes(maxBatch, maxWaiting);
+  }
 
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
   decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
-    const laneKey = `${name}\n${policy.algorithm}:${policy.limit}:${policy.periodMs}:${policy.burst}:${policy.buckets}:${policy.delay ?? ""}:${policy.blockMs ?? 0}`;
-    let lane = this.lanes.get(laneKey);
-    if (!lane) this.lanes.set(laneKey, (lane = { waiting: [], inFlight: null, progressAt: 0 }));
-    const queue = lane;
-    if (queue.waiting.length >= this.maxWaiting) return Promise.reject(new QueueFullError(`${queue.waiting.length} requests already wait on this key`));
+    const lane = laneOf(name, policy);
+    if (this.lanes.full(lane)) return Promise.reject(new QueueFullError(`${this.lanes.waiting(lane)} requests already wait on this key`));
     let lead!: (batch: Waiter[]) => void;
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
     // Registered now, from this request's own invocation, so that a batch handed to it is sent there.
-    context.waitUntil(led.then((batch) => this.send(call, name, policy, laneKey, queue, batch)));
+    context.waitUntil(led.then((batch) => this.send(call, name, policy, lane, batch)));
     let cancel!: () => void;
+    let batch: Waiter[] | undefined;
     const decided = new Promise<Decided>((resolve, reject) => {
       const waiter: Waiter = { cost, resolve, reject, lead };
-      queue.waiting.push(waiter);
+      batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
       // The deadline also keeps this request alive while it waits on I/O another request started.
       cancel = deadline(context.timeoutMs, () => {
-        const at = queue.waiting.indexOf(waiter);
-        if (at !== -1) queue.waiting.splice(at, 1);
+        this.lanes.leave(lane, waiter);
         reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
       });
     }).finally(() => {
       cancel();
       lead([]);
     });
-    if (!queue.inFlight || Date.now() - queue.progressAt > 2 * context.timeoutMs) this.handOff(laneKey, queue);
+    batch?.at(-1)!.lead(batch);
     return decided;
   }
 
-  /** Hands the next batch to its newest request to send, or retires the lane when nobody waits. */
-  private handOff(laneKey: string, lane: Lane): void {
-    if (lane.waiting.length === 0) {
-      lane.inFlight = null;
-      if (this.lanes.get(laneKey) === lane) this.lanes.delete(laneKey);
-      return;
-    }
-    const batch = lane.waiting.splice(0, this.maxBatch);
-    lane.inFlight = batch;
-    lane.progressAt = Date.now();
-    batch.at(-1)!.lead(batch);
-  }
-
   /**
-   * Sends one batch and hands on the next. A failed call fails its own batch only, except that an
-   * overloaded object gets no next batch: the requests queued behind it fail with it, and their
-   * rules' onError answers them at once rather than adding to the overload.
+   * Sends one batch and hands the next to its newest request. A failed call fails its own batch
+   * only, except that an overloaded object also fails the requests queued behind it (see {@link Lanes.ended}).
    */
-  private async send(call: BatchCall, name: string, policy: Policy, laneKey: string, lane: Lane, batch: Waiter[]): Promise<void> {
+  private async send(call: BatchCall, name: string, policy: Policy, lane: string, batch: Waiter[]): Promise<void> {
     if (batch.length === 0) return;
+    let next: Waiter[] | undefined;
     try {
       const results = await call(name, policy, batch.map((w) => w.cost));
       batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+      next = this.lanes.ended(lane, batch, false, Date.now()).next;
     } catch (error) {
-      const failed = objectErrorKind(error) === "overloaded" && lane.inFlight === batch ? [...batch, ...lane.waiting.splice(0)] : batch;
-      for (const waiter of failed) waiter.reject(error);
+      const ended = this.lanes.ended(lane, batch, objectErrorKind(error) === "overloaded", Date.now());
+      for (const waiter of [...batch, ...ended.failed]) waiter.reject(error);
+      next = ended.next;
     }
-    // A batch that was given up on as stalled hands nothing on: its replacement does.
-    if (lane.inFlight === batch) this.handOff(laneKey, lane);
+    next?.at(-1)!.lead(next);
   }
 }

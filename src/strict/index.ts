@@ -74,10 +74,11 @@ export async function decideStrict(
       ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil })
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     observeWait(rule, now);
-    breakers.succeeded(objectName);
-    wholeRule.succeeded();
+    const answeredAt = Date.now();
+    breakers.succeeded(objectName, answeredAt);
+    wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever a response ends: a denial says nothing about the next request.
-    if (rule.algorithm !== "concurrency") denials.remember(objectName, cost, decided.decision, Date.now());
+    if (rule.algorithm !== "concurrency") denials.remember(objectName, cost, decided.decision, answeredAt);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.

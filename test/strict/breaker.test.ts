@@ -47,7 +47,7 @@ describe("circuit breakers for strict decisions", () => {
     const breakers = new Breakers();
     breakers.failed("k", 100, T0);
     breakers.failed("k", 100, T0);
-    breakers.succeeded("k");
+    breakers.succeeded("k", T0);
     breakers.failed("k", 100, T0);
     expect(breakers.waitFor("k", T0)).toBe(0);
   });
@@ -90,7 +90,7 @@ describe("a rule's breaker over all its keys", () => {
   it("stays closed while calls for the rule still succeed between failures", () => {
     const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c"], T0);
-    breaker.succeeded();
+    breaker.succeeded(T0);
     failKeys(breaker, ["d", "e", "f"], T0);
     expect(breaker.waitFor(T0)).toBe(0);
   });
@@ -107,7 +107,7 @@ describe("a rule's breaker over all its keys", () => {
   it("closes at the first success for any key", () => {
     const breaker = new RuleBreaker("r");
     failKeys(breaker, ["a", "b", "c", "d"], T0);
-    breaker.succeeded();
+    breaker.succeeded(T0);
     expect(breaker.waitFor(T0)).toBe(0);
     breaker.failed("a", 100, T0);
     expect(breaker.waitFor(T0)).toBe(0);
