@@ -30,7 +30,7 @@ export function strictSections(ceiling: ScenarioResult[], rtt: ScenarioResult[],
     out.push(
       "## Strict hot key: its ceiling",
       "",
-      "One strict key whose limit is never reached, so every request needs its object; offered load rises. Requests are coalesced as src/strict/coalescer.ts does: one call in flight per key per isolate, the requests that arrive meanwhile go together in the next (at most 128).",
+      "One strict key whose limit is never reached, so every request needs its object; offered load rises. Requests are coalesced by floodgate's own `Lanes` (src/strict/lanes.ts), as src/strict/coalescer.ts coalesces them: one call in flight per key per isolate, the requests that arrive meanwhile go together in the next (at most 128).",
       "",
       "Past its ceiling a key does not level off: calls wait in the object's queue longer than the 1 s timeout, their answers come too late to be used, breakers open, and what is served falls. " +
         rows.map(({ group, highest }) => `At ${n(Number(group))} isolates and ${n(highest.detail.offeredPerSecond)}/s offered, ${n(highest.detail.servedPerSecond)}/s were served (${percent(highest.errors / Math.max(1, highest.detail.requests))} errors, ${highest.detail.requestsPerCall.toFixed(1)} requests a call).`).join(" ") +
