@@ -5,7 +5,7 @@ interface Env {
 
 export default {
   async fetch(request, env): Promise<Response> {
-    const key = new URL(request.url).searchParams.get("user") ?? "anonymous";
+    const key = new URL(request.url).searchParams.get("user") || "anonymous";
     const { success } = await env.LIMITER.limit({ key });
     if (!success) return new Response(`429 Failure: rate limit exceeded for ${key}`, { status: 429 });
     return new Response("Success!");
