@@ -37,6 +37,9 @@ function parsePath(value: unknown, at: RuleRef): string {
     fail(at, field, `globs match the path only, not the query string or fragment; ${fix}`);
   }
   if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
+  // Paths are matched as the runtime hands them over, percent-encoded and with dot segments resolved: a glob written otherwise never matches.
+  const arrives = value === "*" ? value : new URL(`http://floodgate.invalid${value}`).pathname;
+  if (arrives !== value) fail(at, field, `${show(value)} never matches: request paths arrive percent-encoded, with "." and ".." segments resolved; write ${show(arrives)}`);
   return value;
 }
 

@@ -363,6 +363,22 @@ describe("match", () => {
     expect(fieldFor({ match: { path } })).toBe("rules[0].match.path");
   });
 
+  it.each([
+    ["/café/*", "/caf%C3%A9/*"],
+    ["/{id}/*", "/%7Bid%7D/*"],
+    ['/a<b>"c"`d`', "/a%3Cb%3E%22c%22%60d%60"],
+    ["/a/../b/*", "/b/*"],
+    ["/a\\b", "/a/b"],
+  ])("rejects the path %j, which never matches as written, naming the form requests arrive in: %j", (path, arrives) => {
+    const error = errorFor([rule({ match: { path } })]);
+    expect(error.field).toBe("rules[0].match.path");
+    expect(error.message).toContain(`never matches: request paths arrive percent-encoded, with "." and ".." segments resolved; write ${JSON.stringify(arrives)}`);
+  });
+
+  it("accepts a path written as it arrives, percent-encoded", () => {
+    expect(only([rule({ match: { path: "/caf%C3%A9/*" } })]).match.path).toBe("/caf%C3%A9/*");
+  });
+
   it("rejects a path that is not a string", () => {
     expect(fieldFor({ match: { path: ["/api"] } })).toBe("rules[0].match.path");
   });
