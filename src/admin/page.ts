@@ -306,7 +306,7 @@ if (sessionStorage.getItem(TOKEN)) load(); else $("token").focus();
 `;
 
 /** The whole page: markup, the style and the script above; not one value from the configuration or the counters. */
-export const STATUS_PAGE = `<!doctype html>
+const STATUS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -368,7 +368,7 @@ async function hashSource(text: string): Promise<string> {
  * their hashes, calls back to this origin, and the empty data: icon; no markup can be assigned
  * from a string (Trusted Types), no base, no form submission, no framing. Hashed once per isolate.
  */
-export function statusPagePolicy(): Promise<string> {
+function statusPagePolicy(): Promise<string> {
   policy ??= Promise.all([hashSource(SCRIPT), hashSource(STYLE)]).then(([script, style]) =>
     [
       "default-src 'none'",

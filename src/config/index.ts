@@ -98,13 +98,13 @@ function parseLegacy(raw: unknown): boolean {
   throw ConfigError.topLevel(`expected "true" (the default) or "false", got ${show(raw)}`, "LEGACY_HEADERS");
 }
 
-/** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused. */
 /** `ANALYTICS_HASH_KEY` when it is set: log lines' key hashes are keyed with it. */
 export function hashKeyOf(env: Env): string | undefined {
   const { ANALYTICS_HASH_KEY: hashKey } = env;
   return typeof hashKey === "string" && hashKey !== "" ? hashKey : undefined;
 }
 
+/** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused. */
 function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: string } {
   const { ANALYTICS: dataset, ANALYTICS_SAMPLE: rawSample, ANALYTICS_HASH_KEY: hashKey } = env;
   const sample = rawSample === undefined || rawSample === "" ? 1 : typeof rawSample === "number" ? rawSample : /^\s*[0-9.]+\s*$/.test(String(rawSample)) ? Number(rawSample) : NaN;

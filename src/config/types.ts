@@ -42,7 +42,7 @@ export interface Rule {
   burst: number;
   /** sliding-window only: buckets per period (1 for the other algorithms) */
   buckets: number;
-  /** gcra only: units of the burst that pass at once (equal to `burst`: holding requests is not available yet) */
+  /** gcra only: units of the burst that pass at once; a conforming request past them is held until it conforms (absent: `burst`, nothing is held) */
   delay?: number;
   /** token-bucket only: after an idle spell the refill starts at a third of the rate and climbs to it over this long */
   warmupMs?: number;

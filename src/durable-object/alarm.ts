@@ -4,7 +4,7 @@
 export const RETRY_WINDOW_MS = 60_000;
 
 /** The most an object's alarm is set later than it is due, so that keys due together do not all wake together. */
-export const ALARM_SPREAD_MS = 10_000;
+const ALARM_SPREAD_MS = 10_000;
 
 /**
  * An object's delay on every alarm, up to ALARM_SPREAD_MS, drawn from its id (hex). Fixed windows

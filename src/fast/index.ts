@@ -125,7 +125,7 @@ export function cachedFastDenial(context: FastContext, rule: Rule, objectName: s
 }
 
 /** What this isolate would answer a one-unit request for a fast key now, from its lease or its denial, counting nothing; undefined when only a sync could tell. */
-export function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
+function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
   return entry ? localPeek(entry.key, rule, now) : undefined;
 }
@@ -154,7 +154,7 @@ export async function peekFastReported(context: FastContext, rule: Rule, objectN
  * word and the lease); undefined when it tracks no such key. Tracking starts with a request that
  * could be admitted: such requests say nothing of the key's demand.
  */
-export function fastBeyondCapacity(rule: Rule, objectName: string, now: number): Decision | undefined {
+function fastBeyondCapacity(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
   if (!entry?.key.standing) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });

@@ -101,7 +101,7 @@ const SLACK_PER_DEMAND = 8;
  * How long past its booked call a quiet isolate's lease lasts: this many of its mean gaps between
  * requests (its next request comes later than that one time in a thousand, for Poisson arrivals),
  * but no later than this many intervals after the grant, how long a lease outlives a reset
- * (PRODUCT.md); or, for a call booked further off than that (thousands of isolates), this many past it.
+ * (the product contract); or, for a call booked further off than that (thousands of isolates), this many past it.
  */
 export const QUIET_GAPS = 7;
 export const QUIET_UNTIL_INTERVALS = 10;

@@ -1,4 +1,4 @@
-/** The isolate's fast-mode keys: a bounded table that forgets the least recently used first. */
+/** A bounded table that forgets the least recently used first: the isolate's fast-mode keys, and its caches of denials, new keys and onError counts. */
 
 /** Keys tracked per isolate when FAST_MAX_KEYS is not set: a few MB of a 128 MB isolate. */
 export const DEFAULT_MAX_KEYS = 20_000;

@@ -131,7 +131,7 @@ export function clientClosed(): HttpProblem {
  * so it tells a caller nothing about the token.
  *
  * @example
- * if (!(await tokenMatches(request, env.ADMIN_TOKEN))) return unauthorized().toResponse();
+ * if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
  */
 export function unauthorized(): HttpProblem {
   return new HttpProblem({

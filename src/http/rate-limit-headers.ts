@@ -58,7 +58,7 @@ export interface HeaderOptions {
 export const DEFAULT_HEADERS: Readonly<HeaderOptions> = Object.freeze({ form: "draft-10", legacy: true });
 
 /**
- * The headers describing one rule's decision in the chosen forms, as PRODUCT.md specifies.
+ * The headers describing one rule's decision in the chosen forms, as the README's HTTP behaviour specifies.
  * draft-10 (draft-ietf-httpapi-ratelimit-headers-10): `RateLimit-Policy` and `RateLimit` are
  * Structured Field Lists with one item each, the policy name as an sf-string with integer
  * parameters; draft-7: `RateLimit` a Dictionary of limit, remaining and reset, `RateLimit-Policy`

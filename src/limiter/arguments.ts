@@ -3,8 +3,9 @@ import type { Whereabouts } from "../fast/relay";
 
 /**
  * A key as given: a non-empty string. An empty or missing key is an error, never an unlimited
- * grant, and never silently a shared bucket. A key past 1 KB of UTF-8 is named by its hash, as
- * the proxy names the keys it builds, so the two share one counter whatever the key's length.
+ * grant, and never silently a shared bucket. It is used as given: `durableObjectName` names a key
+ * past 1 KB of UTF-8 by its hash, as it does the proxy's, so the two share one counter whatever
+ * the key's length.
  */
 export function checkKey(key: unknown, where: string): string {
   if (typeof key !== "string" || key === "") {

@@ -3,7 +3,7 @@ import { decide, type LimiterState, type Policy } from "../algorithms";
 import { metrics } from "./metrics";
 
 /** Lines each kind of event may write per isolate per second (a token bucket, so a short burst of this many passes). */
-export const LINES_PER_SECOND = 10;
+const LINES_PER_SECOND = 10;
 
 const allowance: Policy = { algorithm: "token-bucket", limit: LINES_PER_SECOND, periodMs: 1_000, burst: LINES_PER_SECOND, buckets: 1 };
 
@@ -22,10 +22,8 @@ interface Kind {
  * log.event("dry_run_denied", { rule: "api", reason: "limit", retryAfterMs: 1200 }, Date.now());
  * // {"event":"dry_run_denied","rule":"api","reason":"limit","retryAfterMs":1200}
  */
-export class Log {
+class Log {
   private readonly kinds = new Map<string, Kind>();
-
-  constructor(private readonly write: (line: Record<string, unknown>) => void = writeLine) {}
 
   event(event: string, fields: Record<string, unknown>, now: number): void {
     // Each kind of error has its own lines: a flood of origin failures must not hide the Durable Object's.
@@ -49,7 +47,7 @@ export class Log {
     }
     const dropped = kind.dropped;
     kind.dropped = 0;
-    return (fields) => this.write({ event, ...fields, ...(dropped > 0 ? { dropped } : {}) });
+    return (fields) => writeLine({ event, ...fields, ...(dropped > 0 ? { dropped } : {}) });
   }
 }
 
