@@ -51,7 +51,7 @@ export interface RuleDescription {
   mode: Mode;
   /** fast mode only, e.g. "1s" */
   sync?: string;
-  /** fast mode only, when set: "location" or "continent" */
+  /** fast mode only: "auto" (the default), "location" or "continent"; left out for "none" */
   aggregate?: Aggregate;
   onError: OnError;
   timeout: string;
