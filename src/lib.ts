@@ -5,7 +5,7 @@ import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
 import { checkCost, checkKey, checkOptions, checkWhereabouts } from "./limiter/arguments";
-import { forget, limitKey, peekKey } from "./limiter";
+import { forget, limitKey, peekedObjectNameOf, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
 
@@ -81,7 +81,7 @@ export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
       return limitResult(parsed, decision, release);
     },
     async peek(key) {
-      const name = await durableObjectName(parsed.name, checkKey(key, where("peek")));
+      const name = await peekedObjectNameOf(parsed, checkKey(key, where("peek")), Date.now());
       return limitResult(parsed, await peekKey({ namespace }, parsed, name));
     },
     async reset(key) {

@@ -2,14 +2,18 @@
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
 import type { Env } from "../env";
-import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
+import { HttpProblem, invalidConfig, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
-import { canonicalKey, durableObjectName } from "../routing/key";
+import type { Rule } from "../config/types";
+import { canonicalKey, durableObjectName, UnbuildableKeyError } from "../routing/key";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
+
+const UNSENDABLE_TOKEN =
+  "ADMIN_TOKEN: contains whitespace or control characters, which an Authorization: Bearer header cannot carry, so no call can sign in; set a token of letters, digits and -._~+/= (openssl rand -base64 32)";
 
 /**
  * Answers an admin call. Without ADMIN_TOKEN the API does not exist (404); without the right
@@ -19,14 +23,19 @@ export const ADMIN_PREFIX = "/__floodgate/";
  * settings are read once the token is checked, so an invalid configuration reaches the admin only.
  */
 export async function handleAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
-  if (request.method !== "HEAD") return answerAdmin(request, env, settingsOf);
   // HEAD is GET without the body (RFC 9110).
-  const answer = await answerAdmin(new Request(request, { method: "GET" }), env, settingsOf);
-  return new Response(null, answer);
+  const head = request.method === "HEAD";
+  const answer = await answerAdmin(head ? new Request(request, { method: "GET" }) : request, env, settingsOf);
+  // Rules, a key's state and the counters are the admin's: no cache, not even the browser's own, keeps them.
+  const headers = new Headers(answer.headers);
+  headers.set("Cache-Control", "no-store");
+  return new Response(head ? null : answer.body, { status: answer.status, statusText: answer.statusText, headers });
 }
 
 async function answerAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   if (!env.ADMIN_TOKEN) return notFound().toResponse();
+  // A token no Authorization header can carry would lock the admin out with only 401s to say why.
+  if (/[\s\p{Cc}]/u.test(env.ADMIN_TOKEN)) return invalidConfig(UNSENDABLE_TOKEN).toResponse();
   const url = new URL(request.url);
   if (request.method === "GET" && url.pathname === ADMIN_PREFIX) return statusPage();
   if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
@@ -48,14 +57,13 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
 
 /** `?rule=<name>&key=<key>`: peeks at (GET) or resets (DELETE) one key's object. */
 async function state(method: string, url: URL, env: Env, settings: Settings): Promise<Response> {
-  const ruleName = url.searchParams.get("rule");
-  const typed = url.searchParams.get("key");
+  const [ruleName, typed] = ["rule", "key"].map((name) => url.searchParams.getAll(name));
   // floodgate never builds an empty key (a missing part is "#none"): an empty one is a mistake, not a key to reset.
-  if (!ruleName || !typed) throw invalidRequest("state needs ?rule=<name>&key=<key>, neither empty");
-  const rule = settings.rules.find((r) => r.name === ruleName);
-  if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
+  if (ruleName?.length !== 1 || typed?.length !== 1 || !ruleName[0] || !typed[0]) throw invalidRequest("state needs ?rule=<name>&key=<key>, each once and neither empty");
+  const rule = settings.rules.find((r) => r.name === ruleName[0]);
+  if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName[0])}` });
   // A client's address as typed is the key its requests are counted under: the answer names that key.
-  const key = canonicalKey(rule, typed);
+  const key = keyFor(rule, typed[0]);
   const objectName = await durableObjectName(rule.name, key);
   if (method === "DELETE") {
     await forget(env.LIMITER, objectName);
@@ -65,6 +73,16 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, state, ...(isolate === undefined ? {} : { isolate }) });
+}
+
+/** The key as the rule builds it, or a 400 saying how to write it: a key no request could have names an object no request uses. */
+function keyFor(rule: Rule, typed: string): string {
+  try {
+    return canonicalKey(rule, typed);
+  } catch (error) {
+    if (error instanceof UnbuildableKeyError) throw invalidRequest(`key: ${error.message}; see the README's Keys for how floodgate builds a key`);
+    throw error;
+  }
 }
 
 /**

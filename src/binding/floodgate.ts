@@ -7,7 +7,7 @@ import { setCapacity } from "../fast";
 import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
 import { checkCost, checkKey, checkOptions, checkWhereabouts } from "../limiter/arguments";
-import { forget, limitKey, peekKey, workerContext, type LimiterContext } from "../limiter";
+import { forget, limitKey, peekedObjectNameOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
 
@@ -73,7 +73,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.#resolve(options, arguments.length, "peek", KEY_OPTIONS);
-    return limitResult(rule, await peekKey(this.#context(), rule, await durableObjectName(rule.name, key)));
+    return limitResult(rule, await peekKey(this.#context(), rule, await peekedObjectNameOf(rule, key, Date.now())));
   }
 
   /** Forgets the key: its next request starts from a full quota. */

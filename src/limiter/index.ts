@@ -6,7 +6,7 @@ import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
 import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
-import { admitKey } from "./new-keys";
+import { admitKey, keyAsPeeked } from "./new-keys";
 import { ALONE } from "./local-share";
 import { onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
@@ -66,6 +66,11 @@ export type Taken = StrictDecision;
  */
 export function objectNameOf(rule: Rule, key: string, now: number): Promise<string> {
   return durableObjectName(rule.name, admitKey(rule, key, now));
+}
+
+/** The object a one-unit request for `key` would be counted at now, as {@link objectNameOf} names it but tracking no new key: what a peek reads. */
+export function peekedObjectNameOf(rule: Rule, key: string, now: number): Promise<string> {
+  return durableObjectName(rule.name, keyAsPeeked(rule, key, now));
 }
 
 /** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */

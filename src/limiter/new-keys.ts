@@ -1,15 +1,10 @@
 /** A rule's `newKeysPerSecond`: how many keys this isolate starts tracking per second; the rest share one key. */
-import { decide, type LimiterState, type Policy } from "../algorithms";
+import { decide, peek, type LimiterState, type Policy } from "../algorithms";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
 import { metrics } from "../metrics/metrics";
+import { OVERFLOW_KEY } from "../routing/key";
 
-/**
- * The key a request is counted under when its own is new to this isolate and the rule's
- * `newKeysPerSecond` is spent: one bucket for all of them, as `#none` is for a missing part. Real
- * keys have `#` escaped, so it never equals one.
- */
-export const OVERFLOW_KEY = "#overflow";
 
 /** Keys per rule an isolate remembers as tracked; one pushed out counts as new when it comes back. */
 const KNOWN_KEYS = 10_000;
@@ -38,8 +33,7 @@ export function admitKey(rule: Rule, key: string, now: number): string {
     admissions.set(rule.name, admission);
   }
   if (admission.known.get(key)) return key;
-  const policy: Policy = { algorithm: "token-bucket", limit: perSecond, periodMs: 1_000, burst: perSecond, buckets: 1 };
-  const { decision, state } = decide(policy, admission.allowance, 1, now);
+  const { decision, state } = decide(allowancePolicy(perSecond), admission.allowance, 1, now);
   admission.allowance = state;
   if (!decision.allowed) {
     metrics.count("floodgate_key_overflows_total", { rule: rule.name });
@@ -47,4 +41,19 @@ export function admitKey(rule: Rule, key: string, now: number): string {
   }
   admission.known.set(key, true);
   return key;
+}
+
+/**
+ * The key a one-unit request for `key` would be counted under now, as {@link admitKey} would pick
+ * it, starting to track nothing: what a peek reads, so that it tells what a request would get.
+ */
+export function keyAsPeeked(rule: Rule, key: string, now: number): string {
+  const admission = admissions.get(rule.name);
+  if (rule.newKeysPerSecond === null || admission?.perSecond !== rule.newKeysPerSecond || admission.known.peek(key)) return key;
+  return peek(allowancePolicy(admission.perSecond), admission.allowance, now).allowed ? key : OVERFLOW_KEY;
+}
+
+/** A rule's allowance of new keys: a token bucket of `perSecond` per second. */
+function allowancePolicy(perSecond: number): Policy {
+  return { algorithm: "token-bucket", limit: perSecond, periodMs: 1_000, burst: perSecond, buckets: 1 };
 }

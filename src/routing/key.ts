@@ -9,6 +9,13 @@ import { hostKey } from "./match";
  */
 export const MISSING_PART = "#none";
 
+/**
+ * The key a request is counted under when its own is new to this isolate and the rule's
+ * `newKeysPerSecond` is spent: one bucket for all of them, as `#none` is for a missing part. Real
+ * keys have `#` escaped, so it never equals one.
+ */
+export const OVERFLOW_KEY = "#overflow";
+
 /** Keys longer than this (UTF-8 bytes) are hashed before they name a Durable Object. */
 export const MAX_KEY_BYTES = 1024;
 
@@ -52,29 +59,56 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   return key;
 }
 
+/** A key typed for a rule that floodgate could never build for it: reading or resetting it would find an object no request uses. */
+export class UnbuildableKeyError extends Error {
+  override readonly name = "UnbuildableKeyError";
+}
+
 /**
  * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
  * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
  * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part lower-cased without port or trailing dot, a
- * `method` upper-cased. A key whose parts do not line up with the rule's is left as it is.
+ * `method` upper-cased. Throws an {@link UnbuildableKeyError} saying how to write it for a key no
+ * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
+ * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
+ * around it (the runtime strips them). `#overflow` is a key of a rule with `newKeysPerSecond`.
  */
-export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix">, key: string): string {
+export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
+  if (key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) return key;
   const values = key.split("|");
-  if (values.length !== rule.key.length) return key;
-  return values
-    .map((value, i) => {
-      switch (rule.key[i]!.source) {
-        case "ip":
-          return ipKey(value, rule.ipv6Prefix) ?? value;
-        case "host":
-          return value === MISSING_PART ? value : hostKey(value);
-        case "method":
-          return value.toUpperCase();
-        default:
-          return value;
-      }
-    })
-    .join("|");
+  if (values.length !== rule.key.length) {
+    const parts = rule.key.map(describePart).join(", ");
+    throw new UnbuildableKeyError(`the rule's key has ${rule.key.length} part${rule.key.length === 1 ? "" : "s"} (${parts}) joined by "|", this one ${values.length}; a "|" inside a value is written %7C`);
+  }
+  return values.map((value, i) => canonicalPart(rule.key[i]!, value, rule.ipv6Prefix)).join("|");
+}
+
+function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string {
+  if (value === MISSING_PART) return value;
+  const named = describePart(part);
+  if (value === "") throw new UnbuildableKeyError(`${named} is empty: a part the request lacks, or gives empty, is ${MISSING_PART}`);
+  if (/#|%(?!25|7C|23)/.test(value)) throw new UnbuildableKeyError(`${named}: a value's "%", "|" and "#" are written %25, %7C and %23`);
+  switch (part.source) {
+    case "ip": {
+      const slash = value.lastIndexOf("/");
+      const grouped = slash > 0 && value.slice(slash + 1) === String(ipv6Prefix) ? ipKey(value.slice(0, slash), ipv6Prefix) : ipKey(value, ipv6Prefix);
+      if (grouped === null || (slash > 0 && !grouped.includes("/"))) throw new UnbuildableKeyError(`${named}: expected an address like 203.0.113.7 or 2001:db8::1, or ${MISSING_PART}`);
+      return grouped;
+    }
+    case "header":
+      if (trimOws(value) !== value) throw new UnbuildableKeyError(`${named}: header values arrive without the spaces and tabs around them`);
+      return value;
+    case "host":
+      return hostKey(value);
+    case "method":
+      return value.toUpperCase();
+    default:
+      return value;
+  }
+}
+
+function describePart(part: KeyPart): string {
+  return "name" in part ? `${part.source}:${part.name}` : part.source;
 }
 
 function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: number): string | null {
@@ -177,26 +211,6 @@ export async function durableObjectName(ruleName: string, key: string): Promise<
   if (key.length * 3 <= MAX_KEY_BYTES) return `${ruleName}/${key}`;
   const bytes = new TextEncoder().encode(key);
   return bytes.length <= MAX_KEY_BYTES ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
-}
-
-/**
- * A key as it may appear in logs and metrics: a short prefix, `…`, and the first 12 hex digits
- * of the key's SHA-256.
- *
- * The prefix is at most 8 characters and at most a quarter of the key, so no key (an API key,
- * say) is ever shown whole and a long secret keeps most of its entropy hidden; characters
- * outside printable ASCII show as `?`, so a key cannot forge log lines. The hash tells keys
- * apart and lets an operator find a known key's entries (`displayKey(known)` gives the same
- * string); it hides secrets, not small spaces like IPv4 addresses, which can be enumerated.
- *
- * @example
- * await displayKey("sk_live_0123456789abcdef0123456789"); // "sk_live_…" + 12 hex digits
- * await displayKey("203.0.113.9");                         // "20…" + 12 hex digits
- */
-export async function displayKey(key: string): Promise<string> {
-  const prefix = key.slice(0, Math.min(8, Math.floor(key.length / 4))).replace(/[^\x20-\x7e]/g, "?");
-  const hash = await sha256Hex(new TextEncoder().encode(key));
-  return `${prefix}…${hash.slice(0, 12)}`;
 }
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {

@@ -91,6 +91,27 @@ describe("admin API", () => {
     expect((await admin("state?rule=nope&key=x")).status).toBe(404);
   });
 
+  it("answers 400 to a key the rule could never build, saying how to write it, and resets nothing", async () => {
+    for (let i = 0; i < 3; i++) await send(new Request("http://floodgate.test/api/x", { headers: { "CF-Connecting-IP": "192.0.2.76", "x-api-key": "a|b" } }), { rules, ADMIN_TOKEN: TOKEN });
+    const raw = await admin(`state?rule=adm-bucket&key=${encodeURIComponent("192.0.2.76|a|b")}`, { method: "DELETE" });
+    expect(raw.status).toBe(400);
+    expect(((await raw.json()) as { detail: string }).detail).toMatch(/^key: the rule's key has 2 parts \(ip, header:x-api-key\) joined by "\|", this one 3; a "\|" inside a value is written %7C/);
+    const escaped = (await (await admin(`state?rule=adm-bucket&key=${encodeURIComponent("192.0.2.76|a%7Cb")}`)).json()) as { state: { remaining: number } };
+    expect(escaped.state.remaining).toBe(5);
+  });
+
+  it("answers 400 to a state call naming its rule or key twice", async () => {
+    expect((await admin("state?rule=adm-window&rule=adm-bucket&key=192.0.2.77")).status).toBe(400);
+    expect((await admin("state?rule=adm-window&key=192.0.2.77&key=192.0.2.78", { method: "DELETE" })).status).toBe(400);
+  });
+
+  it("marks every answer of the API no-store: rules, state and counters are kept by no cache", async () => {
+    for (const path of ["rules", "metrics", "state?rule=adm-window&key=192.0.2.79"]) {
+      expect((await admin(path)).headers.get("Cache-Control"), path).toBe("no-store");
+      expect((await admin(path, { method: "HEAD" })).headers.get("Cache-Control"), path).toBe("no-store");
+    }
+  });
+
   it("keeps an invalid configuration from whoever lacks the token, and tells the admin", async () => {
     const broken = [{ name: "adm-broken", limit: 3, period: "ten" }];
     const call = (path: string, headers: Record<string, string> = {}) => send(new Request(`http://floodgate.test/__floodgate/${path}`, { headers }), { rules: broken, ADMIN_TOKEN: TOKEN });
@@ -137,6 +158,14 @@ describe("admin API", () => {
       expect(head.status, path).toBe(200);
       expect(head.headers.get("Content-Type"), path).toBe(get.headers.get("Content-Type"));
       expect((await admin(path, { method: "HEAD" }, "wrong")).status, path).toBe(401);
+    }
+  });
+
+  it("answers every call the configuration's 500 when ADMIN_TOKEN holds whitespace, which no bearer header can carry", async () => {
+    for (const token of ["two words", "token\n", " padded"]) {
+      const response = await send(new Request("http://floodgate.test/__floodgate/rules", { headers: { Authorization: `Bearer ${token.trim()}` } }), { rules, ADMIN_TOKEN: token });
+      expect(response.status, JSON.stringify(token)).toBe(500);
+      expect(((await response.json()) as { detail: string }).detail).toMatch(/^ADMIN_TOKEN: contains whitespace or control characters/);
     }
   });
 

@@ -73,6 +73,19 @@ describe("limiter", () => {
     expect((await api.peek("k")).remaining).toBe(3);
   });
 
+  it("peeks a key new to this isolate past newKeysPerSecond as its request would be counted: under #overflow", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(frozenStart());
+    const api = limiter(namespace, { name: "lib-peek-new", limit: 1, period: "1h", newKeysPerSecond: 1 });
+    const limited = [await api.limit("n0"), await api.limit("n1"), await api.limit("n2")].map((r) => r.success);
+    const peeked = await api.peek("n3");
+    const limitedAfter = await api.limit("n3");
+    vi.useRealTimers();
+    expect(limited).toEqual([true, true, false]);
+    expect(peeked.success).toBe(false);
+    expect(limitedAfter.success).toBe(false);
+  });
+
   it("throws for a missing or empty key and a bad cost, consuming nothing", async () => {
     const api = limiter(namespace, { name: "lib-args", limit: 3, period: "1h" });
     await expect(api.limit("")).rejects.toThrow(/limiter\("lib-args"\)\.limit: key must be a non-empty string/);

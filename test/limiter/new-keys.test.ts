@@ -1,6 +1,7 @@
 // newKeysPerSecond: an isolate starts tracking at most that many keys of a rule per second; the rest share #overflow.
 import { describe, expect, it } from "vitest";
-import { admitKey, OVERFLOW_KEY } from "../../src/limiter/new-keys";
+import { admitKey, keyAsPeeked } from "../../src/limiter/new-keys";
+import { OVERFLOW_KEY } from "../../src/routing/key";
 import { metrics } from "../../src/metrics/metrics";
 import { rule } from "../helpers/rules";
 
@@ -38,5 +39,21 @@ describe("admitKey", () => {
     const before = metrics.value("floodgate_key_overflows_total", { rule: "nk-metric" });
     for (const k of ["a", "b", "c"]) admitKey(capped, k, T0);
     expect(metrics.value("floodgate_key_overflows_total", { rule: "nk-metric" }) - before).toBe(2);
+  });
+});
+
+describe("keyAsPeeked", () => {
+  it("names a key as its request would be counted now: its own while tracked or while the allowance lasts, #overflow past it", () => {
+    const capped = rule({ name: "nk-peek", newKeysPerSecond: 1 });
+    expect(keyAsPeeked(capped, "a", T0)).toBe("a");
+    admitKey(capped, "a", T0);
+    expect(keyAsPeeked(capped, "a", T0)).toBe("a");
+    expect(keyAsPeeked(capped, "b", T0)).toBe(OVERFLOW_KEY);
+  });
+
+  it("starts tracking nothing and takes nothing from the allowance", () => {
+    const capped = rule({ name: "nk-peek-free", newKeysPerSecond: 1 });
+    expect([keyAsPeeked(capped, "a", T0), keyAsPeeked(capped, "b", T0)]).toEqual(["a", "b"]);
+    expect(admitKey(capped, "b", T0)).toBe("b");
   });
 });

@@ -1,4 +1,4 @@
-// Keys, Durable Object names, display keys and request costs.
+// Keys, Durable Object names, keys as an operator types them, and request costs.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/rules";
@@ -6,10 +6,12 @@ import type { KeyPart } from "../../src/config/types";
 import {
   MAX_KEY_BYTES,
   MISSING_PART,
+  OVERFLOW_KEY,
   buildKey,
-  displayKey,
+  canonicalKey,
   durableObjectName,
   requestCost,
+  UnbuildableKeyError,
 } from "../../src/routing/key";
 
 const request = (headers: Record<string, string> = {}, url = "https://api.example.com/v1/items?page=2", method = "GET") =>
@@ -224,34 +226,6 @@ describe("durableObjectName", () => {
   });
 });
 
-describe("displayKey", () => {
-  it("shows a short prefix and a 12-digit hash", async () => {
-    expect(await displayKey("sk_live_0123456789abcdef0123456789")).toBe("sk_live_…183b830ac155");
-  });
-
-  it("never shows more than a quarter of the key, nor more than 8 characters", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.string({ unit: "grapheme-ascii", maxLength: 80 }), async (key) => {
-        const shown = (await displayKey(key)).split("…")[0]!;
-        expect(key.startsWith(shown)).toBe(true);
-        expect(shown.length).toBeLessThanOrEqual(Math.min(8, key.length / 4));
-      }),
-    );
-  });
-
-  it("shows nothing of a key of 3 characters or fewer", async () => {
-    expect(await displayKey("abc")).toMatch(/^…[0-9a-f]{12}$/);
-  });
-
-  it("replaces characters outside printable ASCII, so a key cannot forge log lines", async () => {
-    expect(await displayKey("a\nb\u2026cdefghijklmnop")).toMatch(/^a\?b\?…[0-9a-f]{12}$/);
-  });
-
-  it("tells keys with the same prefix apart", async () => {
-    expect(await displayKey("sk_live_aaaaaaaaaaaaaaaaaaaaaaaa")).not.toBe(await displayKey("sk_live_bbbbbbbbbbbbbbbbbbbbbbbb"));
-  });
-});
-
 describe("requestCost", () => {
   const headerCost = { header: "x-cost" };
   const withCost = (value: string) => request({ "x-cost": value });
@@ -314,5 +288,37 @@ describe("requestCost", () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+});
+
+describe("canonicalKey", () => {
+  const typed = (key: KeyPart[], ipv6Prefix = 56, newKeysPerSecond: number | null = null) => ({ key, ipv6Prefix, newKeysPerSecond });
+
+  it("writes a key as buildKey builds it for the same request", () => {
+    const rule = typed([IP, header("x-api-key")]);
+    const built = buildKey(rule, request({ "CF-Connecting-IP": "2001:db8:abcd:12ff::1", "x-api-key": "k|1%#" }));
+    expect(canonicalKey(rule, "2001:DB8:abcd:12ff::9|k%7C1%25%23")).toBe(built);
+    expect(canonicalKey(rule, built)).toBe(built);
+    expect(canonicalKey(rule, `${MISSING_PART}|${MISSING_PART}`)).toBe(`${MISSING_PART}|${MISSING_PART}`);
+  });
+
+  it.each([
+    ["203.0.113.7", /has 2 parts \(ip, header:x-api-key\) joined by "\|", this one 1; a "\|" inside a value is written %7C/],
+    ["203.0.113.7|a|b", /this one 3/],
+    ["203.0.113.7|a#b", /header:x-api-key: a value's "%", "\|" and "#" are written %25, %7C and %23/],
+    ["203.0.113.7|a%b", /written %25, %7C and %23/],
+    ["not-an-address|k", /^ip: expected an address/],
+    ["2001:db8::/48|k", /^ip: expected an address/],
+    ["203.0.113.7/56|k", /^ip: expected an address/],
+    ["203.0.113.7| k ", /without the spaces and tabs around them/],
+    ["203.0.113.7|", /is empty/],
+  ])("refuses %j, which no request could have, saying how to write it", (key, why) => {
+    expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(UnbuildableKeyError);
+    expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(why);
+  });
+
+  it("takes #overflow as a key of a rule with newKeysPerSecond only", () => {
+    expect(canonicalKey(typed([IP], 56, 5), OVERFLOW_KEY)).toBe(OVERFLOW_KEY);
+    expect(() => canonicalKey(typed([IP]), OVERFLOW_KEY)).toThrow(UnbuildableKeyError);
   });
 });
