@@ -40,7 +40,9 @@ export class DenialCache {
     // The object's figures at its denial: units may have come back since, which only the object can tell.
     // A costlier request than the one denied waits at least as long; how much longer, only the object can tell too.
     const moreAt = Math.max(now, denial.decision.moreAt);
-    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: denial.until - now, reason: "cache" };
+    // A block is what holds the key, remembered or not: it says so, as a fast key's does.
+    const reason = denial.decision.reason === "blocked" ? "blocked" : "cache";
+    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: denial.until - now, reason };
   }
 
   /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */

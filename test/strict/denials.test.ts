@@ -22,6 +22,12 @@ describe("DenialCache", () => {
     expect(cache.lookup("r/k", 1, T0 + 3_999)?.retryAfter).toBe(1);
   });
 
+  it("says blocked, not cache, while a remembered block holds, for any cost", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 3, denied(30_000, "blocked"), T0);
+    expect(cache.lookup("r/k", 1, T0 + 1_000)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
+  });
+
   it("says nothing once retryAfter has passed", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0);
