@@ -76,19 +76,25 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   return { ...released, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) };
 }
 
-/**
- * A rule's key and cost for the request; a 400 HttpProblem for a malformed cost, before any rule
- * spends anything. Under a dry-run rule, which never refuses a request, a malformed cost is its
- * would-be refusal, counted and logged as one, and the rule sits the request out.
- */
+/** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out. */
 function partsOf(rule: Rule, request: Request): Omit<Ask, "objectName">[] {
+  const cost = costOf(rule, request);
+  return cost === undefined ? [] : [{ rule, key: buildKey(rule, request), cost }];
+}
+
+/**
+ * The units the request costs under the rule; a 400 HttpProblem for a malformed cost, thrown before
+ * any rule spends anything. Under a dry-run rule, which never refuses a request, a malformed cost is
+ * its would-be refusal, counted and logged as one, and the rule sits the request out: undefined.
+ */
+export function costOf(rule: Rule, request: Request): number | undefined {
   const cost = requestCost(rule.cost, request);
   if ("error" in cost && rule.dryRun) {
     countDryRunRefusal(rule);
-    return [];
+    return undefined;
   }
   if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  return [{ rule, key: buildKey(rule, request), cost: cost.units }];
+  return cost.units;
 }
 
 /** The ask with the object that owns its key: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */

@@ -3,15 +3,16 @@ import type { Context, MiddlewareHandler } from "hono";
 import { parseStandaloneRule } from "../config/rules";
 import type { Env } from "../env";
 import { denial } from "../gate/check";
+import { costOf } from "../gate/enforce";
 import { headerOptions, type HeaderForm } from "../http/header-options";
-import { clientClosed, invalidRequest } from "../http/problem";
+import { clientClosed, HttpProblem } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
-import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
-import { keyPart, requestCost, trimOws } from "../routing/key";
+import { keyPart, trimOws } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
 
@@ -71,12 +72,14 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
-    const cost = requestCost(rule.cost, c.req.raw);
-    if ("error" in cost && rule.dryRun) {
-      countDryRunRefusal(rule);
-      return next();
+    let cost: number | undefined;
+    try {
+      cost = costOf(rule, c.req.raw);
+    } catch (error) {
+      if (error instanceof HttpProblem) return refuse(c, error.toResponse());
+      throw error;
     }
-    if ("error" in cost) return refuse(c, invalidRequest(`rule "${rule.name}": ${cost.error}`).toResponse());
+    if (cost === undefined) return next();
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
@@ -86,7 +89,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     // As the proxy makes a header part (a raw client's "K9 " is "K9", and "#none" is no one's but the missing key's).
     const named = keyPart(value ? trimOws(value) : null);
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
-    const held = await limitKey(context, rule, named, cost.units, signal).catch((error: unknown) => {
+    const held = await limitKey(context, rule, named, cost, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
     });
