@@ -4,7 +4,7 @@ import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
-import { checkCost, checkKey, checkOptions, checkWhereabouts } from "./limiter/arguments";
+import { checkCost, checkKey, checkOptions, checkRequest, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
@@ -67,13 +67,12 @@ export interface Limiter {
 export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
   const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
-  const defaultCost = "units" in parsed.cost ? parsed.cost.units : 1;
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
   return {
     async limit(key, options = {}) {
       const checked = checkKey(key, where("limit"));
       checkOptions(options, LIMIT_OPTIONS, where("limit"));
-      const cost = checkCost(options.cost, defaultCost, where("limit"));
+      const cost = checkCost(options.cost, parsed, where("limit"));
       const from = checkWhereabouts(options, where("limit"));
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
@@ -120,7 +119,7 @@ export function createGate(bound: RateLimiterNamespace, rules: unknown, options:
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {
-      if (!(request instanceof Request)) throw new TypeError(`createGate(…).check: expected a Request, got ${request === null ? "null" : typeof request}`);
+      checkRequest(request, "createGate(…).check");
       if (typeof ctx?.waitUntil !== "function") throw new TypeError("createGate(…).check: pass the request's ExecutionContext (ctx) as the second argument");
       return check(request, new URL(request.url), gate, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) });
     },

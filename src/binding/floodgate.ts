@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkOptions, checkWhereabouts } from "../limiter/arguments";
+import { checkCost, checkKey, checkOptions, checkRequest, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
@@ -53,7 +53,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key, from } = this.#resolve(options, arguments.length, "limit", LIMIT_OPTIONS);
-    const cost = checkCost(options.cost, "units" in rule.cost ? rule.cost.units : 1, "limit");
+    const cost = checkCost(options.cost, rule, "limit");
     const { decision, release } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
     return limitResult(rule, decision, release);
   }
@@ -64,7 +64,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * would have sent.
    */
   async check(request: Request): Promise<Checked> {
-    if (!(request instanceof Request)) throw new TypeError(`check: expected a Request, got ${request === null ? "null" : typeof request}`);
+    checkRequest(request, "check");
     checkNoMore(arguments.length, "check", "a Request");
     const settings = this.#settings();
     return check(request, new URL(request.url), settings, this.#context(settings));

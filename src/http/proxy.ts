@@ -1,6 +1,5 @@
 /** Forwards an allowed request to the configured origin, exactly once, body streamed. */
-import { log } from "../metrics/log";
-import { metrics } from "../metrics/metrics";
+import { countError } from "../metrics/log";
 import { badGateway } from "./problem";
 
 /**
@@ -75,18 +74,16 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
   try {
     upstream = await fetch(originUrl(origin, url), init);
   } catch (error) {
-    metrics.count("floodgate_errors_total", { kind: "origin" });
     // The runtime's reasons ("Network connection lost.", "internal error; reference = …") name no URL.
-    log.event("error", { kind: "origin", message: error instanceof Error ? error.message : String(error) }, Date.now());
+    countError("origin")(error);
     throw badGateway();
   }
   // An opened WebSocket is handed to the client whole; a new Response makes its headers ours to add to.
   if (upstream.webSocket) return new Response(null, { status: 101, webSocket: upstream.webSocket, headers: upstream.headers });
   if (upstream.status < 200) {
     // The runtime's fetch hands back an interim answer (103 Early Hints) as if it were the final one, which is then lost.
-    metrics.count("floodgate_errors_total", { kind: "origin" });
     const message = `The origin sent an interim ${upstream.status} response, which cannot be passed on.`;
-    log.event("error", { kind: "origin", message }, Date.now());
+    countError("origin")(new Error(message));
     throw badGateway(message);
   }
   return new Response(upstream.body, upstream);

@@ -1,4 +1,5 @@
 /** The arguments code passes to limit, peek and reset, checked at the door with messages that say what to pass. */
+import type { Rule } from "../config/types";
 import type { Whereabouts } from "../fast/relay";
 
 /**
@@ -27,9 +28,9 @@ export function checkOptions(options: unknown, known: readonly string[], where: 
   if (unknown.length > 0) throw new TypeError(`${where}: unknown option ${unknown.map((name) => JSON.stringify(name)).join(", ")}; the options are ${list}`);
 }
 
-/** A cost as given: a positive safe integer; `undefined` takes the default. */
-export function checkCost(cost: unknown, fallback: number, where: string): number {
-  if (cost === undefined) return fallback;
+/** A cost as given: a positive safe integer; `undefined` takes the rule's own constant cost (1 unless it sets one). */
+export function checkCost(cost: unknown, rule: Pick<Rule, "cost">, where: string): number {
+  if (cost === undefined) return "units" in rule.cost ? rule.cost.units : 1;
   if (!Number.isSafeInteger(cost) || (cost as number) < 1) {
     const tooLarge = typeof cost === "number" && Number.isInteger(cost) && cost > Number.MAX_SAFE_INTEGER;
     throw new TypeError(`${where}: cost must be a positive integer${tooLarge ? " of at most 2^53 - 1 (Number.MAX_SAFE_INTEGER)" : ""}, got ${describe(cost)}`);
@@ -51,6 +52,11 @@ export function checkWhereabouts(options: { location?: unknown; continent?: unkn
     ...(location !== undefined ? { location: checkPlace(location, where, "location", '"AMS" (request.cf.colo), 1 to 8 letters or digits', /^[A-Za-z0-9]{1,8}$/) } : {}),
     ...(continent !== undefined ? { continent: checkPlace(continent, where, "continent", '"EU" (request.cf.continent), 2 letters or digits', /^[A-Za-z0-9]{2}$/) } : {}),
   };
+}
+
+/** A request as given to `check`: a Request, or a TypeError naming what came instead. */
+export function checkRequest(request: unknown, where: string): asserts request is Request {
+  if (!(request instanceof Request)) throw new TypeError(`${where}: expected a Request, got ${request === null ? "null" : typeof request}`);
 }
 
 function checkPlace(place: unknown, where: string, option: string, like: string, shape: RegExp): string {
