@@ -1,15 +1,17 @@
 /**
  * One isolate in fast mode. Every decision about a key is floodgate's own src/fast/local.ts
- * (`freshKey`, `decideLocally`, `fromLease`, `syncDue`, `nextSync`, `applyLease`, `onTimeCallAt`,
- * `callOnTime`, `syncFailed`, `admittedUnleased`, `releasable` and `surrender`) on a real
- * `LocalKey`; the shell around them, which in src/fast/index.ts awaits the object with promises,
- * timers and `Date.now()`, is mirrored here on the simulated clock, with the lines of index.ts named. A rule with `aggregate` syncs through its location's or its continent's relay
+ * (`freshKey`, `decideLocally`, `fromLease`, `nextSync`, `applyLease`, `syncFailed`,
+ * `admittedUnleased` and `surrender`) and src/fast/sync-timing.ts (`syncDue`, `onTimeCallAt`,
+ * `callOnTime`, `releasable`) on a real `LocalKey`; the shell around them, which in
+ * src/fast/index.ts awaits the object with promises, timers and `Date.now()`, is mirrored here on
+ * the simulated clock, each part naming the function of index.ts it mirrors. A rule with `aggregate` syncs through its location's or its continent's relay
  * (`relayFor`, src/fast/relay.ts), as index.ts does.
  */
 import type { Decision } from "../../src/algorithms";
 import { policyOf } from "../../src/config/policy";
 import type { Rule } from "../../src/config/types";
-import { admittedUnleased, applyLease, callOnTime, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, onTimeCallAt, releasable, surrender, syncDue, syncFailed, type LocalKey, type OnTimeChain, type Sender } from "../../src/fast/local";
+import { admittedUnleased, applyLease, decideLocally, freshKey, fromLease, hasPending, knownShare, nextSync, surrender, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { callOnTime, onTimeCallAt, releasable, syncDue, type OnTimeChain } from "../../src/fast/sync-timing";
 import type { SyncRequest } from "../../src/fast/lease";
 import { firstThroughRelay, relayFor, syncsThrough } from "../../src/fast/relay";
 import { DEFAULT_MAX_KEYS, LruTable } from "../../src/fast/table";

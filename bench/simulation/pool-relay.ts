@@ -8,7 +8,9 @@
  */
 import type { Rule } from "../../src/config/types";
 import { demandRate, QUIET_GAPS, QUIET_UNTIL_INTERVALS, type Lease, type SyncRequest } from "../../src/fast/lease";
-import { applyLease, expireLots, freshKey, leaseLeft, nextSync, syncDue, syncFailed, type LocalKey } from "../../src/fast/local";
+import { applyLease, freshKey, nextSync, syncFailed, type LocalKey } from "../../src/fast/local";
+import { expireLots, leaseLeft } from "../../src/fast/lots";
+import { syncDue } from "../../src/fast/sync-timing";
 import type { Clock } from "./clock";
 import { ObjectThread, SERVICE, threadStats, type Call, type Reply, type Served } from "./object";
 import type { RelayStats } from "./relay";

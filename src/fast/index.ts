@@ -16,26 +16,22 @@ import {
   admittedUnleased,
   applyLease,
   beyondCapacity,
-  callOnTime,
   decideLocally,
   deniedLocally,
   freshKey,
   fromLease,
   hasPending,
   knownShare,
-  leaseLeft,
   localPeek,
   nextSync,
-  onTimeCallAt,
   refundLocally,
-  releasable,
   surrender,
-  syncDue,
   syncFailed,
   type LocalKey,
-  type OnTimeChain,
   type Sender,
 } from "./local";
+import { leaseLeft } from "./lots";
+import { callOnTime, onTimeCallAt, releasable, syncDue, type OnTimeChain } from "./sync-timing";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
 
 /**

@@ -3,16 +3,10 @@ import { slotOf, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
-import { isRoomy, type Lease, type Report, type Spent, type SyncRequest } from "./lease";
-import { crowded, syncsThrough } from "./relay";
-
-/** A lease as the isolate holds it: units it may still spend until `expiresAt`, and what it spent, not yet reported. */
-interface Lot {
-  lease: number;
-  units: number;
-  expiresAt: number;
-  spent: Spent[];
-}
+import type { Lease, Report, Spent, SyncRequest } from "./lease";
+import { endLots, expireLots, leaseLeft, record, spend, type Lot } from "./lots";
+import { crowded } from "./relay";
+import { paceOf } from "./sync-timing";
 
 /**
  * Who sends syncs: the isolate's id, and a sequence that only rises across all its keys. A key
@@ -185,143 +179,6 @@ function turnsAt(key: LocalKey, rule: Rule): number {
 const ROOMY_HORIZON = 10;
 
 /**
- * How far ahead of its booked call an isolate of a key with nothing to spare, its lease spent, makes
- * that call: with a request that comes within this many of its mean gaps between requests of the
- * booked time, and within one interval of it. A quiet isolate's first request after the booked time
- * would otherwise make the call and wait on it; most of those were then admitted (the key had freed
- * units since the cut-short grant), so the call may as well be on its way before. At 512 isolates
- * and 1× this cut the simulation's waits by a fifth to a quarter, under-admission moving by 0.1
- * point at most (0.2–0.3 more in flash crowds and the churn stress).
- */
-const BOOKED_CALL_LEAD_GAPS = 2;
-
-/**
- * Whether a background sync is due: the call the object booked has come (or, for an isolate of a
- * key with nothing to spare whose lease is spent, comes within its lead: BOOKED_CALL_LEAD_GAPS),
- * the lease will not last until then, or a retry waits. An isolate of a roomy key that admitted
- * nothing since its last call skips the periodic sync while its lease is healthy, until the lease's
- * last interval: an idle isolate costs nothing, and renewing before the end keeps a key used now
- * and then from waiting. One that admits calls when booked: a limit lowered at the object (see
- * leasePolicy) reaches every isolate still spending by then, and the object cuts its leases back.
- */
-export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
-  if (now < key.retryAt) return false;
-  // Units given back after their lease was reported spent are the object's to lend again: it hears of them now.
-  if (key.outbox || key.refunds.length > 0) return true;
-  const left = leaseLeft(key);
-  const low = runsOutBeforeNextSync(key, left, now);
-  const idle = key.demand === 0 && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
-  if (now >= key.nextSyncAt && !idle) {
-    return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || left > 0;
-  }
-  if (key.saturated && left === 0 && now < key.nextSyncAt && key.nextSyncAt - now < Math.min(rule.syncMs, BOOKED_CALL_LEAD_GAPS / paceOf(key, now))) return true;
-  // Running low: top up early, no more than four times an interval; a saturated key waits its turn.
-  return (now - key.lastSyncAt) * 4 >= rule.syncMs && low && !key.saturated && now >= key.blockedUntil;
-}
-
-/**
- * How far ahead of the booked call an isolate sets the timer that makes the call with no request
- * to make it (see {@link callOnTime}), at most: a call booked further off (a key with thousands of
- * isolates, or a long `sync`) is left to the first request after it. The timer holds the waitUntil
- * of the request whose sync was answered, which Workers grants 30 s.
- */
-export const ON_TIME_CALL_MAX_MS = 5_000;
-
-/**
- * The calls a chain of timers may make, and how long after the request it runs under (see
- * {@link onTimeCallAt}): each answer of such a call sets the next timer under that same request's
- * waitUntil, which Workers grants 30 s, and every call counts against that request's subrequests
- * (50 on Workers Free). At 512 isolates and 1× the simulation's requests waited 3 % more often
- * with 4 a chain than with no cap, 5 % with 2, and 14 % with 1.
- */
-export const ON_TIME_CALLS_PER_CHAIN = 4;
-export const ON_TIME_CALL_WITHIN_MS = 20_000;
-
-/** A chain of timed calls under one request's waitUntil: when that request was seen, and the calls its timers have made. */
-export interface OnTimeChain {
-  since: number;
-  calls: number;
-}
-
-/**
- * When the isolate makes its booked call with no request to make it, as set when the sync `sent`
- * was answered: one round trip before the booked time, so the answer is back by then. A timer holds
- * a request's waitUntil until it fires, so none is set (undefined) where it would find nothing to
- * do: at the pace `sent` reported (spread over an interval at least), and a standard deviation
- * more, the lease will still be healthy then (see {@link callOnTime}); or the object's denial holds
- * past the booked time, so the call would find nothing to lease. Nor where it may not wait: the
- * call is more than {@link ON_TIME_CALL_MAX_MS} off, or the `chain` of timers under one request
- * has made {@link ON_TIME_CALLS_PER_CHAIN} calls or would run past {@link ON_TIME_CALL_WITHIN_MS}
- * of that request. Nor where the answer, straight from the key's object, took more than half the
- * rule's timeout: a busy object would only see its queue grow (at the cold start of 4,096 isolates
- * at 10×, where onError admits beside the leases, timers after such answers let the simulation's
- * first window reach 1.011–1.013 of the limit, against 1.008–1.010 without them). Through a relay
- * (a rule that aggregates) an answer takes the relay's batching too, which the object paces, so a
- * long one says little of the object: skipping those timers there raised the simulation's waits at
- * 512 isolates by a tenth.
- */
-export function onTimeCallAt(key: LocalKey, rule: Rule, sent: SyncRequest, chain: OnTimeChain, now: number): number | undefined {
-  const at = Math.max(now, key.nextSyncAt - key.roundTripMs);
-  if (at - now > ON_TIME_CALL_MAX_MS || chain.calls >= ON_TIME_CALLS_PER_CHAIN || at - chain.since > ON_TIME_CALL_WITHIN_MS) return undefined;
-  const busy = syncsThrough(rule.aggregate, key.relayed) === undefined && key.roundTripMs * 2 > rule.timeoutMs;
-  if (key.blockedUntil > key.nextSyncAt || busy) return undefined;
-  const pace = sent.demand / Math.max(sent.elapsedMs, sent.horizonMs);
-  const expected = pace * (at - now);
-  return runsLow(key, leaseLeft(key) - expected - Math.sqrt(expected)) ? at : undefined;
-}
-
-/**
- * Whether the timer set when a sync was answered at `answeredAt` makes the booked call now. A
- * request makes the booked call only when it comes, so a quiet isolate's first request after the
- * booked time found a spent or nearly spent lease and waited on the call (or, at a key with nothing
- * to spare, was denied until it was answered). The timer makes it on time instead, for a key asked
- * for since its last sync whose lease is down to one unit or less than half its grant; no later
- * sync has been answered, and none is on its way (a failed one keeps its outbox for the retry its
- * backoff allows). A key with a healthy lease leaves the call to its next request, in the
- * background: the call made early would only refill it early, and units held longer are units the
- * other isolates go without. At 512 isolates and 1×
- * this about halved the simulation's waits (2.0–2.2 % to 1.1–1.2 %), for 0.3 points more
- * under-admission, which the top-up rounded once (see `grantLease`) had taken off first.
- */
-export function callOnTime(key: LocalKey, answeredAt: number, now: number): boolean {
-  if (key.lastSyncAt !== answeredAt || key.outbox !== null || key.demand === 0) return false;
-  expireLots(key, now);
-  return runsLow(key, leaseLeft(key));
-}
-
-/** Whether `left` units are one or fewer, or less than half the last grant. */
-function runsLow(key: LocalKey, left: number): boolean {
-  return left <= 1 || left * 2 < key.granted;
-}
-
-/**
- * Whether the sweep should give the key's lease back, asking for none: nothing asked of it for an
- * interval or more since its last sync, a sync due, and no lease still running. A quiet isolate's
- * lease is made to outlast the gaps between its requests; given back while it runs, the next
- * request would wait on a call.
- */
-export function releasable(key: LocalKey, rule: Rule, now: number): boolean {
-  const idle = key.demand === 0 && now - key.lastSyncAt >= rule.syncMs;
-  return idle && !key.lots.some((lot) => lot.expiresAt > now) && syncDue(key, rule, now);
-}
-
-/** Whether less than half the lease is left and, at the pace of its demand since the last sync, it runs out before the booked call. */
-function runsOutBeforeNextSync(key: LocalKey, left: number, now: number): boolean {
-  if (key.granted === 0) return false;
-  return left * 2 < key.granted && (now >= key.nextSyncAt || left < paceOf(key, now) * (key.nextSyncAt - now));
-}
-
-/** Units a ms the key was asked for since its last sync. */
-function paceOf(key: LocalKey, now: number): number {
-  return key.demand / Math.max(1, now - key.since);
-}
-
-function roomy(key: LocalKey): boolean {
-  const global = key.standing;
-  return global !== null && global.allowed && isRoomy(global.remaining, key.granted, key.peers);
-}
-
-/**
  * The sync to send now: the unanswered one again if there is one (same seq, so the object
  * applies it once), otherwise a new one reporting what every lease spent and what the ended ones
  * give back, and the demand gathered since. A `release` sync only settles: the key is leaving, or
@@ -481,57 +338,9 @@ export function surrender(key: LocalKey): void {
   key.demand = 0;
 }
 
-/** Ends every lot: the next sync reports what each spent and gives back the rest. */
-function endLots(key: LocalKey): void {
-  for (const lot of key.lots) finish(key, lot);
-  key.lots = [];
-}
-
 /** Whether the key still holds something the object should hear about. */
 export function hasPending(key: LocalKey): boolean {
   return key.outbox !== null || key.reports.length > 0 || key.lots.length > 0 || key.demand > 0 || key.unleased.length > 0 || key.refunds.length > 0;
-}
-
-export function leaseLeft(key: LocalKey): number {
-  return key.lots.reduce((sum, lot) => sum + lot.units, 0);
-}
-
-/** When the key's last lease ends; -Infinity when it holds none. */
-function leaseEnd(key: LocalKey): number {
-  return key.lots.reduce((end, lot) => Math.max(end, lot.expiresAt), Number.NEGATIVE_INFINITY);
-}
-
-/** Ends the lots whose lease has run out: the next sync reports what each spent and gives back the rest. */
-export function expireLots(key: LocalKey, now: number): void {
-  if (key.lots.every((lot) => lot.expiresAt > now)) return;
-  for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
-  key.lots = key.lots.filter((lot) => lot.expiresAt > now);
-}
-
-/** Spends from the lots that expire first; a lot spent to the last unit is over and reported. */
-function spend(key: LocalKey, cost: number, slot: number): void {
-  let owed = cost;
-  for (const lot of key.lots) {
-    const take = Math.min(lot.units, owed);
-    lot.units -= take;
-    if (take > 0) record(lot.spent, slot, take);
-    owed -= take;
-    if (owed === 0) break;
-  }
-  for (const lot of key.lots) if (lot.units === 0) finish(key, lot);
-  key.lots = key.lots.filter((lot) => lot.units > 0);
-}
-
-/** Queues the lot's final report: what it spent since it last reported, and what it never will. */
-function finish(key: LocalKey, lot: Lot): void {
-  key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
-}
-
-/** Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for the same slot. */
-function record(spent: Spent[], slot: number, units: number): void {
-  const last = spent.at(-1);
-  if (last && last.at === slot) last.units += units;
-  else spent.push({ at: slot, units });
 }
 
 /**

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import type { LimiterState, Policy } from "../../src/algorithms";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { indexPeers } from "../../src/fast/peer-index";
-import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncDue, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { syncDue } from "../../src/fast/sync-timing";
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;

@@ -3,25 +3,19 @@ import type { Lease, SyncRequest } from "../../src/fast/lease";
 import {
   admittedUnleased,
   applyLease,
-  callOnTime,
   COLD_REFUSAL_MS,
   decideLocally,
   deniedLocally,
   freshKey,
   knownShare,
-  leaseLeft,
   nextSync,
-  ON_TIME_CALL_MAX_MS,
-  ON_TIME_CALL_WITHIN_MS,
-  ON_TIME_CALLS_PER_CHAIN,
-  onTimeCallAt,
   refundLocally,
-  releasable,
   surrender,
-  syncDue,
   syncFailed,
   type Sender,
 } from "../../src/fast/local";
+import { leaseLeft } from "../../src/fast/lots";
+import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, ON_TIME_CALLS_PER_CHAIN, onTimeCallAt, releasable, syncDue } from "../../src/fast/sync-timing";
 import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS } from "../../src/fast/relay";
 import { rule } from "../helpers/rules";
 

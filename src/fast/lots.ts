@@ -1,0 +1,60 @@
+/** A fast key's leased lots as the isolate holds them: spending them, ending them, and queuing what each reports. */
+import type { Spent } from "./lease";
+import type { LocalKey } from "./local";
+
+/** A lease as the isolate holds it: units it may still spend until `expiresAt`, and what it spent, not yet reported. */
+export interface Lot {
+  lease: number;
+  units: number;
+  expiresAt: number;
+  spent: Spent[];
+}
+
+/** Ends every lot: the next sync reports what each spent and gives back the rest. */
+export function endLots(key: LocalKey): void {
+  for (const lot of key.lots) finish(key, lot);
+  key.lots = [];
+}
+
+/** Units the key's lots still hold. */
+export function leaseLeft(key: LocalKey): number {
+  return key.lots.reduce((sum, lot) => sum + lot.units, 0);
+}
+
+/** When the key's last lease ends; -Infinity when it holds none. */
+export function leaseEnd(key: LocalKey): number {
+  return key.lots.reduce((end, lot) => Math.max(end, lot.expiresAt), Number.NEGATIVE_INFINITY);
+}
+
+/** Ends the lots whose lease has run out: the next sync reports what each spent and gives back the rest. */
+export function expireLots(key: LocalKey, now: number): void {
+  if (key.lots.every((lot) => lot.expiresAt > now)) return;
+  for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
+  key.lots = key.lots.filter((lot) => lot.expiresAt > now);
+}
+
+/** Spends from the lots that expire first; a lot spent to the last unit is over and reported. */
+export function spend(key: LocalKey, cost: number, slot: number): void {
+  let owed = cost;
+  for (const lot of key.lots) {
+    const take = Math.min(lot.units, owed);
+    lot.units -= take;
+    if (take > 0) record(lot.spent, slot, take);
+    owed -= take;
+    if (owed === 0) break;
+  }
+  for (const lot of key.lots) if (lot.units === 0) finish(key, lot);
+  key.lots = key.lots.filter((lot) => lot.units > 0);
+}
+
+/** Queues the lot's final report: what it spent since it last reported, and what it never will. */
+function finish(key: LocalKey, lot: Lot): void {
+  key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
+}
+
+/** Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for the same slot. */
+export function record(spent: Spent[], slot: number, units: number): void {
+  const last = spent.at(-1);
+  if (last && last.at === slot) last.units += units;
+  else spent.push({ at: slot, units });
+}
