@@ -61,20 +61,31 @@ export class Coalescer {
     if (this.lanes.full(lane)) return Promise.reject(new QueueFullError(`${this.lanes.waiting(lane)} requests already wait on this key`));
     let lead!: (batch: Waiter[]) => void;
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
-    // Registered now, from this request's own invocation, so that a batch handed to it is sent there.
-    context.waitUntil(led.then((batch) => this.send(call, name, policy, lane, batch)));
     let cancel!: () => void;
+    // The deadline also keeps this request alive until its decision and its hand-off (a batch to
+    // send, or none) have both reached it: either may be settled by another request, and reaches
+    // this one only a moment later; a request with nothing of its own pending meanwhile is cancelled as hung.
+    let seen = 0;
+    const reached = () => {
+      if (++seen === 2) cancel();
+    };
+    // Registered now, from this request's own invocation, so that a batch handed to it is sent there.
+    context.waitUntil(
+      led.then((batch) => {
+        reached();
+        return this.send(call, name, policy, lane, batch);
+      }),
+    );
     let batch: Waiter[] | undefined;
     const decided = new Promise<Decided>((resolve, reject) => {
       const waiter: Waiter = { cost, resolve, reject, lead };
       batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
-      // The deadline also keeps this request alive while it waits on I/O another request started.
       cancel = deadline(context.timeoutMs, () => {
         this.lanes.leave(lane, waiter);
         reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
       });
     }).finally(() => {
-      cancel();
+      reached();
       lead([]);
     });
     batch?.at(-1)!.lead(batch);
