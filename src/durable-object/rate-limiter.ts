@@ -98,11 +98,11 @@ export class RateLimiter extends DurableObject<Env> {
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
     const blockedBefore = this.blockEnd(policy);
-    const from = this.stateFor(policy);
+    const from = this.stateFor(policy, now);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
     const taken = results.some((r) => r.decision.allowed);
-    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, this.fromCarry(from) && !taken);
+    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, now, this.fromCarry(from) && !taken);
     this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
@@ -116,7 +116,7 @@ export class RateLimiter extends DurableObject<Env> {
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
     const under = leasePolicy(policy, request.isolate, this.peers, now, this.recentStrict(now));
-    const stored = this.stateFor(under);
+    const stored = this.stateFor(under, now);
     const blockedBefore = this.blockEnd(under);
     const granted = grantLease(under, stored, this.peers, request, now, blockedBefore, this.cursor, policy);
     const { state, lease } = granted;
@@ -166,7 +166,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** Gives back units a request took here when another rule denied it. */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
-    this.save(policy, adjust(policy, this.stateFor(policy), -units, countedAt, now));
+    this.save(policy, adjust(policy, this.stateFor(policy, now), -units, countedAt, now), now);
   }
 
   /**
@@ -177,11 +177,12 @@ export class RateLimiter extends DurableObject<Env> {
    * (expired, or given back), or for another algorithm.
    */
   renew(policy: Policy, units: number, from: number[], to: number): number {
-    const state = this.stateFor(policy);
+    const now = Date.now();
+    const state = this.stateFor(policy, now);
     if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
-    const renewed = renewConcurrency(policy, state, units, from, to, Date.now());
+    const renewed = renewConcurrency(policy, state, units, from, to, now);
     if (!renewed) return 0;
-    if (renewed.state !== state) this.save(policy, renewed.state);
+    if (renewed.state !== state) this.save(policy, renewed.state, now);
     return renewed.renewedAt;
   }
 
@@ -189,10 +190,10 @@ export class RateLimiter extends DurableObject<Env> {
   peek(policy: Policy): Decision {
     const now = Date.now();
     const blockedUntil = this.blockEnd(policy);
-    if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy), blockedUntil, now);
+    if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy, now), blockedUntil, now);
     // A fast key is leased under the strictest policy a live isolate asked under: its standing is read as its isolates will find it.
     const under = this.peers.peers.size > 0 ? leasePolicy(policy, "", this.peers, now, this.recentStrict(now)) : policy;
-    return standingWithPins(under, this.stateFor(under), this.peers, now);
+    return standingWithPins(under, this.stateFor(under, now), this.peers, now);
   }
 
   /** Forgets the key: its next request starts from a full quota. */
@@ -272,7 +273,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   private countAllPins(policy: Policy, now: number): void {
     if (this.peers.holders === 0) return;
-    const settled = settlePins(policy, this.stateFor(policy), this.peers, now, true);
+    const settled = settlePins(policy, this.stateFor(policy, now), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
     this.writePeers([...settled.before.keys()]);
     this.write();
@@ -283,8 +284,8 @@ export class RateLimiter extends DurableObject<Env> {
    * algorithm carries what the stored one used over; one naming an algorithm this version does
    * not know throws before anything changes, and its caller's `onError` decides.
    */
-  private stateFor(policy: Policy): LimiterState | undefined {
-    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, Date.now());
+  private stateFor(policy: Policy, now: number): LimiterState | undefined {
+    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
 
   /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */
@@ -306,10 +307,10 @@ export class RateLimiter extends DurableObject<Env> {
     return (this.algorithmsAsked.get(this.stored!.policy.algorithm) ?? Number.NEGATIVE_INFINITY) < now - PEER_TTL_MS;
   }
 
-  private save(policy: Policy, state: LimiterState, carried = false): void {
+  private save(policy: Policy, state: LimiterState, now: number, carried = false): void {
     this.stored = { policy, state, ...(carried ? { carried } : {}) };
     this.write();
-    if (this.alarmAt === null) this.schedule(peek(policy, state, Date.now()).resetAt);
+    if (this.alarmAt === null) this.schedule(peek(policy, state, now).resetAt);
   }
 
   private forgetSilentPeers(now: number): void {
