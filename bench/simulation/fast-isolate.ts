@@ -112,7 +112,7 @@ export class FastIsolate extends IsolateBase {
       const now = clock.now;
       if (!ok) return finish(this.onErrorCounted(entry, cost, now), error ?? "overloaded");
       const decided = fromLease(entry.key, rule, cost, now);
-      if (decided) return finish(decided.allowed ? decided : { ...decided, reason: "limit" });
+      if (decided) return finish(decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" });
       if (attempt === 0) {
         settled = true;
         return this.attempt(entry, rule, cost, 1, cause, done);

@@ -71,15 +71,15 @@ export class StrictIsolate extends IsolateBase {
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
-    if (this.coalesce && this.lanes.full(laneOf(objectName, policyOf(rule)))) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
-    if (this.coalesce) this.enqueue(rule, objectName, waiter);
-    else this.alone(rule, objectName, waiter);
+    if (!this.coalesce) return this.alone(rule, objectName, waiter);
+    const lane = laneOf(objectName, policyOf(rule));
+    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
+    this.enqueue(rule, objectName, lane, waiter);
   }
 
   /** coalescer.ts `decide`: join the key's lane, and send a batch if none is in flight (or the one in flight stalled). */
-  private enqueue(rule: Rule, objectName: string, waiter: Waiter): void {
+  private enqueue(rule: Rule, objectName: string, lane: string, waiter: Waiter): void {
     const clock = this.link.clock;
-    const lane = laneOf(objectName, policyOf(rule));
     const batch = this.lanes.join(lane, waiter, clock.now, 2 * rule.timeoutMs);
     clock.deadline(clock.now + rule.timeoutMs, () => {
       if (waiter.settled) return;
@@ -105,7 +105,7 @@ export class StrictIsolate extends IsolateBase {
         if (reply.ok) waiter.resolve(reply.decided![i]!);
         else waiter.reject("overloaded");
       });
-      if (next && this.alive) this.send(objectName, lane, next);
+      if (next) this.send(objectName, lane, next);
     });
   }
 

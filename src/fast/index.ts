@@ -165,7 +165,7 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
   const local = decideLocally(entry.key, rule, cost, now);
   if (!local) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
-  if (syncDue(entry.key, rule, now)) void sync(context, entry, 0).catch(countError("sync", rule));
+  if (syncDue(entry.key, rule, now)) void inBackground(entry, () => sync(context, entry, 0));
   return local;
 }
 
@@ -274,6 +274,16 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
 }
 
 /**
+ * Lets a sync no request waits on run its course; when it is the sync this call started (not one it
+ * joined, which the requests that started or joined it see), its failure is counted and logged, once.
+ */
+function inBackground(entry: Entry, start: () => Promise<void>): Promise<void> {
+  const joined = entry.inflight;
+  const run = start();
+  return run.catch(run !== joined ? countError("sync", entry.rule) : () => undefined);
+}
+
+/**
  * Sets the timer that makes the key's booked call when no request comes to make it, if one is
  * worth setting (see `onTimeCallAt` and `callOnTime`), under the `waitUntil` of the request the
  * answered sync ran under, as one `chain` of at most ON_TIME_CALLS_PER_CHAIN calls within
@@ -288,7 +298,7 @@ function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, a
       // The key may have left the table, or come back under a re-read rule (a new entry, the same key).
       const current = table.peek(entry.objectName);
       if (current?.key !== entry.key || current.inflight || !callOnTime(current.key, answeredAt, Date.now())) return;
-      return sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }).catch(countError("sync", current.rule));
+      return inBackground(current, () => sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }));
     }),
   );
 }
@@ -300,7 +310,7 @@ function flushEvicted(context: FastContext): void {
   evicted = [];
   for (const entry of batch) {
     surrender(entry.key);
-    void sync(context, entry, 0, true).catch(countError("sync", entry.rule));
+    void inBackground(entry, () => sync(context, entry, 0, true));
   }
 }
 
@@ -316,6 +326,6 @@ function sweep(context: FastContext, now: number): void {
     if (budget === 0) break;
     if (entry.inflight || !releasable(entry.key, entry.rule, now)) continue;
     budget--;
-    void sync(context, entry, 0, true).catch(countError("sync", entry.rule));
+    void inBackground(entry, () => sync(context, entry, 0, true));
   }
 }

@@ -211,4 +211,19 @@ describe("fast mode when syncs fail", () => {
     expect(metrics.value("floodgate_errors_total", { kind: "sync" })).toBe(before + 1);
     expect(lines).toContainEqual({ event: "error", kind: "sync", rule: "f-sync", message: "injected: the object is unavailable" });
   });
+
+  it("counts a failed background sync once, however many requests came while it was on its way", async () => {
+    const ip = "192.0.2.92";
+    const roomy = [{ name: "f-sync-roomy", mode: "fast", limit: 100_000, period: "1h", sync: "50ms", onError: "deny" }];
+    const request = () => get("/fsync/x", ip);
+    // A key far from its limit leases more than its demand: the concurrent requests below all decide from the lease, none waits on the sync.
+    expect(await statuses(12, request, { rules: roomy, ...withFlaky })).toEqual(Array(12).fill(200));
+    await flaky(`f-sync-roomy/${ip}`).fail(1, "before");
+    await sleep(60);
+    const before = metrics.value("floodgate_errors_total", { kind: "sync" });
+    const sent = await Promise.all(Array.from({ length: 8 }, () => dispatch(request(), { rules: roomy, ...withFlaky })));
+    await Promise.all(sent.map((s) => s.settled));
+    expect(sent.map((s) => s.response.status)).toEqual(Array(8).fill(200));
+    expect(metrics.value("floodgate_errors_total", { kind: "sync" })).toBe(before + 1);
+  });
 });
