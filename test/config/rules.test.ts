@@ -375,6 +375,17 @@ describe("match", () => {
     expect(error.message).toContain(`never matches: request paths arrive percent-encoded, with "." and ".." segments resolved; write ${JSON.stringify(arrives)}`);
   });
 
+  const samples = ["/api/*", "/v1/*/items", "/a+b", "/a;b=c", "/%2F", "/~user/*", "/a[1]", "/@scope/*", "/a|b", "/a'b", "/a!$&()*,=", "//x/*", "/a/b.", "/a..b", "/a^b", "/café/*", "/%2e%2E/x", "/a/%2e/b", "/a/.", "/a/..", "/{x}", "/\\a"];
+  it.each(samples)("asks for %j to be written as workerd's own URL parser hands it over", (path) => {
+    const arrives = new URL(`http://floodgate.invalid${path}`).pathname;
+    if (arrives === path) expect(only([rule({ match: { path } })]).match.path).toBe(path);
+    else expect(errorFor([rule({ match: { path } })]).message).toContain(`write ${JSON.stringify(arrives)}`);
+  });
+
+  it("rejects a path holding a lone surrogate", () => {
+    expect(errorFor([rule({ match: { path: "/a\uD800" } })]).message).toContain("must be well-formed Unicode");
+  });
+
   it("accepts a path written as it arrives, percent-encoded", () => {
     expect(only([rule({ match: { path: "/caf%C3%A9/*" } })]).match.path).toBe("/caf%C3%A9/*");
   });
