@@ -96,6 +96,8 @@ export default {
           settle(env.FLOODGATE.limit({ rule: null, key: "k" })),
           settle(env.FLOODGATE.limit({ key: "k" }, { cost: 5 })),
         ]));
+      case "/trailing-undefined":
+        return Response.json((await env.FLOODGATE.limit({ key: q("key") }, undefined)).success);
       case "/internals":
         return Response.json(await Promise.all([
           settle(Promise.resolve().then(() => env.NO_ORIGIN.settings())),
@@ -298,6 +300,10 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/^limit: takes one options object, got 2 arguments$/),
     ]);
     expect((await call<Result>("/peek?key=k")).remaining).toBe(5);
+  });
+
+  it("takes a trailing undefined argument as none: a wrapper that forwards (options, maybe) still works", async () => {
+    expect(await call<boolean>("/trailing-undefined?key=k-trailing")).toBe(true);
   });
 
   it("offers only limit, check, peek and reset over RPC: the helpers that read the settings (ANALYTICS_HASH_KEY included) are out of reach", async () => {
