@@ -2,7 +2,8 @@
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
 import type { Env } from "../env";
-import { HttpProblem, invalidConfig, invalidRequest, notFound, unauthorized } from "../http/problem";
+import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
+import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
@@ -13,7 +14,7 @@ import { statusPage } from "./page";
 export const ADMIN_PREFIX = "/__floodgate/";
 
 const UNSENDABLE_TOKEN =
-  "ADMIN_TOKEN: contains whitespace or control characters, which an Authorization: Bearer header cannot carry, so no call can sign in; set a token of letters, digits and -._~+/= (openssl rand -base64 32)";
+  "ADMIN_TOKEN: holds whitespace, control or non-ASCII characters, which an Authorization: Bearer header cannot carry, so no call can sign in; set a token of letters, digits and -._~+/= (openssl rand -base64 32)";
 
 /**
  * Answers an admin call. Without ADMIN_TOKEN the API does not exist (404); without the right
@@ -25,7 +26,10 @@ const UNSENDABLE_TOKEN =
 export async function handleAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   // HEAD is GET without the body (RFC 9110).
   const head = request.method === "HEAD";
-  const answer = await answerAdmin(head ? new Request(request, { method: "GET" }) : request, env, settingsOf);
+  const answer = await answerAdmin(head ? new Request(request, { method: "GET" }) : request, env, settingsOf).catch((error: unknown) => {
+    if (error instanceof HttpProblem) return error.toResponse();
+    throw error;
+  });
   // Rules, a key's state and the counters are the admin's: no cache, not even the browser's own, keeps them.
   const headers = new Headers(answer.headers);
   headers.set("Cache-Control", "no-store");
@@ -34,11 +38,13 @@ export async function handleAdmin(request: Request, env: Env, settingsOf: () => 
 
 async function answerAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   if (!env.ADMIN_TOKEN) return notFound().toResponse();
-  // A token no Authorization header can carry would lock the admin out with only 401s to say why.
-  if (/[\s\p{Cc}]/u.test(env.ADMIN_TOKEN)) return invalidConfig(UNSENDABLE_TOKEN).toResponse();
   const url = new URL(request.url);
   if (request.method === "GET" && url.pathname === ADMIN_PREFIX) return statusPage();
-  if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) return unauthorized().toResponse();
+  if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) {
+    // A token no Authorization header can carry locks the admin out: the log says why, the caller hears no more than any other 401.
+    if (/[^\x21-\x7e]/.test(env.ADMIN_TOKEN)) log.event("error", { kind: "config", message: UNSENDABLE_TOKEN }, Date.now());
+    return unauthorized().toResponse();
+  }
   // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.
   const settings = settingsOf();
   const route = `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}`;
@@ -57,13 +63,13 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
 
 /** `?rule=<name>&key=<key>`: peeks at (GET) or resets (DELETE) one key's object. */
 async function state(method: string, url: URL, env: Env, settings: Settings): Promise<Response> {
-  const [ruleName, typed] = ["rule", "key"].map((name) => url.searchParams.getAll(name));
+  const [ruleName, typed] = [onlyParam(url, "rule"), onlyParam(url, "key")];
   // floodgate never builds an empty key (a missing part is "#none"): an empty one is a mistake, not a key to reset.
-  if (ruleName?.length !== 1 || typed?.length !== 1 || !ruleName[0] || !typed[0]) throw invalidRequest("state needs ?rule=<name>&key=<key>, each once and neither empty");
-  const rule = settings.rules.find((r) => r.name === ruleName[0]);
-  if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName[0])}` });
+  if (!ruleName || !typed) throw invalidRequest("state needs ?rule=<name>&key=<key>, each once and neither empty");
+  const rule = settings.rules.find((r) => r.name === ruleName);
+  if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
   // A client's address as typed is the key its requests are counted under: the answer names that key.
-  const key = keyFor(rule, typed[0]);
+  const key = keyFor(rule, typed);
   const objectName = await durableObjectName(rule.name, key);
   if (method === "DELETE") {
     await forget(env.LIMITER, objectName);
@@ -73,6 +79,12 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, state, ...(isolate === undefined ? {} : { isolate }) });
+}
+
+/** The query parameter's value when it is given once; undefined when it is missing or repeated (which of two would a reset mean?). */
+function onlyParam(url: URL, name: string): string | undefined {
+  const values = url.searchParams.getAll(name);
+  return values.length === 1 ? values[0] : undefined;
 }
 
 /** The key as the rule builds it, or a 400 saying how to write it: a key no request could have names an object no request uses. */

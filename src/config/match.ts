@@ -1,5 +1,6 @@
 /** A rule's `match`: which requests it applies to, by path glob, methods, host and client addresses. */
 import { parseIpList } from "../routing/cidr";
+import { pathAsMatched } from "../routing/path";
 import { show, type RuleRef } from "./errors";
 import { fail, fieldsOf, isObject, rejectUnknown, TOKEN } from "./fields";
 import type { Rule } from "./types";
@@ -38,40 +39,9 @@ function parsePath(value: unknown, at: RuleRef): string {
   }
   if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
   if (/[\uD800-\uDFFF]/u.test(value)) fail(at, field, `must be well-formed Unicode (it holds a lone surrogate), got ${show(value)}`);
-  const arrives = value === "*" ? value : asItArrives(value);
-  if (arrives !== value) fail(at, field, `${show(value)} never matches: request paths arrive percent-encoded, with "." and ".." segments resolved; write ${show(arrives)}`);
+  const matched = value === "*" ? value : pathAsMatched(value);
+  if (matched !== value) fail(at, field, `${show(value)} never matches: request paths are matched percent-encoded (escapes upper-case, letters, digits and -._~ unescaped), with "." and ".." segments resolved; write ${show(matched)}`);
   return value;
-}
-
-/**
- * The characters of a path the URL standard percent-encodes (its path percent-encode set, less
- * what parsePath already refuses: controls, spaces, "?" and "#"), and every non-ASCII one. Written
- * out rather than left to the host's URL parser: Node 20's leaves "^" as it is, where workerd's
- * encodes it, and `npm run deploy` (Node) must refuse exactly what the Worker does.
- */
-const ENCODED = /["<>^`{}]|[^\x00-\x7f]+/gu;
-
-/**
- * A path glob as a request path that fits it reaches the Worker: percent-encoded, "\" as "/", and
- * "." and ".." segments (also written %2e) resolved, as the URL standard parses an http URL's path.
- */
-function asItArrives(path: string): string {
-  const encoded = path.replaceAll("\\", "/").replace(ENCODED, (run) => encodeURIComponent(run));
-  const segments: string[] = [];
-  const parts = encoded.slice(1).split("/");
-  parts.forEach((segment, i) => {
-    const dots = segment.replace(/%2e/gi, ".");
-    const last = i === parts.length - 1;
-    if (dots === "..") {
-      segments.pop();
-      if (last) segments.push("");
-    } else if (dots === ".") {
-      if (last) segments.push("");
-    } else {
-      segments.push(segment);
-    }
-  });
-  return `/${segments.join("/")}`;
 }
 
 function parseMethods(value: unknown, at: RuleRef): string[] | null {

@@ -1,7 +1,9 @@
 /** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
+import { TOKEN } from "../config/fields";
 import type { Cost, KeyPart, Rule } from "../config/types";
 import { ipKey } from "./ip";
 import { hostKey } from "./match";
+import { normalizePath, pathAsMatched } from "./path";
 
 /**
  * What a key part becomes when the request lacks it. Real values always have `#` escaped, so
@@ -59,6 +61,9 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   return key;
 }
 
+/** How {@link durableObjectName} names a key past MAX_KEY_BYTES. */
+const HASHED = /^#sha256:[0-9a-f]{64}$/;
+
 /** A key typed for a rule that floodgate could never build for it: reading or resetting it would find an object no request uses. */
 export class UnbuildableKeyError extends Error {
   override readonly name = "UnbuildableKeyError";
@@ -71,10 +76,11 @@ export class UnbuildableKeyError extends Error {
  * `method` upper-cased. Throws an {@link UnbuildableKeyError} saying how to write it for a key no
  * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
  * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
- * around it (the runtime strips them). `#overflow` is a key of a rule with `newKeysPerSecond`.
+ * around it (the runtime strips them). `#overflow` is a key of a rule with `newKeysPerSecond`, and
+ * `#sha256:<hex>` the name {@link durableObjectName} gives a key past 1 KB.
  */
 export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
-  if (key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) return key;
+  if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || HASHED.test(key)) return key;
   const values = key.split("|");
   if (values.length !== rule.key.length) {
     const parts = rule.key.map(describePart).join(", ");
@@ -97,11 +103,22 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     }
     case "header":
       if (trimOws(value) !== value) throw new UnbuildableKeyError(`${named}: header values arrive without the spaces and tabs around them`);
+      if (/[\0\r\n]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value holds no NUL, CR or LF`);
       return value;
+    case "path": {
+      const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
+      if (!path.startsWith("/") || /[\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", like /api/items`);
+      return keyPart(pathAsMatched(path));
+    }
     case "host":
+      if (!/^[\x21-\x7e]+$/.test(value)) throw new UnbuildableKeyError(`${named}: expected a host name like api.example.com`);
       return hostKey(value);
     case "method":
+      if (!TOKEN.test(value)) throw new UnbuildableKeyError(`${named}: expected an HTTP method like GET`);
       return value.toUpperCase();
+    case "global":
+      if (value !== "global") throw new UnbuildableKeyError(`${named}: is always "global"`);
+      return value;
     default:
       return value;
   }
@@ -128,7 +145,7 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
     case "cookie":
       return cookieValue(request.headers.get("Cookie"), part.name);
     case "path":
-      return url().pathname;
+      return normalizePath(url().pathname);
     case "method":
       return request.method.toUpperCase();
     case "host":

@@ -1,6 +1,7 @@
 /** Which rules apply to a request: path glob, method, host and client address, as the Rules table defines them. */
 import type { Rule } from "../config/types";
 import { compileGlob, type PathMatcher } from "./glob";
+import { normalizePath } from "./path";
 
 /** The parts of a request that `match` looks at. */
 export interface MatchTarget {
@@ -28,6 +29,8 @@ const compiled = new WeakMap<Rule, CompiledMatch>();
 /**
  * Every rule whose `match` fits the request, in the rules' order.
  *
+ * Paths compare as {@link normalizePath} makes them: `/%61pi/x` is `/api/x`.
+ *
  * Methods compare upper-case. Hosts compare lower-case and without the port, unless the rule's
  * host names a port, in which case the request's port must be the same. A trailing dot (the
  * fully-qualified form) is ignored on both sides, so `api.example.com.` cannot dodge a rule. A
@@ -43,6 +46,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
   // Most rules name no host: the request's is normalized only for one that does.
   let host: string | undefined;
   let hostWithoutPort: string | undefined;
+  const path = normalizePath(request.path);
   return rules.filter((rule) => {
     const match = compiledMatch(rule);
     if (match.methods !== null && !match.methods.has(method)) return false;
@@ -52,7 +56,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
     if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
-    return match.path(request.path);
+    return match.path(path);
   });
 }
 

@@ -291,6 +291,14 @@ describe("requestCost", () => {
   });
 });
 
+describe("the path key part", () => {
+  it("keys a path by one spelling: escapes of letters, digits and -._~ decoded, the rest upper-cased", () => {
+    const PATH: KeyPart = { source: "path" };
+    const spellings = ["/api/caf%C3%A9", "/%61pi/caf%c3%a9", "/ap%69/caf%C3%a9"].map((path) => buildKey(keyed([PATH]), request({}, `https://api.example.com${path}`)));
+    expect(new Set(spellings)).toEqual(new Set(["/api/caf%25C3%25A9"]));
+  });
+});
+
 describe("canonicalKey", () => {
   const typed = (key: KeyPart[], ipv6Prefix = 56, newKeysPerSecond: number | null = null) => ({ key, ipv6Prefix, newKeysPerSecond });
 
@@ -312,9 +320,33 @@ describe("canonicalKey", () => {
     ["203.0.113.7/56|k", /^ip: expected an address/],
     ["203.0.113.7| k ", /without the spaces and tabs around them/],
     ["203.0.113.7|", /is empty/],
+    ["203.0.113.7|a\nb", /holds no NUL, CR or LF/],
   ])("refuses %j, which no request could have, saying how to write it", (key, why) => {
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(UnbuildableKeyError);
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(why);
+  });
+
+  it.each([
+    [{ source: "path" } as KeyPart, "api/items", /expected a path starting with "\/"/],
+    [{ source: "global" } as KeyPart, "other", /is always "global"/],
+    [{ source: "method" } as KeyPart, "G E T", /expected an HTTP method/],
+    [{ source: "host" } as KeyPart, "a b.example", /expected a host name/],
+  ])("refuses a %j part no request could give: %j", (part, key, why) => {
+    expect(() => canonicalKey(typed([part]), key)).toThrow(why);
+  });
+
+  it("writes a path part typed as a path as floodgate keys it: encoded, normalized, then escaped", () => {
+    const PATH: KeyPart = { source: "path" };
+    expect(canonicalKey(typed([PATH]), "/café/a")).toBe("/caf%25C3%25A9/a");
+    expect(canonicalKey(typed([PATH]), "/caf%25c3%25a9/%2561")).toBe("/caf%25C3%25A9/a");
+    expect(canonicalKey(typed([PATH]), "/caf%25C3%25A9/a")).toBe("/caf%25C3%25A9/a");
+  });
+
+  it("takes the #sha256 name of a key past 1 KB, which names its object as the key itself would", async () => {
+    const long = "k".repeat(MAX_KEY_BYTES + 1);
+    const hashed = (await durableObjectName("r", long)).slice("r/".length);
+    expect(canonicalKey(typed([header("x-api-key")]), hashed)).toBe(hashed);
+    expect(await durableObjectName("r", hashed)).toBe(await durableObjectName("r", long));
   });
 
   it("takes #overflow as a key of a rule with newKeysPerSecond only", () => {

@@ -28,6 +28,20 @@ describe("matchingRules", () => {
     expect(matchingRules([encoded, decoded], get("/files/a%20b"))).toEqual([encoded]);
   });
 
+  it("matches a path whose unreserved characters are percent-escaped as the path itself: /%61pi/x is /api/x to any origin", () => {
+    const api = rule({ match: { path: "/api/*" } });
+    expect(matchingRules([api], get("/%61pi/x"))).toEqual([api]);
+    expect(matchingRules([api], get("/%61%70%69/x"))).toEqual([api]);
+  });
+
+  it("matches escapes in either case, and keeps reserved ones escaped", () => {
+    const cafe = rule({ match: { path: "/caf%C3%A9/*" } });
+    const slash = rule({ match: { path: "/a%2Fb" } });
+    expect(matchingRules([cafe, slash], get("/caf%c3%a9/menu"))).toEqual([cafe]);
+    expect(matchingRules([cafe, slash], get("/a%2fb"))).toEqual([slash]);
+    expect(matchingRules([cafe, slash], get("/a/b"))).toEqual([]);
+  });
+
   it("matches methods regardless of the request method's case", () => {
     const post = rule({ match: { methods: ["POST"] } });
     expect(matchingRules([post], { method: "post", path: "/", host: "x.test" })).toEqual([post]);

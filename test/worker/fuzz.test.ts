@@ -7,7 +7,7 @@ import { ConfigError } from "../../src/config/errors";
 import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
 import { metrics } from "../../src/metrics/metrics";
-import { buildKey, durableObjectName, MAX_KEY_BYTES, MISSING_PART, requestCost } from "../../src/routing/key";
+import { buildKey, canonicalKey, durableObjectName, MAX_KEY_BYTES, MISSING_PART, requestCost } from "../../src/routing/key";
 import { matchingRules } from "../../src/routing/match";
 import { originLog, send } from "../helpers/worker";
 
@@ -447,6 +447,19 @@ describe("hostile requests through matching, keys and cost", () => {
     { name: "d", match: { host: "floodgate.test:8787" }, limit: 1, period: 1 },
   ]).rules;
   const maxNameBytes = 64 + 1 + MAX_KEY_BYTES;
+
+  it("takes back, as the admin API's key, every key it builds: canonicalKey(buildKey(request)) is the key itself", async () => {
+    await fc.assert(
+      fc.property(requestSpec, fc.subarray(parts, { minLength: 1 }), fc.integer({ min: 32, max: 128 }), (spec, keyParts, ipv6Prefix) => {
+        const request = toRequest(spec);
+        if (request === null) return;
+        const rule = { key: keyParts, ipv6Prefix, newKeysPerSecond: null };
+        const key = buildKey(rule, request);
+        expect(canonicalKey(rule, key)).toBe(key);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
 
   it("builds a key, an object name of bounded size and a cost for any request, and never throws", async () => {
     let built = 0;

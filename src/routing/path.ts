@@ -1,0 +1,51 @@
+/** Request paths in the one form rules match and key them by, and path globs written in it. */
+
+/**
+ * The characters of a path the URL standard percent-encodes (its path percent-encode set, less the
+ * controls, spaces, "?" and "#" a glob may not hold), and every non-ASCII one. Written out rather
+ * than left to the host's URL parser: Node 20's leaves "^" as it is, where workerd's encodes it, and
+ * `npm run deploy` (Node) must judge a glob exactly as the Worker does.
+ */
+const ENCODED = /["<>^`{}]|[^\x00-\x7f]+/gu;
+
+/** A character RFC 3986 calls unreserved: its escape means the character itself, to any origin. */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * A request path as rules match it and key it: its escapes of unreserved characters decoded
+ * (`%61` is `a`) and the rest upper-cased (`%c3%a9` is `%C3%A9`), as RFC 3986 normalizes a URI.
+ * The runtime hands a path over as the client wrote it, and origins decode both forms alike, so
+ * without this `/%61pi/x` would pass a rule on `/api/*`, and a path key would mint a quota per
+ * spelling. Reserved escapes (`%2F`) stay escaped: an origin may tell them apart.
+ */
+export function normalizePath(path: string): string {
+  if (!path.includes("%")) return path;
+  return path.replace(/%[0-9A-Fa-f]{2}/g, (escape) => {
+    const char = String.fromCharCode(parseInt(escape.slice(1), 16));
+    return UNRESERVED.test(char) ? char : escape.toUpperCase();
+  });
+}
+
+/**
+ * A path as written (a rule's glob, an operator's key) in the form a request path that fits it is
+ * matched in: percent-encoded, "\" as "/", "." and ".." segments (also written %2e) resolved as the
+ * URL standard parses an http URL's path, and then normalized ({@link normalizePath}).
+ */
+export function pathAsMatched(path: string): string {
+  const encoded = path.replaceAll("\\", "/").replace(ENCODED, (run) => encodeURIComponent(run));
+  const segments: string[] = [];
+  const parts = encoded.slice(1).split("/");
+  parts.forEach((segment, i) => {
+    const dots = segment.replace(/%2e/gi, ".");
+    const last = i === parts.length - 1;
+    if (dots === "..") {
+      segments.pop();
+      if (last) segments.push("");
+    } else if (dots === ".") {
+      if (last) segments.push("");
+    } else {
+      segments.push(segment);
+    }
+  });
+  return normalizePath(`/${segments.join("/")}`);
+}
