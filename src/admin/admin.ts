@@ -1,13 +1,13 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics (bearer token required), and the status page that reads them. */
 import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
+import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
-import type { Rule } from "../config/types";
 import { canonicalKey, durableObjectName, UnbuildableKeyError } from "../routing/key";
 import { statusPage } from "./page";
 

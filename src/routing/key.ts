@@ -73,11 +73,14 @@ export class UnbuildableKeyError extends Error {
  * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
  * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
  * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part lower-cased without port or trailing dot, a
- * `method` upper-cased. Throws an {@link UnbuildableKeyError} saying how to write it for a key no
- * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
- * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
- * around it (the runtime strips them). `#overflow` is a key of a rule with `newKeysPerSecond`, and
- * `#sha256:<hex>` the name {@link durableObjectName} gives a key past 1 KB.
+ * `method` upper-cased, a `path` part written as `match.path` sees paths (so `/café` may be typed).
+ * Throws an {@link UnbuildableKeyError} saying how to write it for a key no request could have:
+ * parts that do not line up with the rule's, a value with a raw `#` or a `%` that is not one of
+ * the escapes, an `ip` part that is no address, a header value with spaces around it (the runtime
+ * strips them) or a NUL, CR or LF in it, a path not starting with `/` or holding a `?`, a host or
+ * method no request could name, a `global` part other than `global`. `#overflow` is a key of a
+ * rule with `newKeysPerSecond`, and `#sha256:<hex>` the name {@link durableObjectName} gives a
+ * key past 1 KB.
  */
 export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
   if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || HASHED.test(key)) return key;
@@ -107,7 +110,7 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
       return value;
     case "path": {
       const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
-      if (!path.startsWith("/") || /[\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", like /api/items`);
+      if (!path.startsWith("/") || /[?\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", without its query, like /api/items`);
       return keyPart(pathAsMatched(path));
     }
     case "host":

@@ -328,6 +328,7 @@ describe("canonicalKey", () => {
 
   it.each([
     [{ source: "path" } as KeyPart, "api/items", /expected a path starting with "\/"/],
+    [{ source: "path" } as KeyPart, "/api?x=1", /without its query/],
     [{ source: "global" } as KeyPart, "other", /is always "global"/],
     [{ source: "method" } as KeyPart, "G E T", /expected an HTTP method/],
     [{ source: "host" } as KeyPart, "a b.example", /expected a host name/],
