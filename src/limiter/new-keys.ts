@@ -5,7 +5,6 @@ import { LruTable } from "../fast/table";
 import { metrics } from "../metrics/metrics";
 import { OVERFLOW_KEY } from "../routing/key";
 
-
 /** Keys per rule an isolate remembers as tracked; one pushed out counts as new when it comes back. */
 const KNOWN_KEYS = 10_000;
 
