@@ -93,7 +93,12 @@ export async function decideStrict(
   }
 }
 
-/** Gives back what a request took at the named object, when another rule denied it. */
+/**
+ * Gives back what a request took at the named object, when another rule denied it. This isolate's
+ * cached denial of the key goes too, before and once the refund is applied: it was true only while
+ * those units were counted (a burst whose concurrency rule denied most of it left the rate rule's
+ * denial cached for a whole period while its object had room).
+ */
 export async function refundStrict(
   namespace: Env["LIMITER"],
   objectName: string,
@@ -102,7 +107,12 @@ export async function refundStrict(
   countedAt: number,
 ): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
-  await limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
+  denials.forget(objectName);
+  try {
+    await limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
+  } finally {
+    denials.forget(objectName);
+  }
 }
 
 /**

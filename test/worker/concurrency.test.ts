@@ -45,6 +45,23 @@ describe("concurrency through the Worker", () => {
     expect((await inFlight(tag)).max).toBe(3);
   });
 
+  it("admits again once a burst its concurrency rule mostly denied is over: the rate rule's units came back, and so does its quota", async () => {
+    const tag = "conc-mixed";
+    const rules = [
+      { name: "conc-mixed-slots", match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 2, slotTtl: "1m" },
+      { name: "conc-mixed-rate", match: { path: `/${tag}/*` }, limit: 5, period: "1m" },
+    ];
+    const burst = await Promise.all(Array.from({ length: 6 }, (_, i) => dispatch(get(`/${tag}/${i}?wait=300`, "192.0.2.61"), { rules })));
+    await Promise.all(burst.map(async ({ response, settled }) => {
+      await response.arrayBuffer();
+      await settled;
+    }));
+    expect(burst.filter((s) => s.response.status === 200)).toHaveLength(2);
+
+    const next = await send(get(`/${tag}/after`, "192.0.2.61"), { rules });
+    expect(next.status).toBe(200);
+  });
+
   it("holds the slot until the body has been sent, not just until the origin answered", async () => {
     const tag = "conc-body";
     const rules = slots(tag, 1);
