@@ -4,7 +4,7 @@ import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
-import { checkCost, checkKey, checkOptions, checkRequest, checkWhereabouts } from "./limiter/arguments";
+import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
 import { durableObjectName } from "./routing/key";
@@ -36,7 +36,8 @@ export interface LimitCallOptions {
   /**
    * a gcra rule with a `delay` below its `burst` holds a call past it until it conforms: `limit`
    * resolves that much later. Aborting this signal while held gives the units back and rejects
-   * with its reason (pass `request.signal` to give them back when the client goes away).
+   * with its reason (pass `request.signal` to give them back when the client goes away); a signal
+   * already aborted rejects at once, consuming nothing.
    */
   signal?: AbortSignal;
 }
@@ -74,16 +75,22 @@ export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
       checkOptions(options, LIMIT_OPTIONS, where("limit"));
       const cost = checkCost(options.cost, parsed, where("limit"));
       const from = checkWhereabouts(options, where("limit"));
+      checkCallContext(options, where("limit"));
+      checkNoMore(arguments, 2, where("limit"), "a key and options");
+      // A call whose caller has already gone away asks for nothing.
+      options.signal?.throwIfAborted();
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
       const { decision, release } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...from }, parsed, checked, cost, options.signal);
       return limitResult(parsed, decision, release);
     },
     async peek(key) {
+      checkNoMore(arguments, 1, where("peek"), "a key");
       const name = await peekedObjectNameOf(parsed, checkKey(key, where("peek")), Date.now());
       return limitResult(parsed, await peekKey({ namespace }, parsed, name));
     },
     async reset(key) {
+      checkNoMore(arguments, 1, where("reset"), "a key");
       await forget(namespace, await durableObjectName(parsed.name, checkKey(key, where("reset"))));
     },
   };

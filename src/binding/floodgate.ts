@@ -6,7 +6,7 @@ import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkOptions, checkRequest, checkWhereabouts } from "../limiter/arguments";
+import { checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { durableObjectName } from "../routing/key";
@@ -52,7 +52,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * RPC carries no AbortSignal, so a caller that goes away meanwhile does not get the units back.
    */
   async limit(options: LimitOptions): Promise<LimitResult> {
-    const { rule, key, from } = this.#resolve(options, [...arguments].slice(1), "limit", LIMIT_OPTIONS);
+    const { rule, key, from } = this.#resolve(options, arguments, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, rule, "limit");
     const { decision, release } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
     return limitResult(rule, decision, release);
@@ -65,20 +65,20 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    */
   async check(request: Request): Promise<Checked> {
     checkRequest(request, "check");
-    checkNoMore([...arguments].slice(1), "check", "a Request");
+    checkNoMore(arguments, 1, "check", "a Request");
     const settings = this.#settings();
     return check(request, new URL(request.url), settings, this.#context(settings));
   }
 
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
-    const { rule, key } = this.#resolve(options, [...arguments].slice(1), "peek", KEY_OPTIONS);
+    const { rule, key } = this.#resolve(options, arguments, "peek", KEY_OPTIONS);
     return limitResult(rule, await peekKey(this.#context(), rule, await peekedObjectNameOf(rule, key, Date.now())));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
-    const { rule, key } = this.#resolve(options, [...arguments].slice(1), "reset", KEY_OPTIONS);
+    const { rule, key } = this.#resolve(options, arguments, "reset", KEY_OPTIONS);
     await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
   }
 
@@ -97,20 +97,15 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * Error saying what is wrong. Where a call comes from means nothing to peek or reset, but a
    * malformed place is an error there too.
    */
-  #resolve(options: unknown, extra: unknown[], method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
+  #resolve(options: unknown, given: ArrayLike<unknown>, method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
     checkOptions(options, known, method, ["key"]);
-    checkNoMore(extra, method, "one options object");
+    checkNoMore(given, 1, method, "one options object");
     const from = checkWhereabouts(options, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     if (named !== undefined && typeof named !== "string") throw new TypeError(`${method}: rule must be a rule's name, or left out, got ${named === null ? "null" : typeof named}`);
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
     return { rule: ruleNamed(this.#settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method), from };
   }
-}
-
-/** A call with arguments past those it takes (the library's `limit(key, { cost })` shape, say) is an error, not a cost silently dropped; a trailing undefined drops nothing. */
-function checkNoMore(extra: unknown[], method: string, takes: string): void {
-  if (extra.some((argument) => argument !== undefined)) throw new TypeError(`${method}: takes ${takes}, got ${extra.length + 1} arguments`);
 }
 
 function ruleNamed(rules: readonly Rule[], name: unknown, method: string, fromProps: boolean): Rule {

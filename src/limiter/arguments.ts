@@ -54,6 +54,24 @@ export function checkWhereabouts(options: { location?: unknown; continent?: unkn
   };
 }
 
+/** Arguments past those a call takes (the library's `limit(key, { cost })` shape given to the binding, say) are an error, not a cost silently dropped; a trailing undefined drops nothing. */
+export function checkNoMore(given: ArrayLike<unknown>, takes: number, where: string, what: string): void {
+  if (Array.from(given).slice(takes).some((argument) => argument !== undefined)) throw new TypeError(`${where}: takes ${what}, got ${given.length} arguments`);
+}
+
+/**
+ * The per-call context as given: `ctx` an ExecutionContext (anything with `waitUntil`), `signal` an
+ * AbortSignal. Either wrong (Hono's `c` passed for `c.executionCtx`, say) is a TypeError now, not a
+ * failure every fast sync and strict batch would meet later, decided by onError as an outage.
+ */
+export function checkCallContext(options: { ctx?: unknown; signal?: unknown }, where: string): void {
+  const { ctx, signal } = options;
+  if (ctx !== undefined && typeof (ctx as { waitUntil?: unknown } | null)?.waitUntil !== "function") {
+    throw new TypeError(`${where}: ctx must be the request's ExecutionContext (in Hono, c.executionCtx), with a waitUntil method; got ${describe(ctx)}`);
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${where}: signal must be an AbortSignal (request.signal), got ${describe(signal)}`);
+}
+
 /** A request as given to `check`: a Request, or a TypeError naming what came instead. */
 export function checkRequest(request: unknown, where: string): asserts request is Request {
   if (!(request instanceof Request)) throw new TypeError(`${where}: expected a Request, got ${request === null ? "null" : typeof request}`);

@@ -100,6 +100,27 @@ describe("limiter", () => {
     expect((await api.peek("k")).remaining).toBe(3);
   });
 
+  it("throws for a ctx that is no ExecutionContext and a signal that is no AbortSignal, rather than fail every call as an outage", async () => {
+    const api = limiter(namespace, { name: "lib-ctx", limit: 3, period: "1h" });
+    await expect(api.limit("k", { ctx: {} as never })).rejects.toThrow(/^limiter\("lib-ctx"\)\.limit: ctx must be the request's ExecutionContext \(in Hono, c\.executionCtx\), with a waitUntil method; got an object$/);
+    await expect(api.limit("k", { signal: "x" as never })).rejects.toThrow(/signal must be an AbortSignal \(request\.signal\), got "x"/);
+    expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("rejects a call whose signal is already aborted, consuming nothing", async () => {
+    const api = limiter(namespace, { name: "lib-aborted", limit: 3, period: "1h" });
+    await expect(api.limit("k", { signal: AbortSignal.abort(new Error("gone")) })).rejects.toThrow(/^gone$/);
+    expect((await api.peek("k")).remaining).toBe(3);
+  });
+
+  it("throws for arguments past those a call takes: peek and reset take a key only", async () => {
+    const api = limiter(namespace, { name: "lib-extra", limit: 3, period: "1h" });
+    await expect((api.peek as (...a: unknown[]) => Promise<unknown>)("k", { cost: 2 })).rejects.toThrow(/^limiter\("lib-extra"\)\.peek: takes a key, got 2 arguments$/);
+    await expect((api.reset as (...a: unknown[]) => Promise<unknown>)("k", "other")).rejects.toThrow(/reset: takes a key, got 2 arguments/);
+    await expect((api.limit as (...a: unknown[]) => Promise<unknown>)("k", {}, { cost: 2 })).rejects.toThrow(/limit: takes a key and options, got 3 arguments/);
+    expect(((await (api.peek as (...a: unknown[]) => Promise<{ remaining: number }>)("k", undefined)).remaining)).toBe(3);
+  });
+
   it("throws for an option limit does not know, rather than take the default it would have replaced", async () => {
     const api = limiter(namespace, { name: "lib-options", limit: 3, period: "1h" });
     await expect(api.limit("k", { cots: 3 } as never)).rejects.toThrow(/^limiter\("lib-options"\)\.limit: unknown option "cots"; the options are cost\?, ctx\?, location\?, continent\?, signal\?$/);
