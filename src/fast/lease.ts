@@ -1,6 +1,6 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
 import { adjust, decide, peek } from "../algorithms";
-import type { Decision, LimiterState, Policy } from "../algorithms";
+import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
 import { demand, putPeer, settlePins, type PeerIndex } from "./peer-index";
@@ -68,6 +68,11 @@ export interface Lease {
   standing: Decision;
   /** isolates that synced recently, this one included */
   peers: number;
+  /**
+   * the algorithm of the policy the lease was granted under, which may be another live version's
+   * (see `leasePolicy`, ./peer-index): how the key frees units; absent from an object of an earlier version
+   */
+  algorithm?: AlgorithmName;
   /** when the isolate should call next: the object books every isolate's calls from one budget per key (see ./schedule) */
   nextSyncAt: number;
   /**
@@ -262,7 +267,7 @@ export function grantLease(
   // freed before this isolate's booked call belong to the isolates whose calls come first, and
   // asking for them sooner would only make its next request wait on a call to be refused.
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
   putPeer(peers, sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };

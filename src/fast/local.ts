@@ -1,5 +1,5 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
-import { slotOf, type Decision } from "../algorithms";
+import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
@@ -28,6 +28,8 @@ export interface LocalKey {
   retryAfter: number;
   /** the last global standing the object reported */
   standing: Decision | null;
+  /** the algorithm the object last leased under (see Lease's `algorithm`); null before, or from an object of an earlier version */
+  leasedUnder: AlgorithmName | null;
   peers: number;
   /** `aggregate: "auto"` sends this key's syncs through its continent's relay (see `crowded`, ./relay, and {@link syncFailed}) */
   relayed: boolean;
@@ -63,6 +65,7 @@ export function freshKey(now: number, relayed = false): LocalKey {
     blockedUntil: 0,
     retryAfter: 0,
     standing: null,
+    leasedUnder: null,
     peers: 1,
     relayed,
     demand: 0,
@@ -165,10 +168,11 @@ function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
  * When a fixed window's key is back to its full quota, as the object last said: no denial of this
  * isolate's outlasts the window's turn, which frees everything at once (a saturated key's booked
  * call, up to a minute off, denied that long into a fresh window). The other algorithms free units
- * a few at a time, which the booked calls share out: their isolates deny until their turn.
+ * a few at a time, which the booked calls share out: their isolates deny until their turn. The
+ * window is the one the object leased under, which another live version's rule may have chosen.
  */
 function turnsAt(key: LocalKey, rule: Rule): number {
-  return rule.algorithm === "fixed-window" ? (key.standing?.resetAt ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
+  return (key.leasedUnder ?? rule.algorithm) === "fixed-window" ? (key.standing?.resetAt ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
 }
 
 /**
@@ -232,6 +236,7 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.failures = 0;
   key.retryAt = 0;
   key.standing = lease.standing;
+  key.leasedUnder = lease.algorithm ?? null;
   key.peers = lease.peers;
   key.relayed = crowded(key.relayed, lease.peers);
   // An object of an earlier version books nothing: then the periodic sync is one interval on.

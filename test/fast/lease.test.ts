@@ -388,6 +388,16 @@ describe("leases when Worker versions disagree on the limit", () => {
     expect(leasePolicy(window, "old", settled.peers, gone + 1)).toEqual(window);
   });
 
+  it("names the algorithm it leased under when another version's rule chose it, so the isolate reads the standing by it", () => {
+    const windowed: Policy = { ...lowered, algorithm: "fixed-window" };
+    const old = grantLease(window, undefined, indexPeers(), sync({ isolate: "old", need: 1 }), T0);
+    const under = leasePolicy(windowed, "new", old.peers, T0 + 100);
+    const fresh = grantLease(under, old.state, old.peers, sync({ isolate: "new", need: 1 }), T0 + 100, 0, old.cursor, windowed);
+    expect(fresh.lease.algorithm).toBe("fixed-window");
+    const again = grantLease(leasePolicy(window, "old", fresh.peers, T0 + 200), fresh.state, fresh.peers, sync({ isolate: "old", seq: 2, need: 1 }), T0 + 200, 0, fresh.cursor, window);
+    expect(again.lease.algorithm).toBe("fixed-window");
+  });
+
   it("leases under a lower limit a strict decision asked under", () => {
     expect(leasePolicy(window, "old", indexPeers(), T0, [lowered])).toEqual(lowered);
   });

@@ -17,6 +17,7 @@ import {
 import { leaseLeft } from "../../src/fast/lots";
 import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, ON_TIME_CALLS_PER_CHAIN, onTimeCallAt, releasable, syncDue } from "../../src/fast/sync-timing";
 import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS } from "../../src/fast/relay";
+import type { Rule } from "../../src/config/types";
 import { rule } from "../helpers/rules";
 
 const T0 = 1_700_000_000_000;
@@ -408,12 +409,13 @@ describe("a fast fixed window at its turn", () => {
   const windowed = rule({ name: "fw", mode: "fast", algorithm: "fixed-window", limit: 5, periodMs: 300_000, syncMs: 1_000 });
   /** Spent at T0, 35 s before the window turns: the object's call for it booked a minute on. */
   const turnsAt = T0 + 35_000;
-  const spent = () => {
+  /** `under`: the isolate's rule; `algorithm`: what the object says it leased under, when it says. */
+  const spent = (under: Rule = windowed, algorithm?: Lease["algorithm"]) => {
     const key = freshKey(T0);
-    const { seq } = nextSync(key, windowed, isolate(), 1, T0);
+    const { seq } = nextSync(key, under, isolate(), 1, T0);
     const standing = { allowed: false, limit: 5, remaining: 0, resetAt: turnsAt, moreAt: turnsAt, retryAfter: 35_000 };
-    applyLease(key, windowed, lease(seq, 0, { standing, nextSyncAt: T0 + 61_000, expiresAt: T0 + 61_000, saturated: true }), T0);
-    decideLocally(key, windowed, 1, T0 + 1);
+    applyLease(key, under, lease(seq, 0, { standing, nextSyncAt: T0 + 61_000, expiresAt: T0 + 61_000, saturated: true, ...(algorithm ? { algorithm } : {}) }), T0);
+    decideLocally(key, under, 1, T0 + 1);
     return key;
   };
 
@@ -425,6 +427,15 @@ describe("a fast fixed window at its turn", () => {
     const key = spent();
     expect(decideLocally(key, windowed, 1, turnsAt)).toBeUndefined();
     expect(deniedLocally(key, windowed, 1, turnsAt + 10_000)).toBe(false);
+  });
+
+  it("ends a sliding-window isolate's denial at the turn of the fixed window another version's rule had the object lease under", () => {
+    const sliding = rule({ name: "fw", mode: "fast", limit: 5, periodMs: 300_000, syncMs: 1_000 });
+    expect(decideLocally(spent(sliding, "fixed-window"), sliding, 1, turnsAt)).toBeUndefined();
+  });
+
+  it("keeps a fixed-window isolate's denial until its booked call when the object leased under another version's sliding window", () => {
+    expect(decideLocally(spent(windowed, "sliding-window"), windowed, 1, turnsAt)).toMatchObject({ allowed: false, reason: "cache" });
   });
 });
 

@@ -110,7 +110,7 @@ export function grantLease(
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };
