@@ -6,8 +6,9 @@
  * `alarm` are mirrored here in a few lines each, calling the same functions in the same order.
  */
 import { createHash } from "node:crypto";
-import { carryOver, peek, type LimiterState, type Policy } from "../../src/algorithms";
+import { peek, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
+import { stateFor, type Stored } from "../../src/algorithms/kept";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { alarmSpread, RETRY_WINDOW_MS } from "../../src/durable-object/alarm";
@@ -203,7 +204,7 @@ const EXPIRED_MS = 0.05;
 
 /** One key's object: floodgate's lease and algorithm code on an object's thread. */
 export class KeyObject extends ObjectThread<ObjectStats> {
-  private stored: { policy: Policy; state: LimiterState } | undefined;
+  private stored: Stored | undefined;
   private peers: PeerIndex = indexPeers();
   /** a rule with `block`: every request is denied until then */
   private blockedUntil = 0;
@@ -266,7 +267,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
    */
   private sync(policy: Policy, request: SyncRequest, now: number, lastsMs?: number): Lease {
     const under = leasePolicy(policy, request.isolate, this.peers, now, []);
-    const stored = this.stateFor(under, now);
+    const stored = stateFor(this.stored, under, now);
     const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
     const { state, blockedUntil, cursor, changed } = granted;
     const lease = lastsMs === undefined || changed.length === 0 ? granted.lease : this.lastLonger(request.isolate, granted.lease, now + lastsMs, now);
@@ -294,7 +295,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   /** rate-limiter.ts `decide` (its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
-    const { state, blockedUntil, results } = decideBatch(policy, this.stateFor(policy, now), blockedBefore, costs, now);
+    const { state, blockedUntil, results } = decideBatch(policy, stateFor(this.stored, policy, now), blockedBefore, costs, now);
     this.blockedUntil = blockedUntil;
     if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) {
       this.stored = { policy, state };
@@ -323,11 +324,6 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     }
     for (const [id, peer] of this.peers.peers) if (!isLive(peer, now)) removePeer(this.peers, id);
     this.setAlarm(due);
-  }
-
-  /** rate-limiter.ts `stateFor`: the policy never changes here, so this is the stored state. */
-  private stateFor(policy: Policy, now: number): LimiterState | undefined {
-    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
   }
 
   private setAlarm(due: number): void {

@@ -10,6 +10,30 @@ export function blockStart(policy: Policy, decision: Decision, now: number): num
   return policy.blockMs !== undefined && !decision.allowed && decision.reason === "limit" ? now + policy.blockMs : undefined;
 }
 
+/** A key's block: when it ends, and when it started (0 and 0: none), so each Worker version reads its end by its own rule (see {@link blockEnd}). */
+export interface Block {
+  until: number;
+  since: number;
+}
+
+/**
+ * When the key's block ends under `policy`: by the terms it started under, or sooner when the
+ * rule's block was removed or shortened since (an operator's way out of a block too long), so
+ * each Worker version live frees the key by its own rule.
+ */
+export function blockEnd(policy: Policy, block: Block): number {
+  if (policy.blockMs === undefined) return 0;
+  return block.since > 0 ? Math.min(block.until, block.since + policy.blockMs) : block.until;
+}
+
+/**
+ * The key's block once one starts now, until `until`. A longer one another Worker version's rule
+ * started stands: each version's end is read from the start by its own rule.
+ */
+export function blockFrom(block: Block, until: number, now: number): Block {
+  return { until: Math.max(block.until, until), since: now };
+}
+
 /**
  * The denial of any request while the key is blocked until `until`: it says when a request can
  * pass, which is when the block ends or, for a block shorter than the wait the algorithm itself

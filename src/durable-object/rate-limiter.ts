@@ -1,8 +1,9 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, carryOver, peek } from "../algorithms";
+import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
-import { blockedDecision, decideBatch, type Decided } from "../algorithms/block";
+import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
+import { fromCarry, keepsCarried, stateFor, type Stored } from "../algorithms/kept";
 import { renewConcurrency } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
@@ -14,13 +15,6 @@ import { Relay } from "./relay";
 import { ownNamespace } from "./stub";
 
 export type { Decided };
-
-interface Stored {
-  policy: Policy;
-  state: LimiterState;
-  /** the state is another algorithm's carried over on a denial, nothing taken since: it is not carried back and kept (see `keepsCarried`) */
-  carried?: true;
-}
 
 /** The object's own row: its state, if any, and the end of its block. */
 interface Row {
@@ -44,9 +38,8 @@ export class RateLimiter extends DurableObject<Env> {
   /** fast-mode isolates: their demand, and their last lease for retried syncs, with the figures a sync reads (built from their rows) */
   private peers: PeerIndex = indexPeers();
   private alarmAt: number | null = null;
-  /** a rule with `block` denied the key: every request is denied until then */
-  private blockedUntil = 0;
-  private blockedSince = 0;
+  /** a rule with `block` denied the key: every request is denied until its end */
+  private block: Block = { until: 0, since: 0 };
   /** the last call booked for a fast-mode isolate (see src/fast/schedule.ts); kept in memory, as a restart only loosens the pacing for a moment */
   private cursor = Number.NEGATIVE_INFINITY;
   /** the strictest policy strict decisions asked under lately, which fast leases are granted under too; in memory, as the next strict request says it again */
@@ -76,8 +69,7 @@ export class RateLimiter extends DurableObject<Env> {
         : undefined;
       const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
       this.stored = row?.stored;
-      this.blockedUntil = row?.blockedUntil ?? 0;
-      this.blockedSince = row?.blockedSince ?? 0;
+      this.block = { until: row?.blockedUntil ?? 0, since: row?.blockedSince ?? 0 };
       const rows = this.hasTable ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
       const now = Date.now();
       this.peers = indexPeers(livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), now), now);
@@ -97,12 +89,12 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
-    const blockedBefore = this.blockEnd(policy);
-    const from = this.stateFor(policy, now);
+    const blockedBefore = blockEnd(policy, this.block);
+    const from = stateFor(this.stored, policy, now);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
-    if (blockedUntil !== blockedBefore) this.blocked(blockedUntil, now);
+    if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
     const taken = results.some((r) => r.decision.allowed);
-    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, now, this.fromCarry(from) && !taken);
+    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, now, fromCarry(this.stored, from) && !taken);
     this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
@@ -116,8 +108,8 @@ export class RateLimiter extends DurableObject<Env> {
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
     const under = leasePolicy(policy, request.isolate, this.peers, now, this.recentStrict(now));
-    const stored = this.stateFor(under, now);
-    const blockedBefore = this.blockEnd(under);
+    const stored = stateFor(this.stored, under, now);
+    const blockedBefore = blockEnd(under, this.block);
     const granted = grantLease(under, stored, this.peers, request, now, blockedBefore, this.cursor, policy);
     const { state, lease } = granted;
     if (granted.changed.length === 0) return lease;
@@ -126,8 +118,8 @@ export class RateLimiter extends DurableObject<Env> {
     // The state is kept under `under`, which may be another version's policy: that is the algorithm asked under.
     this.algorithmsAsked.set(under.algorithm, now);
     if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.keepsCarried(stored, now)))) {
-      if (granted.blockedUntil !== blockedBefore) this.blocked(granted.blockedUntil, now);
-      if (state) this.stored = { policy: under, state, ...(this.fromCarry(stored) && state === stored ? { carried: true as const } : {}) };
+      if (granted.blockedUntil !== blockedBefore) this.block = blockFrom(this.block, granted.blockedUntil, now);
+      if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}) };
       this.write();
     }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -166,7 +158,7 @@ export class RateLimiter extends DurableObject<Env> {
   /** Gives back units a request took here when another rule denied it. */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
-    this.save(policy, adjust(policy, this.stateFor(policy, now), -units, countedAt, now), now);
+    this.save(policy, adjust(policy, stateFor(this.stored, policy, now), -units, countedAt, now), now);
   }
 
   /**
@@ -178,7 +170,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   renew(policy: Policy, units: number, from: number[], to: number): number {
     const now = Date.now();
-    const state = this.stateFor(policy, now);
+    const state = stateFor(this.stored, policy, now);
     if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
     const renewed = renewConcurrency(policy, state, units, from, to, now);
     if (!renewed) return 0;
@@ -189,19 +181,18 @@ export class RateLimiter extends DurableObject<Env> {
   /** The key's standing now, consuming nothing. */
   peek(policy: Policy): Decision {
     const now = Date.now();
-    const blockedUntil = this.blockEnd(policy);
-    if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy, now), blockedUntil, now);
+    const blockedUntil = blockEnd(policy, this.block);
+    if (now < blockedUntil) return blockedDecision(policy, stateFor(this.stored, policy, now), blockedUntil, now);
     // A fast key is leased under the strictest policy a live isolate asked under: its standing is read as its isolates will find it.
     const under = this.peers.peers.size > 0 ? leasePolicy(policy, "", this.peers, now, this.recentStrict(now)) : policy;
-    return standingWithPins(under, this.stateFor(under, now), this.peers, now);
+    return standingWithPins(under, stateFor(this.stored, under, now), this.peers, now);
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(): Promise<void> {
     this.stored = undefined;
     this.peers = indexPeers();
-    this.blockedUntil = 0;
-    this.blockedSince = 0;
+    this.block = { until: 0, since: 0 };
     this.alarmAt = null;
     this.hasTable = false;
     // deleteAll leaves the alarm: a forgotten key must not wake its object again.
@@ -231,29 +222,10 @@ export class RateLimiter extends DurableObject<Env> {
     const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
-    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.blockedUntil);
+    const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.block.until);
     if (due <= now) return this.reset();
     this.forgetSilentPeers(now);
     this.schedule(due);
-  }
-
-  /**
-   * When the key's block ends under `policy`: by the terms it started under, or sooner when the
-   * rule's block was removed or shortened since (an operator's way out of a block too long), so
-   * each Worker version live frees the key by its own rule.
-   */
-  private blockEnd(policy: Policy): number {
-    if (policy.blockMs === undefined) return 0;
-    return this.blockedSince > 0 ? Math.min(this.blockedUntil, this.blockedSince + policy.blockMs) : this.blockedUntil;
-  }
-
-  /**
-   * A block starts now, until `until`. A longer one another Worker version's rule started stands:
-   * each version's end is read from the start by its own rule (see {@link blockEnd}).
-   */
-  private blocked(until: number, now: number): void {
-    this.blockedUntil = Math.max(this.blockedUntil, until);
-    this.blockedSince = now;
   }
 
   /** The policy strict decisions asked under lately, if any: leases are granted under it too when it is stricter. */
@@ -273,38 +245,16 @@ export class RateLimiter extends DurableObject<Env> {
    */
   private countAllPins(policy: Policy, now: number): void {
     if (this.peers.holders === 0) return;
-    const settled = settlePins(policy, this.stateFor(policy, now), this.peers, now, true);
+    const settled = settlePins(policy, stateFor(this.stored, policy, now), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
     this.writePeers([...settled.before.keys()]);
     this.write();
   }
 
-  /**
-   * The state to decide `policy` from. A request from a Worker version or rule with another
-   * algorithm carries what the stored one used over; one naming an algorithm this version does
-   * not know throws before anything changes, and its caller's `onError` decides.
-   */
-  private stateFor(policy: Policy, now: number): LimiterState | undefined {
-    return this.stored && carryOver(this.stored.policy, this.stored.state, policy, now);
-  }
-
-  /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */
-  private fromCarry(state: LimiterState | undefined): boolean {
-    return this.stored !== undefined && state !== this.stored.state;
-  }
-
-  /**
-   * Whether to keep a state carried over from another algorithm's though nothing else changed:
-   * otherwise each request would carry the old units over again, taken anew at its time, and the
-   * key stay denied until the old algorithm freed them while every denial said it ends sooner. Not
-   * while a live Worker version still asks under the old algorithm (within PEER_TTL_MS), nor from a
-   * state that is itself such a carry: kept both ways, two versions alternating (however slowly,
-   * across restarts too) would take the units anew at every switch and never free them. A state
-   * kept either way ages under its own algorithm until something is taken.
-   */
+  /** Whether to keep `state`, carried over from the stored one (see `keepsCarried`): a live Worker version asks under the old algorithm while one asked within PEER_TTL_MS. */
   private keepsCarried(state: LimiterState | undefined, now: number): boolean {
-    if (!this.fromCarry(state) || this.stored!.carried) return false;
-    return (this.algorithmsAsked.get(this.stored!.policy.algorithm) ?? Number.NEGATIVE_INFINITY) < now - PEER_TTL_MS;
+    const asked = this.stored ? this.algorithmsAsked.get(this.stored.policy.algorithm) : undefined;
+    return keepsCarried(this.stored, state, asked !== undefined && asked >= now - PEER_TTL_MS);
   }
 
   private save(policy: Policy, state: LimiterState, now: number, carried = false): void {
@@ -324,7 +274,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.ensureTables();
     const row: Row = {
       ...(this.stored ? { stored: this.stored } : {}),
-      ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil, blockedSince: this.blockedSince } : {}),
+      ...(this.block.until > 0 ? { blockedUntil: this.block.until, blockedSince: this.block.since } : {}),
     };
     this.ctx.storage.sql.exec(
       "INSERT INTO limiter (id, value) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value",

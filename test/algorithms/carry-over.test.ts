@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { carryOver, decide, peek, UnknownAlgorithmError, usedUnits } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
+import { fromCarry, keepsCarried, stateFor, type Stored } from "../../src/algorithms/kept";
 
 const window = (limit: number, periodMs = 60_000, buckets = 1): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets });
 const bucket = (limit: number, periodMs = 60_000, burst = limit): Policy => ({ algorithm: "token-bucket", limit, periodMs, burst, buckets: 1 });
@@ -147,5 +148,30 @@ describe("carryOver between every pair of algorithms", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("keepsCarried", () => {
+  const stored = (carried?: true): Stored => ({ policy: window(3), state: admit(window(3), undefined, [T0, T0, T0])!, ...(carried ? { carried } : {}) });
+
+  it("keeps a state carried over from an algorithm no live version asks under", () => {
+    const kept = stored();
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(true);
+  });
+
+  it("does not keep it while a live version still asks under the old algorithm: the key frees as the old state frees", () => {
+    const kept = stored();
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), true)).toBe(false);
+  });
+
+  it("does not keep a carry of a state that was itself carried: alternating versions would take the units anew at every switch", () => {
+    const kept = stored(true);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(false);
+  });
+
+  it("has nothing to keep when the algorithm is the stored one", () => {
+    const kept = stored();
+    expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1))).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1), false)).toBe(false);
   });
 });
