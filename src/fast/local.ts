@@ -95,13 +95,18 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 
 /**
  * The denial of a request costing more than the rule can ever admit (`largestCost`), as the key
- * stands for this isolate: told to wait one period, as every algorithm tells it (or until the key's
- * block ends). Its units are not counted in `demand`, which sizes the isolate's leases.
+ * stands for this isolate: told to wait one period, as every algorithm tells it; under a block, which
+ * denies every request until it ends, denied as blocked, as a strict key's object denies it. Its
+ * units are not counted in `demand`, which sizes the isolate's leases.
  */
 export function beyondCapacity(key: LocalKey, rule: Rule, now: number): Decision {
   expireLots(key, now);
-  // A block the key is under ends later than a period may: the wait says when it does.
-  return standing(key, rule, false, now, "cost-exceeds-capacity", Math.max(now + rule.periodMs, key.blockedUntil));
+  return standing(key, rule, false, now, "cost-exceeds-capacity", underBlock(key, now) ? key.blockedUntil : Math.max(now + rule.periodMs, key.blockedUntil));
+}
+
+/** Whether the object's block of the key holds for this isolate. */
+function underBlock(key: LocalKey, now: number): boolean {
+  return key.standing?.reason === "blocked" && now < key.blockedUntil;
 }
 
 /**
@@ -377,8 +382,8 @@ function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reas
     // What the object last said; once that has passed, this isolate cannot tell and says "now".
     moreAt: Math.max(global?.moreAt ?? now, now),
     retryAfter: allowed ? 0 : Math.max(1, until - now),
-    // A denial from the cache while the object's block holds says so, as the object's own would.
-    reason: reason === "cache" && global?.reason === "blocked" && now < key.blockedUntil ? "blocked" : reason,
+    // A denial while the object's block holds says so, as the object's own would.
+    reason: reason !== "local" && underBlock(key, now) ? "blocked" : reason,
   };
   return decision;
 }

@@ -3,6 +3,7 @@ import type { Lease, SyncRequest } from "../../src/fast/lease";
 import {
   admittedUnleased,
   applyLease,
+  beyondCapacity,
   COLD_REFUSAL_MS,
   decideLocally,
   deniedLocally,
@@ -394,6 +395,15 @@ describe("a fast key under a rule with a block", () => {
   it("denies from its cache once the object says the key is blocked, saying it is blocked", () => {
     const blocked = { ...denial, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" as const };
     expect(decideLocally(answered(blocked), blocking, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked" });
+  });
+
+  it("denies a cost the rule can never admit as blocked while the block holds, until it ends, as the object denies it", () => {
+    const blocked = { ...denial, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" as const };
+    expect(beyondCapacity(answered(blocked), blocking, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 300_000 - 10 });
+  });
+
+  it("denies a cost the rule can never admit as such, for a period, where no block holds", () => {
+    expect(beyondCapacity(answered({ ...denial, reason: "limit" }), blocking, T0 + 20)).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 60_000 });
   });
 
   it("keeps a fixed window's block past the window's turn, where the window's own count is gone", () => {
