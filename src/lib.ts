@@ -126,8 +126,10 @@ export function createGate(bound: RateLimiterNamespace, rules: unknown, options:
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
   return {
     async check(request, ctx) {
-      checkRequest(request, "createGate(…).check");
-      if (typeof ctx?.waitUntil !== "function") throw new TypeError("createGate(…).check: pass the request's ExecutionContext (ctx) as the second argument");
+      const where = "createGate(…).check";
+      checkRequest(request, where);
+      checkCallContext({ ctx }, where, true);
+      checkNoMore(arguments, 2, where, "a Request and the request's ExecutionContext");
       return check(request, new URL(request.url), gate, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) });
     },
   };

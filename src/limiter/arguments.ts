@@ -63,10 +63,11 @@ export function checkNoMore(given: ArrayLike<unknown>, takes: number, where: str
  * The per-call context as given: `ctx` an ExecutionContext (anything with `waitUntil`), `signal` an
  * AbortSignal. Either wrong (Hono's `c` passed for `c.executionCtx`, say) is a TypeError now, not a
  * failure every fast sync and strict batch would meet later, decided by onError as an outage.
+ * `ctxRequired`: a call that takes no answer without one (a gate, any of whose rules may be fast).
  */
-export function checkCallContext(options: { ctx?: unknown; signal?: unknown }, where: string): void {
+export function checkCallContext(options: { ctx?: unknown; signal?: unknown }, where: string, ctxRequired = false): void {
   const { ctx, signal } = options;
-  if (ctx !== undefined && typeof (ctx as { waitUntil?: unknown } | null)?.waitUntil !== "function") {
+  if ((ctx !== undefined || ctxRequired) && typeof (ctx as { waitUntil?: unknown } | null)?.waitUntil !== "function") {
     throw new TypeError(`${where}: ctx must be the request's ExecutionContext (in Hono, c.executionCtx), with a waitUntil method; got ${describe(ctx)}`);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${where}: signal must be an AbortSignal (request.signal), got ${describe(signal)}`);

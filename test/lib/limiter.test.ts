@@ -354,9 +354,21 @@ describe("createGate", () => {
     expect(Object.keys(checked.headers).sort()).toEqual(["RateLimit-Limit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset"]);
   });
 
-  it("throws for a request that is not a Request, or no ctx", async () => {
+  it("throws for a request that is not a Request", async () => {
     const gate = createGate(namespace, rules);
-    await expect(gate.check("http://x" as unknown as Request, createExecutionContext())).rejects.toThrow(/expected a Request/);
-    await expect(gate.check(request(), undefined as unknown as ExecutionContext)).rejects.toThrow(/pass the request's ExecutionContext/);
+    await expect(gate.check("http://x" as unknown as Request, createExecutionContext())).rejects.toThrow(/^createGate\(…\)\.check: expected a Request, got string$/);
+  });
+
+  it("throws for no ctx, or one without waitUntil, in the words limit uses", async () => {
+    const gate = createGate(namespace, rules);
+    const message = (got: string) => new RegExp(`^createGate\\(…\\)\\.check: ctx must be the request's ExecutionContext \\(in Hono, c\\.executionCtx\\), with a waitUntil method; got ${got}$`);
+    await expect(gate.check(request(), undefined as unknown as ExecutionContext)).rejects.toThrow(message("undefined"));
+    await expect(gate.check(request(), {} as ExecutionContext)).rejects.toThrow(message("an object"));
+  });
+
+  it("throws for arguments past the request and ctx, consuming nothing", async () => {
+    const gate = createGate(namespace, rules);
+    const extra = (gate.check as (...args: unknown[]) => Promise<unknown>)(request({ "CF-Connecting-IP": "192.0.2.203" }), createExecutionContext(), { cost: 2 });
+    await expect(extra).rejects.toThrow(/^createGate\(…\)\.check: takes a Request and the request's ExecutionContext, got 3 arguments$/);
   });
 });
