@@ -96,7 +96,8 @@ export function hostKey(host: string): string {
 function normalizeHost(host: string): string {
   const lower = host.toLowerCase();
   const name = stripPort(lower);
-  return (name.endsWith(".") ? name.slice(0, -1) : name) + lower.slice(name.length);
+  // Every trailing dot: the URL parser takes `api.example.com..` too, and it must not dodge a rule either.
+  return (name.replace(/\.+$/, "") || name) + lower.slice(name.length);
 }
 
 /** `example.com:8787` → `example.com`; `[::1]:8787` → `[::1]`: IPv6 literals come bracketed, as in URLs. */

@@ -137,7 +137,7 @@ describe("buildKey", () => {
   });
 
   it("takes host lower-case, without its port or a trailing dot: one host is one key however it is spelled", () => {
-    for (const url of ["https://API.Example.com:8443/", "https://api.example.com./", "https://api.example.com/"]) {
+    for (const url of ["https://API.Example.com:8443/", "https://api.example.com./", "https://api.example.com../", "https://api.example.com/"]) {
       expect(buildKey(keyed([{ source: "host" }]), request({}, url))).toBe("api.example.com");
     }
     expect(buildKey(keyed([{ source: "host" }]), request({}, "https://[2001:DB8::1]:8443/"))).toBe("[2001:db8::1]");

@@ -88,6 +88,7 @@ describe("matchingRules", () => {
     const r = rule({ match: { host: "api.example.com" } });
     expect(matchingRules([r], get("/", "api.example.com."))).toEqual([r]);
     expect(matchingRules([r], get("/", "api.example.com.:443"))).toEqual([r]);
+    expect(matchingRules([r], get("/", "api.example.com.."))).toEqual([r]);
   });
 
   it("requires path, method and host to fit together", () => {
