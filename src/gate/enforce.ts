@@ -44,7 +44,7 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const ip = request.headers.get("CF-Connecting-IP");
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
   const now = Date.now();
-  const parts = applicable.flatMap((rule) => partsOf(rule, request));
+  const parts = applicable.flatMap((rule) => partsOf(rule, request, context));
   // Rules that admit any key are asked first: a request one of them already denies spends no
   // other rule's allowance of new keys (newKeysPerSecond), which would push new clients into #overflow.
   const open = await Promise.all(parts.map((p) => (p.rule.newKeysPerSecond === null ? named(p, now) : undefined)));
@@ -77,24 +77,25 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
 }
 
 /** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out. */
-function partsOf(rule: Rule, request: Request): Omit<Ask, "objectName">[] {
+function partsOf(rule: Rule, request: Request, context: LimiterContext): Omit<Ask, "objectName">[] {
   const cost = costOf(rule, request);
-  return cost === undefined ? [] : [{ rule, key: buildKey(rule, request), cost }];
+  const key = buildKey(rule, request);
+  if (cost !== undefined) return [{ rule, key, cost }];
+  countDryRunRefusal({ rule, key }, context);
+  return [];
 }
 
 /**
  * The units the request costs under the rule; a 400 HttpProblem for a malformed cost, thrown before
  * any rule spends anything. Under a dry-run rule, which never refuses a request, a malformed cost is
- * its would-be refusal, counted and logged as one, and the rule sits the request out: undefined.
+ * its would-be refusal, which the caller counts (`countDryRunRefusal`), and the rule sits the
+ * request out: undefined.
  */
 export function costOf(rule: Rule, request: Request): number | undefined {
   const cost = requestCost(rule.cost, request);
-  if ("error" in cost && rule.dryRun) {
-    countDryRunRefusal(rule);
-    return undefined;
-  }
-  if ("error" in cost) throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
-  return cost.units;
+  if (!("error" in cost)) return cost.units;
+  if (rule.dryRun) return undefined;
+  throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
 }
 
 /** The ask with the object that owns its key: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */

@@ -8,7 +8,7 @@ import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, HttpProblem } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
-import { limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
@@ -79,15 +79,18 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       if (error instanceof HttpProblem) return refuse(c, error.toResponse());
       throw error;
     }
-    if (cost === undefined) return next();
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
       throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
     }
-    const signal = c.req.raw.signal;
     // As the proxy makes a header part (a raw client's "K9 " is "K9", and "#none" is no one's but the missing key's).
     const named = keyPart(value ? trimOws(value) : null);
+    if (cost === undefined) {
+      countDryRunRefusal({ rule, key: named }, context);
+      return next();
+    }
+    const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
     const held = await limitKey(context, rule, named, cost, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;

@@ -234,7 +234,7 @@ export async function forget(namespace: Env["LIMITER"], objectName: string): Pro
  * and logs each denial and would-be denial as one JSON line (capped per second, see ../metrics/log)
  * with the key only as its hash.
  */
-export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision: Decision, context: LimiterContext): void {
+export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision: CountedDecision, context: LimiterContext): void {
   const { rule, key, cost } = ask;
   const outcome = decision.allowed ? "allowed" : rule.dryRun ? "dry_run_denied" : "denied";
   metrics.count("floodgate_decisions_total", { rule: rule.name, decision: outcome });
@@ -248,13 +248,18 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
   context.waitUntil?.(logged);
 }
 
+/** A decision as counted: a dry-run rule's would-be 400 says "invalid-request", which no decision of a limit says. */
+export type CountedDecision = Omit<Decision, "reason"> & { reason?: Decision["reason"] | "invalid-request" };
+
 /**
  * A dry-run rule's would-be 400 (the request's cost header is malformed for it): counted as its
- * would-be denial and logged as one, with reason "invalid-request"; the request goes on.
+ * would-be denial, as {@link countDecision} counts one (its point, and its log line with the key's
+ * hash), with reason "invalid-request" and no cost; the request goes on, and no object is asked.
  */
-export function countDryRunRefusal(rule: Rule): void {
-  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: "dry_run_denied" });
-  log.admit("dry_run_denied", Date.now())?.({ rule: rule.name, decision: "dry_run_denied", reason: "invalid-request", status: 400 });
+export function countDryRunRefusal(ask: Pick<Ask, "rule" | "key">, context: LimiterContext): void {
+  const now = Date.now();
+  const refusal = { allowed: false, limit: ask.rule.limit, remaining: 0, resetAt: now, moreAt: now, retryAfter: 0, reason: "invalid-request" as const };
+  countDecision({ ...ask, cost: 0 }, refusal, context);
 }
 
 function fastContext(context: LimiterContext): FastContext {

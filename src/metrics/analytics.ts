@@ -13,7 +13,7 @@ export interface AnalyticsSettings {
 /** One decision to record: the rule, what it decided and for which key, and the outcome as counted. */
 export interface DecisionPoint {
   rule: Rule;
-  decision: Decision;
+  decision: Pick<Decision, "remaining"> & { reason?: string };
   key: string;
   cost: number;
   /** `allowed`, `denied` or `dry_run_denied`, as in floodgate_decisions_total */
@@ -44,7 +44,7 @@ const keys = new Map<string, Promise<CryptoKey>>();
 /**
  * HMAC-SHA-256 of the key under the secret, in hex: what the dataset and the logs hold instead of
  * the key. An operator who knows a key finds its points and lines with
- * `printf '%s' "<key>" | openssl dgst -sha256 -hmac "$ANALYTICS_HASH_KEY"`. Without a secret (logs
+ * `printf '%s' "<key>" | openssl dgst -sha256 -hmac "$ANALYTICS_HASH_KEY" -r` (its first field). Without a secret (logs
  * only, no ANALYTICS_HASH_KEY set) it is the key's plain SHA-256, which hides API keys but not
  * addresses, whose space is small enough to try in full.
  */

@@ -34,6 +34,17 @@ describe("Analytics Engine", () => {
     expect(JSON.stringify(points)).not.toContain("192.0.2.180");
   });
 
+  it("writes a dry-run rule's would-be refusal of a malformed cost as a point too, as the decisions metric counts it", async () => {
+    const { points, dataset } = recorder();
+    const rules = [{ name: "ae-dry-cost", limit: 5, period: "1m", cost: "header:x-cost", dryRun: true }];
+    const bindings = { rules, ANALYTICS: dataset as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "secret" };
+    const request = new Request("http://floodgate.test/ae-dry-cost/a", { headers: { "CF-Connecting-IP": "192.0.2.186", "x-cost": "abc" } });
+    expect((await send(request, bindings)).status).toBe(200);
+
+    const hash = await keyHash("secret", "192.0.2.186");
+    expect(points).toEqual([{ indexes: ["ae-dry-cost"], blobs: ["ae-dry-cost", "dry_run_denied", "invalid-request", "strict", "sliding-window", hash], doubles: [0, 0, 1] }]);
+  });
+
   it("samples by ANALYTICS_SAMPLE and weighs each point by its inverse, so sums stay true", async () => {
     const { points, dataset } = recorder();
     vi.spyOn(Math, "random").mockReturnValueOnce(0.1).mockReturnValueOnce(0.3);

@@ -48,6 +48,16 @@ describe("dryRun", () => {
     expect(metrics.value("floodgate_decisions_total", { rule: "dry-cost", decision: "dry_run_denied" }) - before).toBe(1);
   });
 
+  it("logs a malformed cost's would-be refusal as any would-be denial's line, with the key's hash and no status it never sent", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const rules = [{ name: "dry-cost-log", limit: 5, period: "1m", cost: "header:x-cost", dryRun: true }];
+    await send(get("/dry-cost-log/x", "192.0.2.165", { "x-cost": "abc" }), { rules });
+
+    expect(lines).toEqual([{ event: "dry_run_denied", rule: "dry-cost-log", decision: "dry_run_denied", reason: "invalid-request", retryAfterMs: 0, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(JSON.stringify(lines)).not.toContain("192.0.2.165");
+  });
+
   it("adds no header of its own", async () => {
     const response = await send(get("/dry-headers/x", "192.0.2.162"), { rules: [{ name: "dry-headers", limit: 2, period: "1m", dryRun: true }] });
     expect(response.headers.get("RateLimit-Policy")).toBeNull();
