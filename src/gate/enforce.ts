@@ -2,7 +2,7 @@
 import { largestCost, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { asReleased, cachedDenial, countDecision, countDryRunRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { matchingRules } from "../routing/match";
@@ -78,22 +78,22 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
 
 /** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out. */
 function partsOf(rule: Rule, request: Request, context: LimiterContext): Omit<Ask, "objectName">[] {
-  const cost = costOf(rule, request);
   const key = buildKey(rule, request);
-  if (cost !== undefined) return [{ rule, key, cost }];
-  countDryRunRefusal({ rule, key }, context);
-  return [];
+  const cost = costOf({ rule, key }, request, context);
+  return cost === undefined ? [] : [{ rule, key, cost }];
 }
 
 /**
- * The units the request costs under the rule; a 400 HttpProblem for a malformed cost, thrown before
- * any rule spends anything. Under a dry-run rule, which never refuses a request, a malformed cost is
- * its would-be refusal, which the caller counts (`countDryRunRefusal`), and the rule sits the
+ * The units the request costs under the rule. A malformed cost is the rule's refusal, counted and
+ * logged as one (see `countRefusal`): a 400 HttpProblem, thrown before any rule spends anything;
+ * under a dry-run rule, which never refuses a request, its would-be refusal, and the rule sits the
  * request out: undefined.
  */
-export function costOf(rule: Rule, request: Request): number | undefined {
+export function costOf(ask: Pick<Ask, "rule" | "key">, request: Request, context: LimiterContext): number | undefined {
+  const { rule } = ask;
   const cost = requestCost(rule.cost, request);
   if (!("error" in cost)) return cost.units;
+  countRefusal(ask, context);
   if (rule.dryRun) return undefined;
   throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
 }

@@ -8,7 +8,7 @@ import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, HttpProblem } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
 import { sendHolding } from "../http/in-flight";
-import { countDryRunRefusal, limitKey, locatedAt, type LimiterContext } from "../limiter";
+import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
@@ -72,13 +72,6 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
-    let cost: number | undefined;
-    try {
-      cost = costOf(rule, c.req.raw);
-    } catch (error) {
-      if (error instanceof HttpProblem) return refuse(c, error.toResponse());
-      throw error;
-    }
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
@@ -86,10 +79,14 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }
     // As the proxy makes a header part (a raw client's "K9 " is "K9", and "#none" is no one's but the missing key's).
     const named = keyPart(value ? trimOws(value) : null);
-    if (cost === undefined) {
-      countDryRunRefusal({ rule, key: named }, context);
-      return next();
+    let cost: number | undefined;
+    try {
+      cost = costOf({ rule, key: named }, c.req.raw, context);
+    } catch (error) {
+      if (error instanceof HttpProblem) return refuse(c, error.toResponse());
+      throw error;
     }
+    if (cost === undefined) return next();
     const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
     const held = await limitKey(context, rule, named, cost, signal).catch((error: unknown) => {

@@ -242,21 +242,22 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
   if (outcome === "allowed") return;
   const write = log.admit(outcome, Date.now());
   if (!write) return;
-  const line = { rule: rule.name, decision: outcome, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter, ...(outcome === "denied" ? { status: 429 } : {}) };
+  const status = decision.reason === "invalid-request" ? 400 : 429;
+  const line = { rule: rule.name, decision: outcome, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter, ...(outcome === "denied" ? { status } : {}) };
   // Hashing may fail like any I/O; a log line never costs the request anything.
   const logged = keyHash(context.hashKey, key).then((hash) => write({ ...line, keyHash: hash }), () => write(line));
   context.waitUntil?.(logged);
 }
 
-/** A decision as counted: a dry-run rule's would-be 400 says "invalid-request", which no decision of a limit says. */
+/** A decision as counted: a rule's 400 for a malformed cost says "invalid-request", which no decision of a limit says. */
 export type CountedDecision = Omit<Decision, "reason"> & { reason?: Decision["reason"] | "invalid-request" };
 
 /**
- * A dry-run rule's would-be 400 (the request's cost header is malformed for it): counted as its
- * would-be denial, as {@link countDecision} counts one (its point, and its log line with the key's
- * hash), with reason "invalid-request" and no cost; the request goes on, and no object is asked.
+ * A rule's refusal of a request whose cost header is malformed for it: counted as {@link
+ * countDecision} counts a denial (a dry-run rule's would-be denial), with its point and its log line
+ * (status 400) with the key's hash, reason "invalid-request" and no cost. No object is asked.
  */
-export function countDryRunRefusal(ask: Pick<Ask, "rule" | "key">, context: LimiterContext): void {
+export function countRefusal(ask: Pick<Ask, "rule" | "key">, context: LimiterContext): void {
   const now = Date.now();
   const refusal = { allowed: false, limit: ask.rule.limit, remaining: 0, resetAt: now, moreAt: now, retryAfter: 0, reason: "invalid-request" as const };
   countDecision({ ...ask, cost: 0 }, refusal, context);

@@ -45,6 +45,19 @@ describe("Analytics Engine", () => {
     expect(points).toEqual([{ indexes: ["ae-dry-cost"], blobs: ["ae-dry-cost", "dry_run_denied", "invalid-request", "strict", "sliding-window", hash], doubles: [0, 0, 1] }]);
   });
 
+  it("writes an enforced rule's 400 for a malformed cost as a denial's point, reason invalid-request", async () => {
+    const { points, dataset } = recorder();
+    const rules = [{ name: "ae-bad-cost", limit: 5, period: "1m", cost: "header:x-cost" }];
+    const bindings = { rules, ANALYTICS: dataset as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "secret" };
+    const request = new Request("http://floodgate.test/ae-bad-cost/a", { headers: { "CF-Connecting-IP": "192.0.2.187", "x-cost": "1.5" } });
+    const before = metrics.value("floodgate_decisions_total", { rule: "ae-bad-cost", decision: "denied" });
+    expect((await send(request, bindings)).status).toBe(400);
+
+    const hash = await keyHash("secret", "192.0.2.187");
+    expect(points).toEqual([{ indexes: ["ae-bad-cost"], blobs: ["ae-bad-cost", "denied", "invalid-request", "strict", "sliding-window", hash], doubles: [0, 0, 1] }]);
+    expect(metrics.value("floodgate_decisions_total", { rule: "ae-bad-cost", decision: "denied" }) - before).toBe(1);
+  });
+
   it("samples by ANALYTICS_SAMPLE and weighs each point by its inverse, so sums stay true", async () => {
     const { points, dataset } = recorder();
     vi.spyOn(Math, "random").mockReturnValueOnce(0.1).mockReturnValueOnce(0.3);
@@ -86,6 +99,16 @@ describe("Analytics Engine", () => {
 });
 
 describe("structured logs", () => {
+  it("writes a rule's 400 for a malformed cost as one line with status 400, never the key", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const request = new Request("http://floodgate.test/log-bad-cost/a", { headers: { "CF-Connecting-IP": "192.0.2.188", "x-cost": "abc" } });
+    await send(request, { rules: [{ name: "log-bad-cost", limit: 5, period: "1m", cost: "header:x-cost" }] });
+
+    expect(lines).toEqual([{ event: "denied", rule: "log-bad-cost", decision: "denied", reason: "invalid-request", retryAfterMs: 0, status: 400, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(JSON.stringify(lines)).not.toContain("192.0.2.188");
+  });
+
   it("writes each denial as one JSON object with rule, decision, reason, keyHash and status, never the key", async () => {
     const lines: Record<string, unknown>[] = [];
     vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
