@@ -8,12 +8,17 @@
  */
 const ENCODED = /["<>^`{}]|[^\x00-\x7f]+/gu;
 
-/** A character RFC 3986 calls unreserved: its escape means the character itself, to any origin. */
-const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+/**
+ * A character whose escape means the character itself, to any origin: one RFC 3986 calls
+ * unreserved, or one it does not allow in a path at all ("[", "]", "^", "|") that the URL standard
+ * leaves as it is (workerd's parser escapes "^", Node's does not): an origin that takes it raw
+ * takes it as data, as it takes its escape once decoded.
+ */
+const PLAIN = /^[A-Za-z0-9\-._~[\]^|]$/;
 
 /**
- * A request path as rules match it and key it: its escapes of unreserved characters decoded
- * (`%61` is `a`) and the rest upper-cased (`%c3%a9` is `%C3%A9`), as RFC 3986 normalizes a URI.
+ * A request path as rules match it and key it: its escapes of plain characters decoded (`%61` is
+ * `a`, `%7C` is `|`) and the rest upper-cased (`%c3%a9` is `%C3%A9`), as RFC 3986 normalizes a URI.
  * The runtime hands a path over as the client wrote it, and origins decode both forms alike, so
  * without this `/%61pi/x` would pass a rule on `/api/*`, and a path key would mint a quota per
  * spelling. Reserved escapes (`%2F`) stay escaped: an origin may tell them apart.
@@ -22,7 +27,7 @@ export function normalizePath(path: string): string {
   if (!path.includes("%")) return path;
   return path.replace(/%[0-9A-Fa-f]{2}/g, (escape) => {
     const char = String.fromCharCode(parseInt(escape.slice(1), 16));
-    return UNRESERVED.test(char) ? char : escape.toUpperCase();
+    return PLAIN.test(char) ? char : escape.toUpperCase();
   });
 }
 

@@ -369,11 +369,12 @@ describe("match", () => {
     ["/{id}/*", "/%7Bid%7D/*"],
     ['/a<b>"c"`d`', "/a%3Cb%3E%22c%22%60d%60"],
     ["/a/../b/*", "/b/*"],
+    ["/a%7Cb/*", "/a|b/*"],
     ["/a\\b", "/a/b"],
   ])("rejects the path %j, which never matches as written, naming the form requests arrive in: %j", (path, arrives) => {
     const error = errorFor([rule({ match: { path } })]);
     expect(error.field).toBe("rules[0].match.path");
-    expect(error.message).toContain(`never matches: request paths are matched percent-encoded (escapes upper-case, letters, digits and -._~ unescaped), with "." and ".." segments resolved; write ${JSON.stringify(arrives)}`);
+    expect(error.message).toContain(`never matches: request paths are matched percent-encoded (escapes upper-case; letters, digits, -._~ and []^| unescaped), with "." and ".." segments resolved; write ${JSON.stringify(arrives)}`);
   });
 
   const samples = ["/%61pi/*", "/caf%c3%a9", "/a%7e%2fb", "/api/*", "/v1/*/items", "/a+b", "/a;b=c", "/%2F", "/~user/*", "/a[1]", "/@scope/*", "/a|b", "/a'b", "/a!$&()*,=", "//x/*", "/a/b.", "/a..b", "/a^b", "/café/*", "/%2e%2E/x", "/a/%2e/b", "/a/.", "/a/..", "/{x}", "/\\a"];

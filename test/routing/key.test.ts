@@ -297,6 +297,13 @@ describe("the path key part", () => {
     const spellings = ["/api/caf%C3%A9", "/%61pi/caf%c3%a9", "/ap%69/caf%C3%a9"].map((path) => buildKey(keyed([PATH]), request({}, `https://api.example.com${path}`)));
     expect(new Set(spellings)).toEqual(new Set(["/api/caf%25C3%25A9"]));
   });
+
+  it("keys a | in a path raw or escaped alike: one quota, not one per spelling", () => {
+    const PATH: KeyPart = { source: "path" };
+    const spellings = ["/p/X|x", "/p/X%7Cx", "/p/X%7cx"].map((path) => buildKey(keyed([PATH]), request({}, `https://api.example.com${path}`)));
+    expect(new Set(spellings)).toEqual(new Set(["/p/X%7Cx"]));
+    expect(canonicalKey({ key: [PATH], ipv6Prefix: 56, newKeysPerSecond: null }, "/p/X%7Cx")).toBe("/p/X%7Cx");
+  });
 });
 
 describe("canonicalKey", () => {

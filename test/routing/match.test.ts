@@ -34,6 +34,12 @@ describe("matchingRules", () => {
     expect(matchingRules([api], get("/%61%70%69/x"))).toEqual([api]);
   });
 
+  it("matches a path with | or [ ] escaped as the path written raw, as the URL parser passes them", () => {
+    const piped = rule({ match: { path: "/a|b[1]/*" } });
+    expect(matchingRules([piped], get("/a%7Cb%5B1%5D/x"))).toEqual([piped]);
+    expect(matchingRules([piped], get("/a%7cb[1]/x"))).toEqual([piped]);
+  });
+
   it("matches escapes in either case, and keeps reserved ones escaped", () => {
     const cafe = rule({ match: { path: "/caf%C3%A9/*" } });
     const slash = rule({ match: { path: "/a%2Fb" } });
