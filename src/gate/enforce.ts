@@ -5,7 +5,7 @@ import { invalidRequest } from "../http/problem";
 import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
-import { matchingRules } from "../routing/match";
+import { hostOf, matchingRules } from "../routing/match";
 import { buildKey, requestCost } from "../routing/key";
 
 /** One applicable rule and what it decided for the request. */
@@ -42,7 +42,7 @@ export interface Verdict {
 export async function enforce(request: Request, url: URL, rules: readonly Rule[], requested: LimiterContext): Promise<Verdict> {
   const context = locatedAt(requested, request);
   const ip = request.headers.get("CF-Connecting-IP");
-  const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: url.host, ip });
+  const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: hostOf(url), ip });
   const now = Date.now();
   const parts = applicable.flatMap((rule) => partsOf(rule, request, context));
   // Rules that admit any key are asked first: a request one of them already denies spends no

@@ -9,7 +9,7 @@ export interface MatchTarget {
   method: string;
   /** the URL pathname as received (`new URL(request.url).pathname`), not percent-decoded */
   path: string;
-  /** the URL host, any case, with its port if it has one (`new URL(request.url).host`) */
+  /** the URL host, any case, with its port ({@link hostOf}: the scheme's default written out) */
   host: string;
   /** the client address, `CF-Connecting-IP` and nothing else; absent, it is in no rule's `match.ips` */
   ip?: string | null;
@@ -39,7 +39,7 @@ const compiled = new WeakMap<Rule, CompiledMatch>();
  *
  * @example
  * const url = new URL(request.url);
- * matchingRules(config.rules, { method: request.method, path: url.pathname, host: url.host });
+ * matchingRules(config.rules, { method: request.method, path: url.pathname, host: hostOf(url) });
  */
 export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rule[] {
   const method = request.method.toUpperCase();
@@ -83,6 +83,14 @@ function compiledMatch(rule: Rule): CompiledMatch {
     compiled.set(rule, match);
   }
   return match;
+}
+
+/**
+ * The request's host with its port: the scheme's default port written out, which the URL leaves
+ * out, so that a rule on `api.example.com:443` matches the HTTPS requests to that host.
+ */
+export function hostOf(url: URL): string {
+  return url.port !== "" ? url.host : `${url.host}:${url.protocol === "https:" || url.protocol === "wss:" ? 443 : 80}`;
 }
 
 /**

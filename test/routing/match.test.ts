@@ -1,6 +1,6 @@
 // Which rules apply to a request: path, method and host matching.
 import { describe, expect, it } from "vitest";
-import { matchingRules } from "../../src/routing/match";
+import { hostOf, matchingRules } from "../../src/routing/match";
 import { rule } from "../helpers/rules";
 
 const get = (path: string, host = "api.example.com") => ({ method: "GET", path, host });
@@ -82,6 +82,15 @@ describe("matchingRules", () => {
     expect(matchingRules([r], get("/", "localhost:8787"))).toEqual([r]);
     expect(matchingRules([r], get("/", "localhost:9000"))).toEqual([]);
     expect(matchingRules([r], get("/", "localhost"))).toEqual([]);
+  });
+
+  it("matches a rule naming the scheme's default port: the URL leaves it out, hostOf writes it out", () => {
+    const https = rule({ match: { host: "api.example.com:443" } });
+    expect(hostOf(new URL("https://api.example.com/x"))).toBe("api.example.com:443");
+    expect(hostOf(new URL("http://api.example.com/x"))).toBe("api.example.com:80");
+    expect(hostOf(new URL("http://api.example.com:8080/x"))).toBe("api.example.com:8080");
+    expect(matchingRules([https], get("/", hostOf(new URL("https://api.example.com/x"))))).toEqual([https]);
+    expect(matchingRules([https], get("/", hostOf(new URL("http://api.example.com/x"))))).toEqual([]);
   });
 
   it("does not mistake an IPv6 literal's colons for a port", () => {

@@ -105,6 +105,12 @@ describe("strict limits through the Worker", () => {
     expect((await send(get("/login", { "CF-Connecting-IP": "192.0.2.50" }), { rules })).status).toBe(200);
   });
 
+  it("applies a rule whose host names the scheme's default port, which a request's URL leaves out", async () => {
+    const rules = [{ name: "host-port", match: { path: "/host-port/*", host: "floodgate.test:80" }, key: "global", limit: 1, period: "1m" }];
+    expect(statuses([await send(get("/host-port/a"), { rules }), await send(get("/host-port/b"), { rules })])).toEqual([200, 429]);
+    expect(await originLog("host-port")).toHaveLength(1);
+  });
+
   it("limits token-bucket rules to the burst", async () => {
     const rules = [{ name: "tb", algorithm: "token-bucket", limit: 1, period: "1h", burst: 3 }];
     const results = [];
