@@ -7,35 +7,18 @@ import { setCapacity } from "./fast";
 import { check, refusal, refused } from "./gate/check";
 import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
-import { HttpProblem, invalidConfig } from "./http/problem";
+import { failureResponse } from "./http/failure";
+import { HttpProblem } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
-import { log } from "./metrics/log";
-import { metrics } from "./metrics/metrics";
 
 export { Floodgate } from "./binding/floodgate";
 export { RateLimiter } from "./durable-object/rate-limiter";
 
 export default {
   async fetch(request, env, ctx): Promise<Response> {
-    try {
-      return await handle(request, env, ctx);
-    } catch (error) {
-      if (error instanceof HttpProblem) return error.toResponse();
-      if (error instanceof ConfigError) {
-        log.event("error", { kind: "config", message: error.message }, Date.now());
-        return invalidConfig(error.message).toResponse();
-      }
-      metrics.count("floodgate_errors_total", { kind: "internal" });
-      log.event("error", { kind: "internal", message: error instanceof Error ? error.message : String(error), ...(error instanceof Error && error.stack ? { stack: error.stack } : {}) }, Date.now());
-      return new HttpProblem({
-        type: "about:blank",
-        status: 500,
-        title: "Internal Server Error",
-        detail: "floodgate failed to handle this request; the error is logged.",
-      }).toResponse();
-    }
+    return handle(request, env, ctx).catch(failureResponse);
   },
 } satisfies ExportedHandler<Env>;
 

@@ -3,6 +3,7 @@ import type { Settings } from "../config";
 import { describeRule } from "../config/rules";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
+import { failureResponse } from "../http/failure";
 import { HttpProblem, invalidRequest, notFound, unauthorized } from "../http/problem";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
@@ -26,11 +27,8 @@ const UNSENDABLE_TOKEN =
 export async function handleAdmin(request: Request, env: Env, settingsOf: () => Settings): Promise<Response> {
   // HEAD is GET without the body (RFC 9110).
   const head = request.method === "HEAD";
-  const answer = await answerAdmin(head ? new Request(request, { method: "GET" }) : request, env, settingsOf).catch((error: unknown) => {
-    if (error instanceof HttpProblem) return error.toResponse();
-    throw error;
-  });
-  // Rules, a key's state and the counters are the admin's: no cache, not even the browser's own, keeps them.
+  const answer = await answerAdmin(head ? new Request(request, { method: "GET" }) : request, env, settingsOf).catch(failureResponse);
+  // Rules, a key's state and the counters are the admin's, and so is an invalid configuration's 500: no cache, not even the browser's own, keeps them.
   const headers = new Headers(answer.headers);
   headers.set("Cache-Control", "no-store");
   return new Response(head ? null : answer.body, { status: answer.status, statusText: answer.statusText, headers });

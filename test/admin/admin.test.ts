@@ -121,6 +121,7 @@ describe("admin API", () => {
     expect([anonymous.status, page.status, withoutToken.status]).toEqual([401, 200, 404]);
     expect(await anonymous.text()).not.toContain("adm-broken");
     expect(signedIn.status).toBe(500);
+    expect(signedIn.headers.get("Cache-Control")).toBe("no-store");
     expect(((await signedIn.json()) as { detail: string }).detail).toMatch(/^rules\[0\] \("adm-broken"\)\.period/);
   });
 
