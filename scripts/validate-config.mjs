@@ -71,6 +71,10 @@ function check(validators, env, config, top, allowDemo) {
       problems.push(`${error.message} (in ${section})`);
     }
   }
+  // A secret among the vars is stored in plain text, and wrangler prints every var it deploys.
+  for (const secret of ["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"]) {
+    if (vars[secret] !== undefined) problems.push(`${secret} is a secret, not a var: remove it from ${section} (or --var), where it is stored in plain text and printed by wrangler, and run npx wrangler secret put ${secret}${env === undefined ? "" : ` --env ${env}`}`);
+  }
   const limiter = limiterOf(config);
   const bindings = env === undefined ? "[[durable_objects.bindings]]" : `[[env.${env}.durable_objects.bindings]]`;
   if (limiter === undefined) {

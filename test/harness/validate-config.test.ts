@@ -124,6 +124,16 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     });
   });
 
+  it("refuses ADMIN_TOKEN or ANALYTICS_HASH_KEY among the vars, which wrangler stores and prints in plain text, naming the command for a secret", async () => {
+    const runs = await Promise.all(["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"].map((name) => validate({ toml: `${COMPLETE}${name} = "s3cret-value-0123456789"\n` })));
+    runs.forEach((run, i) => {
+      const name = ["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"][i]!;
+      expect(run.code, name).toBe(1);
+      expect(run.stderr).toContain(`  - ${name} is a secret, not a var: remove it from [vars] (or --var), where it is stored in plain text and printed by wrangler, and run npx wrangler secret put ${name}`);
+      expect(run.stderr + run.stdout).not.toContain("s3cret-value");
+    });
+  });
+
   it("refuses a RateLimiter that no migration creates, or that one creates key-value backed", async () => {
     const withoutMigration = TOP.replace(/\[\[migrations\]\][\s\S]*$/, "");
     const none = await validate({ toml: `${withoutMigration}\n[vars]\n${VARS}` });
