@@ -1,4 +1,4 @@
-/** Turns a rule's `period` into whole milliseconds and back, exactly. */
+/** Turns a rule's durations (`period`, `slotTtl`, `timeout`, `block`, `sync`, `warmup`) into whole milliseconds and back, exactly. */
 import { show } from "./errors";
 
 /** Smallest first: formatDuration keeps the last unit that divides, which gives the shortest form. */
@@ -15,7 +15,7 @@ const HINT = `a duration like "10s" (a positive integer then ms, s, m, h or d) o
 export type ParsedDuration = { ok: true; ms: number } | { ok: false; problem: string };
 
 /**
- * Reads a `period`: a positive number of seconds (fractions down to whole milliseconds),
+ * Reads a duration: a positive number of seconds (fractions down to whole milliseconds),
  * or `<positive integer><unit>` with unit `ms`, `s`, `m`, `h` or `d`.
  *
  * @example
@@ -65,13 +65,13 @@ function fromText(text: string): ParsedDuration {
   if (unit === "") return invalid(`${show(text)} has no unit; write "${digits}s", or the number ${digits} for seconds`);
   if (size === undefined) return invalid(`unknown unit "${unit}" in ${show(text)}; use ms, s, m, h or d, e.g. "10s"`);
   const ms = Number(digits) * size;
-  if (ms === 0) return invalid(`a period must be positive, got ${show(text)}`);
+  if (ms === 0) return invalid(`a duration must be positive, got ${show(text)}`);
   if (!Number.isSafeInteger(ms)) return tooLong(text);
   return { ok: true, ms };
 }
 
 function tooLong(value: number | string): ParsedDuration {
-  return invalid(`${show(value)} is too long; a period can be at most ${Number.MAX_SAFE_INTEGER}ms`);
+  return invalid(`${show(value)} is too long; a duration can be at most ${Number.MAX_SAFE_INTEGER}ms`);
 }
 
 function invalid(problem: string): ParsedDuration {

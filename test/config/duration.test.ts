@@ -51,7 +51,7 @@ describe("parseDuration", () => {
   });
 
   it("rejects a zero duration string", () => {
-    expect(problemOf("0s")).toBe('a period must be positive, got "0s"');
+    expect(problemOf("0s")).toBe('a duration must be positive, got "0s"');
   });
 
   it("rejects text that is not a duration, quoting it", () => {
@@ -72,7 +72,7 @@ describe("parseDuration", () => {
   });
 
   it("rejects durations too long to count in exact milliseconds", () => {
-    expect(problemOf("999999999999d")).toMatch(/is too long; a period can be at most 9007199254740991ms/);
+    expect(problemOf("999999999999d")).toMatch(/is too long; a duration can be at most 9007199254740991ms/);
     expect(problemOf(1e300)).toMatch(/is too long/);
   });
 

@@ -926,6 +926,10 @@ describe("concurrency", () => {
     expect(fieldFor({ algorithm: "concurrency", period: undefined, slotTtl })).toBe("rules[0].slotTtl");
   });
 
+  it("says a zero slotTtl must be a positive duration, not a period, which a concurrency rule has none of", () => {
+    expect(errorFor([rule({ algorithm: "concurrency", period: undefined, slotTtl: "0s" })]).message).toBe('rules[0] ("api").slotTtl: a duration must be positive, got "0s"');
+  });
+
   it("rejects slotTtl on another algorithm", () => {
     const error = errorFor([rule({ slotTtl: "1m" })]);
     expect(error.field).toBe("rules[0].slotTtl");
