@@ -1,5 +1,5 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
-import { adjustSlidingWindow, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
+import { adjustSlidingWindow, bucketEndOf, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket";
 import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
 import { adjustSlidingLog, countedAtSlidingLog, slidingLog, usedSlidingLog } from "./sliding-log";
@@ -140,13 +140,15 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
   return { ...decide(policy, state, 1, now).decision, remaining, resetAt, moreAt };
 }
 
+type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets">;
+
 /**
  * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
  * sliding window and of its window for a fixed window, so that reports from one bucket add up to
  * one entry; `t` itself for a sliding log, which places every unit at its exact time; a token
  * bucket (and GCRA) takes units when it is told, whatever their time, so for it every `t` files under 0.
  */
-export function slotOf(policy: Pick<Policy, "algorithm" | "periodMs" | "buckets">, t: number): number {
+export function slotOf(policy: Slots, t: number): number {
   switch (policy.algorithm) {
     case "sliding-window":
       return bucketStartOf(policy, t);
@@ -157,4 +159,27 @@ export function slotOf(policy: Pick<Policy, "algorithm" | "periodMs" | "buckets"
     default:
       return 0;
   }
+}
+
+/**
+ * The latest time units filed under `slot` (see {@link slotOf}) may have been taken at: the last
+ * millisecond of a sliding window's bucket or of a fixed window's window, the slot itself for a
+ * sliding log, and any time at all for a token bucket or GCRA, which file every unit under 0.
+ */
+export function slotEnd(policy: Slots, slot: number): number {
+  switch (policy.algorithm) {
+    case "sliding-window":
+      return bucketEndOf(policy, slot);
+    case "fixed-window":
+      return slot + policy.periodMs - 1;
+    case "sliding-log":
+      return slot;
+    default:
+      return Number.POSITIVE_INFINITY;
+  }
+}
+
+/** Whether two policies file units under the same slots, so that a slot of one is a slot of the other. */
+export function sameSlots(a: Slots, b: Slots): boolean {
+  return a.algorithm === b.algorithm && a.periodMs === b.periodMs && (a.algorithm !== "sliding-window" || a.buckets === b.buckets);
 }

@@ -127,6 +127,11 @@ export function bucketStartOf(policy: Shape, t: number): number {
   return bucketStart(policy, bucketIndex(policy, t));
 }
 
+/** The last millisecond of the bucket holding `t`. */
+export function bucketEndOf(policy: Shape, t: number): number {
+  return bucketStart(policy, bucketIndex(policy, t) + 1) - 1;
+}
+
 function bucketIndex(policy: Shape, t: number): number {
   return Math.floor((t * policy.buckets) / policy.periodMs);
 }

@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, peek } from "../algorithms";
+import { adjust, decide, peek, sameSlots, slotEnd } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -193,6 +193,7 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers, lease: known.lease, blockedUntil, cursor, changed: [] };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
+  const at = filedAt(askedPolicy, policy, now);
   let pins: Pin[] = peers.peers.get(sync.isolate)?.pins ?? [];
   // Every other peer's pins: whole units, so taking the caller's from the total is exact.
   const othersPinned = peers.pinned - pinnedUnits(pins);
@@ -202,15 +203,16 @@ export function grantLease(
     if (!pin) continue;
     let settledUnits = report.unspent;
     for (const s of report.spent) {
-      state = adjust(policy, state, s.units, s.at, now);
+      state = adjust(policy, state, s.units, at(s.at), now);
       settledUnits += s.units;
     }
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
-  for (const s of sync.refunds ?? []) state = adjust(policy, state, -s.units, s.at, now);
+  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, at(s.at), now);
+  // A refund filed under other slots cannot be placed where its units were counted: they stay counted.
+  if (sameSlots(askedPolicy, policy)) for (const s of sync.refunds ?? []) state = adjust(policy, state, -s.units, s.at, now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
@@ -271,6 +273,17 @@ export function grantLease(
   putPeer(peers, sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };
+}
+
+/**
+ * Where units an isolate filed under `asked`'s slots (see `slotOf`) are counted under `policy`: at
+ * their slot when the two file alike; otherwise at the latest time they may have been taken, and
+ * no later than now, so that none leaves `policy`'s window sooner than it would have (a token
+ * bucket files every unit under 0, which a window dropped as long gone, and the next lease handed
+ * the units out again).
+ */
+export function filedAt(asked: Policy, policy: Policy, now: number): (slot: number) => number {
+  return sameSlots(asked, policy) ? (slot) => slot : (slot) => Math.min(now, slotEnd(asked, slot));
 }
 
 /**

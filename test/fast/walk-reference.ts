@@ -9,7 +9,7 @@
 import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { demandRate, fairShare, isRoomy, soonerUnderOthers, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
@@ -41,6 +41,7 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
+  const at = filedAt(askedPolicy, policy, now);
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
@@ -48,14 +49,14 @@ export function grantLease(
     if (!pin) continue;
     let settledUnits = report.unspent;
     for (const s of report.spent) {
-      state = adjust(policy, state, s.units, s.at, now);
+      state = adjust(policy, state, s.units, at(s.at), now);
       settledUnits += s.units;
     }
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, s.at, now);
+  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, at(s.at), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);

@@ -1,0 +1,66 @@
+// Two live Worker versions, or a rule changed under a live key, with the real object: what one version's isolates spent counts under the other's policy too.
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { slotOf, type Policy } from "../../src/algorithms";
+import type { SyncRequest } from "../../src/fast/lease";
+import { frozenStart } from "../helpers/clock";
+
+const T0 = frozenStart();
+const HOUR = 3_600_000;
+const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const bucket30: Policy = { algorithm: "token-bucket", limit: 30, periodMs: HOUR, burst: 30, buckets: 1 };
+const window20: Policy = { algorithm: "sliding-window", limit: 20, periodMs: HOUR, burst: 20, buckets: 60 };
+const fixed20: Policy = { algorithm: "fixed-window", limit: 20, periodMs: HOUR, burst: 20, buckets: 1 };
+const log20: Policy = { algorithm: "sliding-log", limit: 20, periodMs: HOUR, burst: 20, buckets: 1 };
+const fixed100: Policy = { algorithm: "fixed-window", limit: 100, periodMs: HOUR, burst: 100, buckets: 1 };
+const minute1: Policy = { algorithm: "sliding-window", limit: 1, periodMs: 60_000, burst: 1, buckets: 60 };
+
+/**
+ * A fast isolate of `reporter`'s version asks for 10 units a second for `seconds` seconds, each
+ * time reporting the lease before as spent, filed at its own rule's slot, while `stricter`'s
+ * version stays live: its isolate syncs each second, or (`strict`) a strict request of it comes
+ * every 20 s. Returns the units the reporter was leased and spent.
+ */
+async function spentBeside(name: string, reporter: Policy, stricter: Policy, seconds: number, strict = false): Promise<number> {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(T0 + 30 * 60_000 + 30_000);
+  const stub = limiter(name);
+  const idle = (seq: number): SyncRequest => ({ isolate: "stricter", seq, reports: [], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000 });
+  const keepLive = (seq: number) => (strict ? stub.decide(stricter, [0]) : stub.sync(stricter, idle(seq)));
+  await keepLive(1);
+  let spent = 0;
+  let last: { seq: number; units: number } | undefined;
+  for (let seq = 1; seq <= seconds; seq++) {
+    vi.setSystemTime(Date.now() + 1_000);
+    if (!strict || seq % 20 === 0) await keepLive(seq + 1);
+    const reports = last ? [{ lease: last.seq, spent: last.units > 0 ? [{ at: slotOf(reporter, Date.now()), units: last.units }] : [], unspent: 0 }] : [];
+    spent += last?.units ?? 0;
+    const lease = await stub.sync(reporter, { isolate: "reporter", seq, reports, demand: 10, elapsedMs: 1_000, need: 10, horizonMs: 1_000 });
+    last = { seq: lease.seq, units: lease.units };
+  }
+  return spent;
+}
+
+describe("a fast isolate leased under another live version's policy of another algorithm", () => {
+  // Within the hour, the most generous of the two admits its burst: 30 for the bucket, and under 2 units of refill.
+  it.each([
+    ["a sliding window", window20],
+    ["a fixed window", fixed20],
+    ["a sliding log", log20],
+  ])("has what a token bucket's isolate spent counted under %s, which dropped it as filed at time 0, and leased it out again", async (_, stricter) => {
+    expect(await spentBeside(`versions/bucket-under/${stricter.algorithm}`, bucket30, stricter, 10)).toBeLessThanOrEqual(32);
+  });
+
+  it("has what a fixed window's isolate spent counted under a shorter sliding window, which dropped it as filed at its window's start", async () => {
+    expect(await spentBeside("versions/fixed-under/minute", fixed100, minute1, 150)).toBeLessThanOrEqual(100);
+  });
+
+  it("has what a token bucket's isolate spent counted under a strict version's sliding window, which the lease was granted under", async () => {
+    expect(await spentBeside("versions/bucket-under/strict", bucket30, window20, 60, true)).toBeLessThanOrEqual(32);
+  });
+});
