@@ -155,10 +155,18 @@ export class RateLimiter extends DurableObject<Env> {
     return this.relayed.forward(objectName, forwarded, timeoutMs);
   }
 
-  /** Gives back units a request took here when another rule denied it. */
+  /**
+   * Gives back units a request took here when another rule denied it, or a concurrency request's
+   * slot. Not when the stored state is another algorithm's (another live Worker version's): the
+   * units cannot be found where it counted them, so they stay counted and age as it ages them;
+   * carried over to be given back, its units became this algorithm's, concurrency slots held a
+   * whole `slotTtl` by nothing in flight.
+   */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
-    this.save(policy, adjust(policy, stateFor(this.stored, policy, now), -units, countedAt, now), now);
+    const state = stateFor(this.stored, policy, now);
+    if (fromCarry(this.stored, state)) return;
+    this.save(policy, adjust(policy, state, -units, countedAt, now), now);
   }
 
   /**

@@ -64,3 +64,24 @@ describe("a fast isolate leased under another live version's policy of another a
     expect(await spentBeside("versions/bucket-under/strict", bucket30, window20, 60, true)).toBeLessThanOrEqual(32);
   });
 });
+
+describe("a strict key under a concurrency version and a rate version at once", () => {
+  const slots: Policy = { algorithm: "concurrency", limit: 5, periodMs: 60_000, burst: 5, buckets: 1 };
+  const perSecond: Policy = { algorithm: "sliding-window", limit: 5, periodMs: 1_000, burst: 5, buckets: 60 };
+
+  it("keeps a slot given back under the concurrency version from turning the rate version's units into slots held a whole slotTtl", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/slots-and-rate");
+    vi.setSystemTime(T0);
+    const [held] = await stub.decide(slots, [1]);
+    vi.setSystemTime(T0 + 100);
+    await stub.decide(perSecond, [1, 1, 1, 1]);
+    vi.setSystemTime(T0 + 500);
+    await stub.refund(slots, 1, held!.countedAt);
+    // Nothing is in flight, and the rate version's units left its 1 s window 2 s ago.
+    vi.setSystemTime(T0 + 3_000);
+    const [underRate] = await stub.decide(perSecond, [1]);
+    const [underSlots] = await stub.decide(slots, [1]);
+    expect([underRate!.decision.allowed, underSlots!.decision.allowed]).toEqual([true, true]);
+  });
+});
