@@ -1,7 +1,7 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
 import { adjustSlidingWindow, bucketEndOf, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket";
-import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
+import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, turnedFixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
 import { adjustSlidingLog, countedAtSlidingLog, slidingLog, usedSlidingLog } from "./sliding-log";
 import { adjustGcra, gcra, usedGcra } from "./gcra";
 import { adjustConcurrency, concurrency, countedAtConcurrency, usedConcurrency } from "./concurrency";
@@ -88,7 +88,7 @@ export function adjust(
  */
 export function carryOver(from: Policy, state: LimiterState | undefined, to: Policy, now: number): LimiterState | undefined {
   if (state === undefined || from.algorithm === to.algorithm) return state;
-  const used = usedUnits(from, state, now);
+  const used = state.algorithm === "fixed-window" ? turnedFixedWindow(state, now) : usedUnits(from, state, now);
   return used > 0 ? adjust(to, undefined, used, now, now) : undefined;
 }
 

@@ -36,6 +36,13 @@ describe("usedUnits", () => {
 });
 
 describe("carryOver", () => {
+  it("carries a fixed window's count into another algorithm for a period past the window's turn, which frees it for the fixed window alone", () => {
+    const fixed: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+    const state = admit(fixed, undefined, Array<number>(10).fill(T0 + 59_000));
+    expect(usedUnits(bucket(10), carryOver(fixed, state, bucket(10), T0 + 60_500)!, T0 + 60_500)).toBe(10);
+    expect(carryOver(fixed, state, bucket(10), T0 + 120_000)).toBeUndefined();
+  });
+
   it("keeps the state itself when the algorithm is the same", () => {
     const state = admit(window(10), undefined, [T0]);
     expect(carryOver(window(10), state, window(3), T0)).toBe(state);

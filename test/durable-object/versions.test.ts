@@ -85,3 +85,26 @@ describe("a strict key under a concurrency version and a rate version at once", 
     expect([underRate!.decision.allowed, underSlots!.decision.allowed]).toEqual([true, true]);
   });
 });
+
+describe("a strict key under a fixed-window version and a token-bucket version at once", () => {
+  const fixed: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+  const refilled: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+
+  it("carries a fixed window's count past its turn, so the bucket's version takes no full burst on top of the window's limit", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/fixed-and-bucket");
+    let admitted = 0;
+    const at = async (ms: number, policy: Policy, requests: number) => {
+      vi.setSystemTime(T0 + ms);
+      admitted += (await stub.decide(policy, Array<number>(requests).fill(1))).filter((r) => r.decision.allowed).length;
+    };
+    await at(1_000, fixed, 9);
+    await at(1_000, refilled, 1);
+    await at(31_000, fixed, 5);
+    await at(31_000, refilled, 2);
+    await at(59_000, fixed, 5);
+    await at(60_500, refilled, 11);
+    // In 59.5 s a fixed window alone admits at most 20 (10 each side of its turn), a bucket alone 10 + 10 × 59.5/60.
+    expect(admitted).toBeLessThanOrEqual(20);
+  });
+});
