@@ -5,6 +5,7 @@ import type { AlgorithmName } from "../algorithms/types";
 import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
+import { repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
@@ -98,9 +99,7 @@ export function parseStandaloneRule(value: unknown, { requests = false } = {}): 
   const fields = isObject(value) ? fieldsOf(value) : undefined;
   for (const field of STANDALONE_EXCLUDED) {
     if (!fields?.has(field)) continue;
-    const name = fields.get("name");
-    const at: RuleRef = typeof name === "string" && NAME.test(name) ? { name } : {};
-    fail(at, field, `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`);
+    fail(ruleRef(undefined, fields.get("name")), field, `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`);
   }
   const rule = parseRule(value, undefined, STANDALONE_FIELDS);
   if (!requests && "header" in rule.cost) {
@@ -145,12 +144,32 @@ function decode(raw: unknown): unknown {
   if (raw === undefined) return [];
   if (typeof raw !== "string") return raw;
   if (raw.trim() === "") return [];
+  let parsed: unknown;
   try {
-    return JSON.parse(raw);
+    parsed = JSON.parse(raw);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw ConfigError.topLevel(`not valid JSON (${reason}); write {"rules": [...]} or a bare array of rules`);
   }
+  const repeated = repeatedMember(raw);
+  if (repeated) throw repeatedError(parsed, repeated);
+  return parsed;
+}
+
+/** A member given twice, which JSON.parse would have settled silently by keeping the last: named as any field at fault is. */
+function repeatedError(parsed: unknown, { path, name }: Repeated): ConfigError {
+  const problem = "given twice, and JSON keeps only the last, so the other would be ignored; write it once";
+  const inList = typeof path[0] === "number" ? 0 : path[0] === "rules" && typeof path[1] === "number" ? 1 : undefined;
+  if (inList === undefined) return ConfigError.topLevel(`${show(name)} is ${problem}`, [...path, name].join("."));
+  const index = path[inList] as number;
+  const rule = ruleList(parsed)[index];
+  const subfield = [...path.slice(inList + 1), name].map((part) => (typeof part === "number" ? `[${part}]` : `.${part}`)).join("").slice(1);
+  return ConfigError.inRule(ruleRef(index, isObject(rule) ? fieldsOf(rule).get("name") : undefined), subfield, problem);
+}
+
+/** A rule as errors name it: its index, if it has one, and its name once that is valid. */
+function ruleRef(index: number | undefined, claimed: unknown): RuleRef {
+  return { ...(index === undefined ? {} : { index }), ...(typeof claimed === "string" && NAME.test(claimed) ? { name: claimed } : {}) };
 }
 
 function ruleList(value: unknown): unknown[] {
@@ -177,7 +196,7 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   }
   const fields = fieldsOf(value);
   const claimed = fields.get("name");
-  const at: RuleRef = typeof claimed === "string" && NAME.test(claimed) ? { index, name: claimed } : { index };
+  const at = ruleRef(index, claimed);
   rejectUnknown(fields, allowed, at, undefined);
 
   const name = parseName(claimed, at);

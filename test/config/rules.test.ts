@@ -194,6 +194,17 @@ describe("normalisation", () => {
     expect(only([rule({ period: 0.5 })]).periodMs).toBe(500);
   });
 
+  it("rejects a member given twice in a rule, naming the rule and field: JSON keeps only the last", () => {
+    const error = errorFor('[{"name": "dup", "key": "global", "limit": 2, "period": "1m", "limit": 1000}]');
+    expect(error.field).toBe("rules[0].limit");
+    expect(error.message).toBe('rules[0] ("dup").limit: given twice, and JSON keeps only the last, so the other would be ignored; write it once');
+  });
+
+  it("rejects a member given twice inside a rule's match, or at the top level", () => {
+    expect(errorFor('{"rules": [{"name": "m", "match": {"path": "/a/*", "path": "/b/*"}, "limit": 1, "period": "1m"}]}').message).toMatch(/^rules\[0\] \("m"\)\.match\.path: given twice/);
+    expect(errorFor('{"rules": [], "rules": [{"name": "r", "limit": 1, "period": "1m"}]}').message).toMatch(/^rules: "rules" is given twice/);
+  });
+
   it("keeps glob characters other than * literal", () => {
     expect(only([rule({ match: { path: "/a+b[1]/(c)/*" } })]).match.path).toBe("/a+b[1]/(c)/*");
   });

@@ -1,0 +1,32 @@
+// Members named twice in one JSON object, which JSON.parse keeps only the last of.
+import { describe, expect, it } from "vitest";
+import { repeatedMember } from "../../src/config/json";
+
+describe("repeatedMember", () => {
+  it("finds a member named twice in a rule", () => {
+    expect(repeatedMember('[{"name": "a", "limit": 2, "limit": 1000}]')).toEqual({ path: [0], name: "limit" });
+  });
+
+  it("finds one inside a nested object, with the path to it", () => {
+    expect(repeatedMember('{"rules":[{"name":"x"},{"name":"y","match":{"path":"/a","path":"/b"}}]}')).toEqual({ path: ["rules", 1, "match"], name: "path" });
+  });
+
+  it("finds one at the top level", () => {
+    expect(repeatedMember('{"rules":[],"rules":[]}')).toEqual({ path: [], name: "rules" });
+  });
+
+  it("compares names as JSON.parse reads them, escapes decoded", () => {
+    expect(repeatedMember('[{"limit":1,"\\u006cimit":2}]')).toEqual({ path: [0], name: "limit" });
+  });
+
+  it("is not misled by quotes, brackets and braces inside strings", () => {
+    expect(repeatedMember('[{"a":"x\\"}{,\\"a\\":","b":[1,{"c":"]","d":2}]}]')).toBeUndefined();
+    expect(repeatedMember('[{"a":"x\\"y","b":[1,{"c":1,"c":2}]}]')).toEqual({ path: [0, "b", 1], name: "c" });
+  });
+
+  it("finds nothing where each object names each member once, whatever the values", () => {
+    expect(repeatedMember('[{"a":1},{"a":2}]')).toBeUndefined();
+    expect(repeatedMember(" [ ] ")).toBeUndefined();
+    expect(repeatedMember('{"rules":[{"name":"ok","limit":1e3,"x":true,"y":null,"z":-1.5,"w":{}}]}')).toBeUndefined();
+  });
+});
