@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { peek, type Policy } from "../../src/algorithms";
 import { decideBatch, type Decided } from "../../src/algorithms/block";
-import { stateFor, type Stored } from "../../src/algorithms/kept";
+import { recoveredAt, stateFor, type Stored } from "../../src/algorithms/kept";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { alarmSpread, RETRY_WINDOW_MS } from "../../src/durable-object/alarm";
@@ -312,7 +312,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
       const settled = settlePins(policy, this.stored?.state, this.peers, now);
       if (settled.before.size > 0 && settled.state) this.stored = { policy, state: settled.state };
     }
-    const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
+    const recovered = recoveredAt(this.stored, now);
     let lastSync = 0;
     for (const p of this.peers.peers.values()) lastSync = Math.max(lastSync, p.seenAt);
     const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.blockedUntil);

@@ -1,5 +1,5 @@
 /** Which state a key's object decides from when its rule changed algorithm, and when it keeps a state carried over from another. */
-import { carryOver } from "./index";
+import { carryOver, peek } from "./index";
 import type { LimiterState, Policy } from "./types";
 
 /** A key's state as its object keeps it, with the policy it was kept under. */
@@ -35,4 +35,16 @@ export function fromCarry(stored: Stored | undefined, state: LimiterState | unde
  */
 export function keepsCarried(stored: Stored | undefined, state: LimiterState | undefined, oldAsked: boolean): boolean {
   return fromCarry(stored, state) && !stored!.carried && !oldAsked;
+}
+
+/**
+ * When the stored state may be forgotten: once the key is back to its full quota, and for a fixed
+ * window a period after that, since its count still holds against another algorithm's version
+ * until then (see `turnedFixedWindow`); forgotten at the turn, the other version found the key
+ * empty and took a full burst. Now when there is no state.
+ */
+export function recoveredAt(stored: Stored | undefined, now: number): number {
+  if (!stored) return now;
+  const full = peek(stored.policy, stored.state, now).resetAt;
+  return stored.state.algorithm === "fixed-window" && stored.state.count > 0 ? full + stored.state.periodMs : full;
 }

@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
-import { fromCarry, keepsCarried, stateFor, type Stored } from "../algorithms/kept";
+import { fromCarry, keepsCarried, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
 import { renewConcurrency } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
@@ -227,7 +227,7 @@ export class RateLimiter extends DurableObject<Env> {
         this.write();
       }
     }
-    const recovered = this.stored ? peek(this.stored.policy, this.stored.state, now).resetAt : now;
+    const recovered = recoveredAt(this.stored, now);
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
     const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.block.until);

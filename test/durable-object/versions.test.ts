@@ -1,5 +1,5 @@
 // Two live Worker versions, or a rule changed under a live key, with the real object: what one version's isolates spent counts under the other's policy too.
-import { env } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { slotOf, type Policy } from "../../src/algorithms";
 import type { SyncRequest } from "../../src/fast/lease";
@@ -106,5 +106,17 @@ describe("a strict key under a fixed-window version and a token-bucket version a
     await at(60_500, refilled, 11);
     // In 59.5 s a fixed window alone admits at most 20 (10 each side of its turn), a bucket alone 10 + 10 × 59.5/60.
     expect(admitted).toBeLessThanOrEqual(20);
+  });
+
+  it("keeps the fixed window's count past its turn through the object's cleanup alarm, which came at the turn", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/fixed-and-bucket-alarm");
+    vi.setSystemTime(T0 + 59_000);
+    await stub.decide(fixed, Array<number>(10).fill(1));
+    const due = (await runInDurableObject(stub, (_, state) => state.storage.getAlarm()))!;
+    vi.setSystemTime(Math.max(due, T0 + 60_500));
+    await runDurableObjectAlarm(stub);
+    const taken = await stub.decide(refilled, Array<number>(10).fill(1));
+    expect(taken.filter((r) => r.decision.allowed).length).toBeLessThanOrEqual(1);
   });
 });
