@@ -6,19 +6,27 @@ export interface Repeated {
   name: string;
 }
 
+/** An object or array the walk is inside: the names of its members so far (an object's), and the member being read. */
+interface Frame {
+  seen: Set<string> | null;
+  current: string | number;
+}
+
 const SPACE = new Set([" ", "\t", "\n", "\r"]);
 const END_OF_LITERAL = new Set([",", "]", "}", " ", "\t", "\n", "\r"]);
 
 /**
  * The first member named twice in one object of `text`, in document order, or undefined. `text`
  * must be JSON that JSON.parse accepted: this walks it, it does not validate it. Names compare as
- * JSON.parse reads them (`"\u006cimit"` is `"limit"`).
+ * JSON.parse reads them (`"\u006cimit"` is `"limit"`). The walk keeps its own stack, so nesting as
+ * deep as JSON.parse takes costs no call stack.
  *
  * @example
  * repeatedMember('[{"name": "a", "limit": 2, "limit": 1000}]'); // { path: [0], name: "limit" }
  */
 export function repeatedMember(text: string): Repeated | undefined {
   let i = 0;
+  const frames: Frame[] = [];
   const skipSpace = () => {
     while (SPACE.has(text[i]!)) i++;
   };
@@ -28,40 +36,50 @@ export function repeatedMember(text: string): Repeated | undefined {
     i++;
     return JSON.parse(text.slice(start, i)) as string;
   };
-  const value = (path: (string | number)[]): Repeated | undefined => {
+  /** Starts the frame's next member: an object's is its name, up to the ":" (a name seen before is the answer). */
+  const startMember = (frame: Frame): Repeated | undefined => {
+    if (!frame.seen) return undefined;
+    skipSpace();
+    const name = string();
+    if (frame.seen.has(name)) return { path: frames.slice(0, -1).map((f) => f.current), name };
+    frame.seen.add(name);
+    frame.current = name;
+    skipSpace();
+    i++;
+    return undefined;
+  };
+  for (;;) {
     skipSpace();
     const first = text[i];
-    if (first === '"') {
-      string();
-      return undefined;
-    }
-    if (first !== "{" && first !== "[") {
-      while (i < text.length && !END_OF_LITERAL.has(text[i]!)) i++;
-      return undefined;
-    }
-    const object = first === "{";
-    const seen = new Set<string>();
-    i++;
-    skipSpace();
-    if (text[i] === (object ? "}" : "]")) {
+    if (first === "{" || first === "[") {
       i++;
-      return undefined;
-    }
-    for (let index = 0; ; index++) {
       skipSpace();
-      let at: string | number = index;
-      if (object) {
-        at = string();
-        if (seen.has(at)) return { path, name: at };
-        seen.add(at);
-        skipSpace();
-        i++; // the ":"
+      if (text[i] !== (first === "{" ? "}" : "]")) {
+        const frame: Frame = { seen: first === "{" ? new Set() : null, current: 0 };
+        frames.push(frame);
+        const repeated = startMember(frame);
+        if (repeated) return repeated;
+        continue;
       }
-      const found = value([...path, at]);
-      if (found) return found;
-      skipSpace();
-      if (text[i++] !== ",") return undefined;
+      i++;
+    } else if (first === '"') {
+      string();
+    } else {
+      while (i < text.length && !END_OF_LITERAL.has(text[i]!)) i++;
     }
-  };
-  return value([]);
+    // A value ended: close every object and array that ends with it, then start the next member.
+    for (;;) {
+      const frame = frames.at(-1);
+      if (!frame) return undefined;
+      skipSpace();
+      if (text[i++] !== ",") {
+        frames.pop();
+        continue;
+      }
+      if (!frame.seen) frame.current = (frame.current as number) + 1;
+      const repeated = startMember(frame);
+      if (repeated) return repeated;
+      break;
+    }
+  }
 }

@@ -163,7 +163,7 @@ function repeatedError(parsed: unknown, { path, name }: Repeated): ConfigError {
   if (inList === undefined) return ConfigError.topLevel(`${show(name)} is ${problem}`, [...path, name].join("."));
   const index = path[inList] as number;
   const rule = ruleList(parsed)[index];
-  const subfield = [...path.slice(inList + 1), name].map((part) => (typeof part === "number" ? `[${part}]` : `.${part}`)).join("").slice(1);
+  const subfield = [...path.slice(inList + 1), name].map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
   return ConfigError.inRule(ruleRef(index, isObject(rule) ? fieldsOf(rule).get("name") : undefined), subfield, problem);
 }
 

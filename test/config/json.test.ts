@@ -24,6 +24,12 @@ describe("repeatedMember", () => {
     expect(repeatedMember('[{"a":"x\\"y","b":[1,{"c":1,"c":2}]}]')).toEqual({ path: [0, "b", 1], name: "c" });
   });
 
+  it("walks nesting as deep as JSON.parse takes without running out of stack", () => {
+    const depth = 20_000;
+    expect(repeatedMember(`[{"x":${"[".repeat(depth)}{"a":1,"a":2}${"]".repeat(depth)}}]`)?.name).toBe("a");
+    expect(repeatedMember(`[{"x":${"[".repeat(depth)}${"]".repeat(depth)}}]`)).toBeUndefined();
+  });
+
   it("finds nothing where each object names each member once, whatever the values", () => {
     expect(repeatedMember('[{"a":1},{"a":2}]')).toBeUndefined();
     expect(repeatedMember(" [ ] ")).toBeUndefined();

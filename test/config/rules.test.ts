@@ -200,6 +200,10 @@ describe("normalisation", () => {
     expect(error.message).toBe('rules[0] ("dup").limit: given twice, and JSON keeps only the last, so the other would be ignored; write it once');
   });
 
+  it("names a member given twice in a rule that is an array, not an object, by a well-formed path", () => {
+    expect(errorFor('[[{"a": 1, "a": 2}]]').message).toMatch(/^rules\[0\]\[0\]\.a: given twice/);
+  });
+
   it("rejects a member given twice inside a rule's match, or at the top level", () => {
     expect(errorFor('{"rules": [{"name": "m", "match": {"path": "/a/*", "path": "/b/*"}, "limit": 1, "period": "1m"}]}').message).toMatch(/^rules\[0\] \("m"\)\.match\.path: given twice/);
     expect(errorFor('{"rules": [], "rules": [{"name": "r", "limit": 1, "period": "1m"}]}').message).toMatch(/^rules: "rules" is given twice/);
