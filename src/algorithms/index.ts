@@ -179,7 +179,20 @@ export function slotEnd(policy: Slots, slot: number): number {
   }
 }
 
-/** Whether two policies file units under the same slots, so that a slot of one is a slot of the other. */
+/** Whether two policies file units under the same slots (see {@link slotOf}), so that a slot of one is a slot of the other. */
 export function sameSlots(a: Slots, b: Slots): boolean {
-  return a.algorithm === b.algorithm && a.periodMs === b.periodMs && (a.algorithm !== "sliding-window" || a.buckets === b.buckets);
+  return slotShape(a) === slotShape(b);
+}
+
+function slotShape(policy: Slots): string {
+  switch (policy.algorithm) {
+    case "sliding-window":
+      return `buckets of ${policy.periodMs / policy.buckets} ms`;
+    case "fixed-window":
+      return `windows of ${policy.periodMs} ms`;
+    case "sliding-log":
+      return "times";
+    default:
+      return "none";
+  }
 }

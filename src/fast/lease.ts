@@ -193,7 +193,11 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers, lease: known.lease, blockedUntil, cursor, changed: [] };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const at = filedAt(askedPolicy, policy, now);
+  const place = filedAt(askedPolicy, policy, now);
+  const count = (from: LimiterState | undefined, s: Spent) => {
+    const at = place(s);
+    return at === undefined ? from : adjust(policy, from, s.units, at, now);
+  };
   let pins: Pin[] = peers.peers.get(sync.isolate)?.pins ?? [];
   // Every other peer's pins: whole units, so taking the caller's from the total is exact.
   const othersPinned = peers.pinned - pinnedUnits(pins);
@@ -203,16 +207,15 @@ export function grantLease(
     if (!pin) continue;
     let settledUnits = report.unspent;
     for (const s of report.spent) {
-      state = adjust(policy, state, s.units, at(s.at), now);
+      state = count(state, s);
       settledUnits += s.units;
     }
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, at(s.at), now);
-  // A refund filed under other slots cannot be placed where its units were counted: they stay counted.
-  if (sameSlots(askedPolicy, policy)) for (const s of sync.refunds ?? []) state = adjust(policy, state, -s.units, s.at, now);
+  for (const s of sync.unleased ?? []) state = count(state, s);
+  for (const s of sync.refunds ?? []) state = count(state, { at: s.at, units: -s.units });
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
@@ -280,10 +283,12 @@ export function grantLease(
  * their slot when the two file alike; otherwise at the latest time they may have been taken, and
  * no later than now, so that none leaves `policy`'s window sooner than it would have (a token
  * bucket files every unit under 0, which a window dropped as long gone, and the next lease handed
- * the units out again).
+ * the units out again). Units given back (negative) under other slots cannot be placed where they
+ * were counted: undefined, and they stay counted.
  */
-export function filedAt(asked: Policy, policy: Policy, now: number): (slot: number) => number {
-  return sameSlots(asked, policy) ? (slot) => slot : (slot) => Math.min(now, slotEnd(asked, slot));
+export function filedAt(asked: Policy, policy: Policy, now: number): (spent: Spent) => number | undefined {
+  if (sameSlots(asked, policy)) return (spent) => spent.at;
+  return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at)));
 }
 
 /**

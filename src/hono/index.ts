@@ -59,7 +59,8 @@ export interface RateLimitOptions<C extends Context = Context> {
  * and the handler never runs. The options are checked now: a bad rule throws an Error naming the field.
  * Several on one route act as the proxy's rules: a request one answers itself (429, 400, 499) gives
  * back what the others took, and an allowed response shows the one with the fewest units left. A
- * dry-run rule given a malformed cost sits the request out: it sets no `rateLimit` variable.
+ * dry-run rule given a malformed cost sits the request out: it sets no `rateLimit` variable. The
+ * key is read before the cost, so that a malformed cost's refusal is counted under it.
  *
  * @example
  * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));

@@ -4,6 +4,7 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { HttpProblem, invalidConfig } from "./problem";
 
+/** What to answer for `error`, thrown while handling a request: a config error and an internal one are logged, an internal one counted too. */
 export function failureResponse(error: unknown): Response {
   if (error instanceof HttpProblem) return error.toResponse();
   if (error instanceof ConfigError) {

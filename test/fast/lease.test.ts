@@ -398,6 +398,14 @@ describe("leases when Worker versions disagree on the limit", () => {
     expect(again.lease.algorithm).toBe("fixed-window");
   });
 
+  it("counts a token bucket isolate's report at the time it was made, and keeps counted what it gives back, whose slot means nothing here", () => {
+    const bucket: Policy = { algorithm: "token-bucket", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
+    const first = grantLease(window, undefined, indexPeers(), sync({ isolate: "b", need: 10 }), T0, 0, Number.NEGATIVE_INFINITY, bucket);
+    const spent = sync({ isolate: "b", seq: 2, need: 0, reports: [{ lease: 1, spent: [{ at: 0, units: 10 }, { at: 0, units: -4 }], unspent: 0 }] });
+    const reported = grantLease(window, first.state, first.peers, spent, T0 + 1_000, 0, first.cursor, bucket);
+    expect(standingWithPins(window, reported.state, indexPeers(), T0 + 1_000).remaining).toBe(90);
+  });
+
   it("leases under a lower limit a strict decision asked under", () => {
     expect(leasePolicy(window, "old", indexPeers(), T0, [lowered])).toEqual(lowered);
   });

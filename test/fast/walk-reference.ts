@@ -41,7 +41,11 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const at = filedAt(askedPolicy, policy, now);
+  const place = filedAt(askedPolicy, policy, now);
+  const count = (from: LimiterState | undefined, s: { at: number; units: number }) => {
+    const at = place(s);
+    return at === undefined ? from : adjust(policy, from, s.units, at, now);
+  };
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
@@ -49,14 +53,14 @@ export function grantLease(
     if (!pin) continue;
     let settledUnits = report.unspent;
     for (const s of report.spent) {
-      state = adjust(policy, state, s.units, at(s.at), now);
+      state = count(state, s);
       settledUnits += s.units;
     }
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = adjust(policy, state, s.units, at(s.at), now);
+  for (const s of sync.unleased ?? []) state = count(state, s);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
