@@ -68,6 +68,14 @@ describe("rateLimit (Hono middleware)", () => {
     expect(((await bad.json()) as { detail: string }).detail).toBe('rule "hono-cost": header x-cost: expected a positive integer, got "-2"');
   });
 
+  it("counts a malformed cost's 400 as the rule's denial, as the proxy does", async () => {
+    const hono = app({ rule: { name: "hono-cost-count", limit: 10, period: "1m", cost: "header:x-cost" } });
+    const denied = () => metrics.value("floodgate_decisions_total", { rule: "hono-cost-count", decision: "denied" });
+    const before = denied();
+    expect((await get(hono, "/api/a", { "x-api-key": "k-cost-count", "x-cost": "abc" })).status).toBe(400);
+    expect(denied() - before).toBe(1);
+  });
+
   it("leaves a 429 from a rateLimit further in, or the handler's own Retry-After answer, with its own headers", async () => {
     const hono = new Hono<App>();
     hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-outer", limit: 100, period: "1m" }, key: () => "k-nested" }));
