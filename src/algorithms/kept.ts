@@ -1,5 +1,5 @@
 /** Which state a key's object decides from when its rule changed algorithm, and when it keeps a state carried over from another. */
-import { carryOver, peek } from "./index";
+import { adjust, carryOver, peek, usedUnits } from "./index";
 import type { LimiterState, Policy } from "./types";
 
 /** A key's state as its object keeps it, with the policy it was kept under. */
@@ -8,15 +8,42 @@ export interface Stored {
   state: LimiterState;
   /** the state is another algorithm's carried over on a denial, nothing taken since: it is not carried back and kept (see {@link keepsCarried}) */
   carried?: true;
+  /**
+   * the state of the algorithm this one replaced, while a live Worker version still asks under it,
+   * counting what was taken since (see {@link keptBefore}): read back when that version asks again,
+   * so that its own count is not lost to the other algorithm's view of it (a fixed window's, carried
+   * back from a token bucket that had refilled, admitted past the window's limit)
+   */
+  before?: { policy: Policy; state: LimiterState };
 }
 
 /**
  * The state to decide `policy` from. A request from a Worker version or rule with another
- * algorithm carries what the stored one used over; one naming an algorithm this version does
- * not know throws before anything changes, and its caller's `onError` decides.
+ * algorithm carries what the stored one used over, or reads its own algorithm's state kept from
+ * before (see Stored's `before`), whichever counts more used; one naming an algorithm this version
+ * does not know throws before anything changes, and its caller's `onError` decides.
  */
 export function stateFor(stored: Stored | undefined, policy: Policy, now: number): LimiterState | undefined {
-  return stored && carryOver(stored.policy, stored.state, policy, now);
+  if (!stored) return undefined;
+  const carried = carryOver(stored.policy, stored.state, policy, now);
+  const before = stored.before;
+  if (!before || before.policy.algorithm !== policy.algorithm || stored.policy.algorithm === policy.algorithm) return carried;
+  const own = before.state;
+  return carried === undefined || usedUnits(policy, own, now) >= usedUnits(policy, carried, now) ? own : carried;
+}
+
+/**
+ * What is kept of the algorithm a decision under `policy` replaced (see Stored's `before`) once it
+ * took `units` at `now`: the stored state, if it is another algorithm's, or the one kept before,
+ * counting them, while a live version still asks under that algorithm (`stillAsked`); else none.
+ * Never a concurrency rule's, nor beside one: its slots are requests in flight, each given back by
+ * its own request, and units another algorithm took would be slots nothing gives back.
+ */
+export function keptBefore(stored: Stored | undefined, policy: Policy, units: number, now: number, stillAsked: (algorithm: string) => boolean): Stored["before"] {
+  const other = stored && (stored.policy.algorithm !== policy.algorithm ? { policy: stored.policy, state: stored.state } : stored.before);
+  if (!other || other.policy.algorithm === policy.algorithm || !stillAsked(other.policy.algorithm)) return undefined;
+  if (other.policy.algorithm === "concurrency" || policy.algorithm === "concurrency") return undefined;
+  return units > 0 ? { policy: other.policy, state: adjust(other.policy, other.state, units, now, now) } : other;
 }
 
 /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */
@@ -41,10 +68,13 @@ export function keepsCarried(stored: Stored | undefined, state: LimiterState | u
  * When the stored state may be forgotten: once the key is back to its full quota, and for a fixed
  * window a period after that, since its count still holds against another algorithm's version
  * until then (see `turnedFixedWindow`); forgotten at the turn, the other version found the key
- * empty and took a full burst. Now when there is no state.
+ * empty and took a full burst. The state kept from before (Stored's `before`) likewise. Now when
+ * there is no state.
  */
 export function recoveredAt(stored: Stored | undefined, now: number): number {
   if (!stored) return now;
-  const full = peek(stored.policy, stored.state, now).resetAt;
-  return stored.state.algorithm === "fixed-window" && stored.state.count > 0 ? full + stored.state.periodMs : full;
+  return Math.max(...[stored, ...(stored.before ? [stored.before] : [])].map(({ policy, state }) => {
+    const full = peek(policy, state, now).resetAt;
+    return state.algorithm === "fixed-window" && state.count > 0 ? full + state.periodMs : full;
+  }));
 }

@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
-import { fromCarry, keepsCarried, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
+import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
 import { renewConcurrency } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
@@ -93,8 +93,12 @@ export class RateLimiter extends DurableObject<Env> {
     const from = stateFor(this.stored, policy, now);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
-    const taken = results.some((r) => r.decision.allowed);
-    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) this.save(policy, state, now, fromCarry(this.stored, from) && !taken);
+    const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);
+    const taken = units > 0 || results.some((r) => r.decision.allowed);
+    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) {
+      const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
+      this.save(policy, state, now, { ...(fromCarry(this.stored, from) && !taken ? { carried: true } : {}), ...(before ? { before } : {}) });
+    }
     this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
@@ -259,14 +263,19 @@ export class RateLimiter extends DurableObject<Env> {
     this.write();
   }
 
-  /** Whether to keep `state`, carried over from the stored one (see `keepsCarried`): a live Worker version asks under the old algorithm while one asked within PEER_TTL_MS. */
+  /** Whether to keep `state`, carried over from the stored one (see `keepsCarried`). */
   private keepsCarried(state: LimiterState | undefined, now: number): boolean {
-    const asked = this.stored ? this.algorithmsAsked.get(this.stored.policy.algorithm) : undefined;
-    return keepsCarried(this.stored, state, asked !== undefined && asked >= now - PEER_TTL_MS);
+    return keepsCarried(this.stored, state, this.stored !== undefined && this.askedLately(this.stored.policy.algorithm, now));
   }
 
-  private save(policy: Policy, state: LimiterState, now: number, carried = false): void {
-    this.stored = { policy, state, ...(carried ? { carried } : {}) };
+  /** Whether a live Worker version asks under `algorithm`: one did within PEER_TTL_MS. */
+  private askedLately(algorithm: string, now: number): boolean {
+    return (this.algorithmsAsked.get(algorithm) ?? Number.NEGATIVE_INFINITY) >= now - PEER_TTL_MS;
+  }
+
+  /** Stores `state` under `policy`; `kept`: its flags, by default the state kept from before as it was (see Stored's `before`). */
+  private save(policy: Policy, state: LimiterState, now: number, kept: Pick<Stored, "carried" | "before"> = this.stored?.before ? { before: this.stored.before } : {}): void {
+    this.stored = { policy, state, ...kept };
     this.write();
     if (this.alarmAt === null) this.schedule(peek(policy, state, now).resetAt);
   }

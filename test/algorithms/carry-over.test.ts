@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { carryOver, decide, peek, UnknownAlgorithmError, usedUnits } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { fromCarry, keepsCarried, stateFor, type Stored } from "../../src/algorithms/kept";
+import { fromCarry, keepsCarried, keptBefore, stateFor, type Stored } from "../../src/algorithms/kept";
 
 const window = (limit: number, periodMs = 60_000, buckets = 1): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets });
 const bucket = (limit: number, periodMs = 60_000, burst = limit): Policy => ({ algorithm: "token-bucket", limit, periodMs, burst, buckets: 1 });
@@ -180,5 +180,29 @@ describe("keepsCarried", () => {
     const kept = stored();
     expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1))).toBe(false);
     expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1), false)).toBe(false);
+  });
+});
+
+describe("the state kept from before", () => {
+  const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
+  const asked = () => true;
+
+  it("keeps the replaced algorithm's state while its version still asks, counting what the new one takes", () => {
+    const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0, T0])! };
+    const kept = keptBefore(stored, bucket(3), 1, T0 + 1_000, asked)!;
+    expect(usedUnits(fixed, kept.state, T0 + 1_000)).toBe(3);
+    expect(keptBefore(stored, bucket(3), 1, T0 + 1_000, () => false)).toBeUndefined();
+  });
+
+  it("reads it back for its own algorithm when it counts more used than the carry-over", () => {
+    const before = { policy: fixed, state: admit(fixed, undefined, [T0, T0, T0])! };
+    const stored: Stored = { policy: bucket(3), state: admit(bucket(3), undefined, [T0])!, before };
+    expect(stateFor(stored, fixed, T0 + 30_000)).toBe(before.state);
+  });
+
+  it("keeps nothing beside a concurrency rule, whose slots only their own requests give back", () => {
+    const slots: Policy = { algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
+    const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0])! };
+    expect(keptBefore(stored, slots, 1, T0, asked)).toBeUndefined();
   });
 });

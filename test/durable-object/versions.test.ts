@@ -108,6 +108,21 @@ describe("a strict key under a fixed-window version and a token-bucket version a
     expect(admitted).toBeLessThanOrEqual(20);
   });
 
+  it("reads the fixed window's own count back when its version asks again, not the bucket's refilled view of it", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/fixed-and-bucket-back");
+    const window3: Policy = { ...fixed, limit: 3, burst: 3 };
+    const bucket3: Policy = { ...refilled, limit: 3, burst: 3 };
+    vi.setSystemTime(T0 + 17_000);
+    await stub.decide(window3, [1, 1]);
+    vi.setSystemTime(T0 + 18_000);
+    await stub.decide(bucket3, [1]);
+    // The window turns at T0 + 60 s and holds 3; the bucket, refilled, counts 2 used.
+    vi.setSystemTime(T0 + 54_900);
+    const [late] = await stub.decide(window3, [1]);
+    expect(late!.decision).toMatchObject({ allowed: false, retryAfter: 5_100 });
+  });
+
   it("keeps the fixed window's count past its turn through the object's cleanup alarm, which came at the turn", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const stub = limiter("versions/fixed-and-bucket-alarm");
