@@ -67,7 +67,20 @@ function parseHost(value: unknown, at: RuleRef): string | null {
     const form = `a host name like "api.example.com", optionally with ":port" (leave it out for every host)`;
     fail(at, "match.host", `expected ${form}, got ${show(value)}`);
   }
-  return value.toLowerCase();
+  const host = value.toLowerCase();
+  const written = asParsed(port === undefined ? host : host.slice(0, -(port.length + 1)), port);
+  if (written === undefined) fail(at, "match.host", `${show(value)} is no host a request can name (a URL cannot hold it)`);
+  if (written !== host) fail(at, "match.host", `${show(value)} never matches: a request's host is matched as the URL parser writes it; write ${show(written)}`);
+  return host;
+}
+
+/** A host and port as the URL parser writes a request's (`127.1` is `127.0.0.1`, port `080` is `80`); undefined when no URL can hold it. */
+function asParsed(name: string, port: string | undefined): string | undefined {
+  try {
+    return new URL(`http://${name}/`).hostname + (port === undefined ? "" : `:${Number(port)}`);
+  } catch {
+    return undefined;
+  }
 }
 
 function isPort(port: number): boolean {

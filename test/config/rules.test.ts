@@ -440,6 +440,18 @@ describe("match", () => {
     expect(fieldFor({ match: { host } })).toBe("rules[0].match.host");
   });
 
+  it.each([
+    ["api.example.com:080", "api.example.com:80"],
+    ["127.1", "127.0.0.1"],
+    ["0x7f.0.0.1:8787", "127.0.0.1:8787"],
+  ])("rejects the host %j, which never matches as written, naming the form requests arrive in: %j", (host, arrives) => {
+    expect(errorFor([rule({ match: { host } })]).message).toBe(`rules[0] ("api").match.host: ${JSON.stringify(host)} never matches: a request's host is matched as the URL parser writes it; write ${JSON.stringify(arrives)}`);
+  });
+
+  it("rejects a host no URL can hold", () => {
+    expect(errorFor([rule({ match: { host: "1.2.3.4.5" } })]).message).toBe('rules[0] ("api").match.host: "1.2.3.4.5" is no host a request can name (a URL cannot hold it)');
+  });
+
   const goodHosts = ["localhost", "api.example.com", "127.0.0.1:8787", "xn--bcher-kva.example"];
   it.each(goodHosts)("accepts the host %j", (host) => {
     expect(only([rule({ match: { host } })]).match.host).toBe(host);
