@@ -5,7 +5,7 @@
 import { build } from "esbuild";
 import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -14,7 +14,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 async function loadValidators() {
   const result = await build({
     stdin: {
-      contents: `export { parseConfig } from "./src/config/rules.ts"; export { parseOrigin } from "./src/config/origin.ts"; export { loadSettings } from "./src/config/index.ts";`,
+      contents: `export { parseConfig } from "./src/config/rules.ts"; export { parseOrigin } from "./src/config/origin.ts"; export { loadSettings } from "./src/config/index.ts"; export { pathText, repeatedMember } from "./src/config/json.ts";`,
       resolveDir: ROOT,
       loader: "ts",
     },
@@ -26,6 +26,24 @@ async function loadValidators() {
   });
   const code = result.outputFiles[0].text;
   return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+}
+
+/**
+ * A member a JSON wrangler config gives twice (wrangler keeps the last, so a rule's `"limit"` given twice, or
+ * RATE_LIMIT_RULES itself, deploys the last silently), as the message to refuse it with. A .jsonc file with comments,
+ * which JSON.parse refuses, is not walked.
+ */
+function repeatedIn(configPath, { pathText, repeatedMember }) {
+  if (!/\.jsonc?$/.test(configPath)) return undefined;
+  const text = readFileSync(configPath, "utf8");
+  try {
+    JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const found = repeatedMember(text);
+  if (!found) return undefined;
+  return `${JSON.stringify(found.name)} is given twice in ${found.path.length === 0 ? "the top level" : pathText(found.path)}, and wrangler keeps only the last, so the other would be ignored; write it once`;
 }
 
 const limiterOf = (config) => (config.durable_objects?.bindings ?? []).find((b) => b.name === "LIMITER");
@@ -123,6 +141,11 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   };
   const { rawConfig } = raw;
   configPath = raw.configPath;
+  const repeated = repeatedIn(configPath, validators);
+  if (repeated) {
+    console.error(`floodgate: refused: ${configPath}: ${repeated}; nothing was deployed`);
+    return 1;
+  }
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
     console.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
     console.error("floodgate: 1 environment(s) refused; nothing was deployed");

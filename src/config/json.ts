@@ -83,3 +83,8 @@ export function repeatedMember(text: string): Repeated | undefined {
     }
   }
 }
+
+/** A path as messages name a field: `rules[0].match.path`. */
+export function pathText(path: readonly (string | number)[]): string {
+  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
+}

@@ -5,7 +5,7 @@ import type { AlgorithmName } from "../algorithms/types";
 import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
-import { repeatedMember, type Repeated } from "./json";
+import { pathText, repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
@@ -160,10 +160,10 @@ function decode(raw: unknown): unknown {
 function repeatedError(parsed: unknown, { path, name }: Repeated): ConfigError {
   const problem = "given twice, and JSON keeps only the last, so the other would be ignored; write it once";
   const inList = typeof path[0] === "number" ? 0 : path[0] === "rules" && typeof path[1] === "number" ? 1 : undefined;
-  if (inList === undefined) return ConfigError.topLevel(`${show(name)} is ${problem}`, [...path, name].join("."));
+  if (inList === undefined) return ConfigError.topLevel(`${show(name)} is ${problem}`, pathText([...path, name]));
   const index = path[inList] as number;
   const rule = ruleList(parsed)[index];
-  const subfield = [...path.slice(inList + 1), name].map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
+  const subfield = pathText([...path.slice(inList + 1), name]);
   return ConfigError.inRule(ruleRef(index, isObject(rule) ? fieldsOf(rule).get("name") : undefined), subfield, problem);
 }
 

@@ -134,6 +134,16 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     });
   });
 
+  it("refuses a wrangler.json giving a member twice, which wrangler would settle silently by keeping the last", async () => {
+    const rules = '{"rules": [{"name": "dup", "key": "global", "limit": 2, "period": "1m", "limit": 1000}]}';
+    const json = `{"name": "floodgate", "compatibility_date": "2026-04-20", "durable_objects": {"bindings": [{"name": "LIMITER", "class_name": "RateLimiter"}]}, "migrations": [{"tag": "v1", "new_sqlite_classes": ["RateLimiter"]}], "vars": {"ORIGIN_URL": "https://api.example.com", "RATE_LIMIT_RULES": ${rules}}}`;
+    const path = join(dir, "dup.json");
+    await writeFile(path, json);
+    const run = await validate({ path });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`: "limit" is given twice in vars.RATE_LIMIT_RULES.rules[0], and wrangler keeps only the last, so the other would be ignored; write it once; nothing was deployed`);
+  });
+
   it("refuses a RateLimiter that no migration creates, or that one creates key-value backed", async () => {
     const withoutMigration = TOP.replace(/\[\[migrations\]\][\s\S]*$/, "");
     const none = await validate({ toml: `${withoutMigration}\n[vars]\n${VARS}` });
