@@ -35,7 +35,8 @@ export function stateFor(stored: Stored | undefined, policy: Policy, now: number
 /**
  * What is kept of the algorithm a decision under `policy` replaced (see Stored's `before`) once it
  * took `units` at `now`: the stored state, if it is another algorithm's, or the one kept before,
- * counting them, while a live version still asks under that algorithm (`stillAsked`); else none.
+ * counting them as far as it has room, while a live version still asks under that algorithm
+ * (`stillAsked`); else none.
  * Never a concurrency rule's, nor beside one: its slots are requests in flight, each given back by
  * its own request, and units another algorithm took would be slots nothing gives back.
  */
@@ -43,7 +44,10 @@ export function keptBefore(stored: Stored | undefined, policy: Policy, units: nu
   const other = stored && (stored.policy.algorithm !== policy.algorithm ? { policy: stored.policy, state: stored.state } : stored.before);
   if (!other || other.policy.algorithm === policy.algorithm || !stillAsked(other.policy.algorithm)) return undefined;
   if (other.policy.algorithm === "concurrency" || policy.algorithm === "concurrency") return undefined;
-  return units > 0 ? { policy: other.policy, state: adjust(other.policy, other.state, units, now, now) } : other;
+  // Counted up to what it has room for: a token bucket's kept state, counting every unit the other
+  // version took, ran into a debt that locked its own version out for hours after the overlap.
+  const counted = Math.min(units, peek(other.policy, other.state, now).remaining);
+  return counted > 0 ? { policy: other.policy, state: adjust(other.policy, other.state, counted, now, now) } : other;
 }
 
 /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */

@@ -69,17 +69,22 @@ function parseHost(value: unknown, at: RuleRef): string | null {
   }
   const host = value.toLowerCase();
   const written = asParsed(port === undefined ? host : host.slice(0, -(port.length + 1)), port);
-  if (written === undefined) fail(at, "match.host", `${show(value)} is no host a request can name (a URL cannot hold it)`);
   if (written !== host) fail(at, "match.host", `${show(value)} never matches: a request's host is matched as the URL parser writes it; write ${show(written)}`);
   return host;
 }
 
-/** A host and port as the URL parser writes a request's (`127.1` is `127.0.0.1`, port `080` is `80`); undefined when no URL can hold it. */
-function asParsed(name: string, port: string | undefined): string | undefined {
+/**
+ * A host and port as the URL parser writes a request's (`127.1` is `127.0.0.1`, port `080` is
+ * `80`). A host the parser refuses is taken as written: Node's parser (the deploy check's) and
+ * workerd's disagree on some (`xn--ss-.example`), and a rule refused only by the Worker would
+ * answer every request with the configuration's 500.
+ */
+function asParsed(name: string, port: string | undefined): string {
+  const portPart = port === undefined ? "" : `:${Number(port)}`;
   try {
-    return new URL(`http://${name}/`).hostname + (port === undefined ? "" : `:${Number(port)}`);
+    return new URL(`http://${name}/`).hostname + portPart;
   } catch {
-    return undefined;
+    return name + portPart;
   }
 }
 

@@ -123,6 +123,24 @@ describe("a strict key under a fixed-window version and a token-bucket version a
     expect(late!.decision).toMatchObject({ allowed: false, retryAfter: 5_100 });
   });
 
+  it("keeps the bucket's state from running into debt while the fixed window's version spends within its own limit", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/fixed-and-bucket-debt");
+    const fixed100: Policy = { ...fixed, limit: 100, burst: 100 };
+    vi.setSystemTime(T0 + 1_000);
+    await stub.decide(refilled, [1]);
+    for (let minute = 0; minute < 10; minute++) {
+      vi.setSystemTime(T0 + minute * 60_000 + 2_000);
+      await stub.decide(fixed100, Array<number>(100).fill(1));
+      vi.setSystemTime(T0 + minute * 60_000 + 3_000);
+      await stub.decide(refilled, [1]);
+    }
+    // Its last window turned at 10 min and is held a period past that: by 12 min neither policy counts anything.
+    vi.setSystemTime(T0 + 12 * 60_000 + 1_000);
+    const [late] = await stub.decide(refilled, [1]);
+    expect(late!.decision.allowed).toBe(true);
+  });
+
   it("keeps the fixed window's count past its turn through the object's cleanup alarm, which came at the turn", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const stub = limiter("versions/fixed-and-bucket-alarm");
