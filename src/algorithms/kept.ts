@@ -36,9 +36,9 @@ export function stateFor(stored: Stored | undefined, policy: Policy, now: number
  * What is kept of the algorithm a decision under `policy` replaced (see Stored's `before`) once it
  * took `units` at `now`: the stored state, if it is another algorithm's, or the one kept before,
  * counting them as far as it has room, while a live version still asks under that algorithm
- * (`stillAsked`); else none.
- * Never a concurrency rule's, nor beside one: its slots are requests in flight, each given back by
- * its own request, and units another algorithm took would be slots nothing gives back.
+ * (`stillAsked`); else none. Never a concurrency rule's, nor beside one: its slots are requests in
+ * flight, each given back by its own request, and units another algorithm took would be slots
+ * nothing gives back.
  */
 export function keptBefore(stored: Stored | undefined, policy: Policy, units: number, now: number, stillAsked: (algorithm: string) => boolean): Stored["before"] {
   const other = stored && (stored.policy.algorithm !== policy.algorithm ? { policy: stored.policy, state: stored.state } : stored.before);

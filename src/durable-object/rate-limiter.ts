@@ -93,8 +93,8 @@ export class RateLimiter extends DurableObject<Env> {
     const from = stateFor(this.stored, policy, now);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
+    const taken = results.some((r) => r.decision.allowed);
     const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);
-    const taken = units > 0 || results.some((r) => r.decision.allowed);
     if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) {
       const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
       this.save(policy, state, now, { ...(fromCarry(this.stored, from) && !taken ? { carried: true } : {}), ...(before ? { before } : {}) });
