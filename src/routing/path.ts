@@ -18,14 +18,17 @@ const PLAIN = /^[A-Za-z0-9\-._~[\]^|]$/;
 
 /**
  * A request path as rules match it and key it: its escapes of plain characters decoded (`%61` is
- * `a`, `%7C` is `|`) and the rest upper-cased (`%c3%a9` is `%C3%A9`), as RFC 3986 normalizes a URI.
- * The runtime hands a path over as the client wrote it, and origins decode both forms alike, so
- * without this `/%61pi/x` would pass a rule on `/api/*`, and a path key would mint a quota per
- * spelling. Reserved escapes (`%2F`) stay escaped: an origin may tell them apart.
+ * `a`, `%7C` is `|`), the rest upper-cased (`%c3%a9` is `%C3%A9`), as RFC 3986 normalizes a URI,
+ * and a "%" that starts no escape escaped (`%zz` is `%25zz`), as origins that take it at all take
+ * it as the "%" its escape decodes to. The runtime hands a path over as the client wrote it, and
+ * origins decode both forms alike, so without this `/%61pi/x` would pass a rule on `/api/*`, and a
+ * path key would mint a quota per spelling. Reserved escapes (`%2F`) stay escaped: an origin may
+ * tell them apart.
  */
 export function normalizePath(path: string): string {
   if (!path.includes("%")) return path;
-  return path.replace(/%[0-9A-Fa-f]{2}/g, (escape) => {
+  return path.replace(/%(?:[0-9A-Fa-f]{2})?/g, (escape) => {
+    if (escape.length === 1) return "%25";
     const char = String.fromCharCode(parseInt(escape.slice(1), 16));
     return PLAIN.test(char) ? char : escape.toUpperCase();
   });

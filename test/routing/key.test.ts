@@ -304,6 +304,12 @@ describe("the path key part", () => {
     expect(new Set(spellings)).toEqual(new Set(["/p/X%7Cx"]));
     expect(canonicalKey({ key: [PATH], ipv6Prefix: 56, newKeysPerSecond: null }, "/p/X%7Cx")).toBe("/p/X%7Cx");
   });
+
+  it("keys a % that starts no escape as its escape: one quota, not one per spelling", () => {
+    const PATH: KeyPart = { source: "path" };
+    const spellings = ["/p/%zz%2", "/p/%25zz%252", "/p/%zz%252"].map((path) => buildKey(keyed([PATH]), request({}, `https://api.example.com${path}`)));
+    expect(new Set(spellings)).toEqual(new Set([buildKey(keyed([PATH]), request({}, "https://api.example.com/p/%25zz%252"))]));
+  });
 });
 
 describe("canonicalKey", () => {
