@@ -77,8 +77,11 @@ export async function decideStrict(
     const answeredAt = Date.now();
     breakers.succeeded(objectName, answeredAt);
     wholeRule.succeeded(answeredAt);
-    // A concurrency slot comes back whenever a response ends: a denial says nothing about the next request.
-    if (rule.algorithm !== "concurrency") denials.remember(objectName, cost, decided.decision, answeredAt);
+    // A concurrency slot comes back whenever some response ends: its denial is remembered only for its
+    // retryAfter (a second at most) and forgotten when this isolate gives a slot of the key back
+    // (refundStrict), so a slot freed elsewhere is seen at most that late, as the 429 said; asked
+    // each time, a client holding its slots made every request a decide and a refund under each other rule.
+    denials.remember(objectName, cost, decided.decision, answeredAt);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { rateLimit } from "../../src/hono";
 import { limiter } from "../../src/lib";
+import { metrics } from "../../src/metrics/metrics";
 import { dispatch, originUrl } from "../helpers/worker";
 
 const get = (path: string, ip: string, signal?: AbortSignal) =>
@@ -83,6 +84,25 @@ describe("concurrency through the Worker", () => {
     expect(await response.text()).toBe("first\nlast\n");
     await settled;
     expect((await send(get(`/${tag}/third`, "192.0.2.66"), { rules })).status).toBe(200);
+  });
+
+  it("denies a client holding its slots from the isolate's cache until Retry-After, asking no object under any rule, and asks again once this isolate gives a slot back", async () => {
+    const tag = "conc-cached";
+    const rules = [
+      { name: `${tag}-slots`, match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 1, slotTtl: "1m" },
+      { name: `${tag}-rate`, match: { path: `/${tag}/*` }, limit: 100, period: "1m" },
+    ];
+    const { response, settled } = await dispatch(get(`/${tag}/held?drip=400`, "192.0.2.67"), { rules });
+    expect(response.status).toBe(200);
+    expect((await send(get(`/${tag}/first-denied`, "192.0.2.67"), { rules })).status).toBe(429);
+    const calls = () => ["decide", "refund"].reduce((sum, method) => sum + metrics.value("floodgate_durable_object_calls_total", { method }), 0);
+    const before = calls();
+    const again = await Promise.all(Array.from({ length: 5 }, (_, i) => send(get(`/${tag}/again-${i}`, "192.0.2.67"), { rules })));
+    expect(again.map((r) => r.status)).toEqual([429, 429, 429, 429, 429]);
+    expect(calls()).toBe(before);
+    await response.arrayBuffer();
+    await settled;
+    expect((await send(get(`/${tag}/after`, "192.0.2.67"), { rules })).status).toBe(200);
   });
 
   it("gives the slot back when the origin fails", async () => {
