@@ -16,6 +16,12 @@ import { ownNamespace } from "./stub";
 
 export type { Decided };
 
+/** The object's tables: its own row, and one row per fast-mode isolate. */
+const TABLES = {
+  limiter: "CREATE TABLE IF NOT EXISTS limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)",
+  peers: "CREATE TABLE IF NOT EXISTS peers (id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+} as const;
+
 /** The object's own row: its state, if any, and the end of its block. */
 interface Row {
   stored?: Stored;
@@ -51,8 +57,11 @@ export class RateLimiter extends DurableObject<Env> {
    * restart is a new deployment's
    */
   private readonly asked = new Map<string, { algorithm: string; at: number }>();
-  /** The tables are made on the first write, so a recovered key leaves no storage behind at all. */
-  private hasTable = false;
+  /**
+   * Which tables exist. Each is made on its first write, so a recovered key leaves no storage
+   * behind at all, and a strict key never makes the peers table: making a table writes two rows.
+   */
+  private readonly tables = { limiter: false, peers: false };
   /** this object's delay on every alarm (see `schedule`), from its id */
   private spreadMs: number | undefined;
   /** made when this object is a location's relay (see ../fast/relay) */
@@ -63,15 +72,15 @@ export class RateLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      // An object an earlier version wrote has the limiter table only: the peers table is added to it.
-      if (ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'limiter'").toArray().length > 0) this.ensureTables();
-      const raw = this.hasTable
+      const made = ctx.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('limiter', 'peers')").toArray();
+      for (const { name } of made) this.tables[name as keyof typeof TABLES] = true;
+      const raw = this.tables.limiter
         ? ctx.storage.sql.exec<{ value: string }>("SELECT value FROM limiter WHERE id = 1").toArray()[0]
         : undefined;
       const row = raw ? (JSON.parse(raw.value) as Row) : undefined;
       this.stored = row?.stored;
       this.block = { until: row?.blockedUntil ?? 0, since: row?.blockedSince ?? 0 };
-      const rows = this.hasTable ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
+      const rows = this.tables.peers ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
       const now = Date.now();
       this.peers = indexPeers(livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), now), now);
       if (row?.peers) {
@@ -207,7 +216,8 @@ export class RateLimiter extends DurableObject<Env> {
     this.peers = indexPeers();
     this.block = { until: 0, since: 0 };
     this.alarmAt = null;
-    this.hasTable = false;
+    this.tables.limiter = false;
+    this.tables.peers = false;
     // deleteAll leaves the alarm: a forgotten key must not wake its object again.
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
@@ -222,21 +232,20 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     // A key that only ever leased has no state yet: its pins are counted under the policy they were leased under.
     const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
-    if (policy) {
-      const settled = settlePins(policy, this.stored?.state, this.peers, now);
-      // Pins settled are forgotten even when counting them changed nothing (their buckets had
-      // passed): kept, they would count as taken until some isolate's next sync.
-      if (settled.before.size > 0) {
-        if (settled.state) this.stored = { policy, state: settled.state };
-        this.writePeers([...settled.before.keys()]);
-        this.write();
-      }
-    }
+    // Pins settled are forgotten even when counting them changed nothing (their buckets had
+    // passed): kept, they would count as taken until some isolate's next sync.
+    const settled = policy ? settlePins(policy, this.stored?.state, this.peers, now) : undefined;
+    if (policy && settled?.state) this.stored = { policy, state: settled.state };
     const recovered = recoveredAt(this.stored, now);
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
     const due = Math.max(recovered, lastSync + RETRY_WINDOW_MS, lastPinEnds(this.peers.peers) ?? 0, this.block.until);
+    // Deleted at once, what was just settled is not written first.
     if (due <= now) return this.reset();
+    if (settled && settled.before.size > 0) {
+      this.writePeers([...settled.before.keys()]);
+      this.write();
+    }
     this.forgetSilentPeers(now);
     this.schedule(due);
   }
@@ -305,7 +314,7 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** Writes the state as the object's own row: one statement per change, whatever the number of peers. */
   private write(): void {
-    this.ensureTables();
+    this.ensureTable("limiter");
     const row: Row = {
       ...(this.stored ? { stored: this.stored } : {}),
       ...(this.block.until > 0 ? { blockedUntil: this.block.until, blockedSince: this.block.since } : {}),
@@ -323,20 +332,22 @@ export class RateLimiter extends DurableObject<Env> {
    */
   private writePeers(ids: readonly string[]): void {
     if (ids.length === 0) return;
-    this.ensureTables();
     const sql = this.ctx.storage.sql;
     for (const id of ids) {
       const peer = this.peers.peers.get(id);
-      if (peer) sql.exec("INSERT INTO peers (id, value) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value", id, JSON.stringify(peer));
-      else sql.exec("DELETE FROM peers WHERE id = ?", id);
+      if (peer) {
+        this.ensureTable("peers");
+        sql.exec("INSERT INTO peers (id, value) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET value = excluded.value", id, JSON.stringify(peer));
+      } else if (this.tables.peers) {
+        sql.exec("DELETE FROM peers WHERE id = ?", id);
+      }
     }
   }
 
-  private ensureTables(): void {
-    if (this.hasTable) return;
-    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS limiter (id INTEGER PRIMARY KEY CHECK (id = 1), value TEXT NOT NULL)");
-    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS peers (id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
-    this.hasTable = true;
+  private ensureTable(name: keyof typeof TABLES): void {
+    if (this.tables[name]) return;
+    this.ctx.storage.sql.exec(TABLES[name]);
+    this.tables[name] = true;
   }
 
   /** Sets the alarm for `at`, later by this object's own spread (see `alarmSpread`). */

@@ -274,6 +274,42 @@ describe("RateLimiter", () => {
     expect((await stub.peek(quick)).remaining).toBe(10);
   });
 
+  it("makes only the table it writes to: a strict key's first state writes no peers table, whose making costs two rows", async () => {
+    await limiter("tables/strict").decide(window, [1]);
+    const tables = () => runInDurableObject(limiter("tables/strict"), (_instance, state) =>
+      state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('limiter', 'peers')").toArray().map((r) => r.name),
+    );
+    expect(await tables()).toEqual(["limiter"]);
+    await limiter("tables/strict").sync(window, { isolate: "a", seq: 1, reports: [], demand: 0, elapsedMs: 0, need: 1, horizonMs: 1_000 });
+    await abortAllDurableObjects();
+    expect((await tables()).sort()).toEqual(["limiter", "peers"]);
+    expect((await limiter("tables/strict").peek(window)).remaining).toBe(1);
+  });
+
+  it("deletes a recovered fast key at its alarm without writing what it settled first", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const tenSeconds: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 10_000, burst: 100, buckets: 10 };
+    const stub = limiter("tables/fast-cleanup");
+    vi.setSystemTime(T0);
+    await stub.sync(tenSeconds, { isolate: "gone", seq: 1, reports: [], demand: 50, elapsedMs: 1_000, need: 0, horizonMs: 1_000 });
+    vi.setSystemTime(T0 + 120_000);
+    const written = await runInDurableObject(stub, async (object, state) => {
+      const exec = state.storage.sql.exec.bind(state.storage.sql);
+      let rows = 0;
+      state.storage.sql.exec = ((query: string, ...bindings: unknown[]) => {
+        const cursor = exec(query, ...bindings);
+        cursor.toArray();
+        rows += cursor.rowsWritten;
+        return cursor;
+      }) as typeof state.storage.sql.exec;
+      await (object as RateLimiter).alarm();
+      state.storage.sql.exec = exec;
+      return rows;
+    });
+    expect(written).toBe(0);
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'limiter' OR name = 'peers'").toArray())).toEqual([]);
+  });
+
   it("wakes to clean up after the key recovers, each key by a spread of its own: keys of one fixed window do not wake at once", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
