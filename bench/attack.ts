@@ -142,8 +142,9 @@ function line(scenario: string, version: "before" | "now", requests: number, adm
   // Every key is new: each request admitted under its own key is an object's first write; those under #overflow share one object.
   const firstWrites = Math.min(admittedPerKey, requests - overflowed) + (overflowed > 0 ? 1 : 0);
   const total = Object.values(calls).reduce((a, b) => a + b, 0);
-  // A first write stores the state and sets an alarm; the alarm later runs and deletes the row. Any other admission or refund writes the state again.
-  const rows = 3 * firstWrites + (admittedPerKey - Math.min(admittedPerKey, firstWrites)) + (calls.refund ?? 0);
+  // A first write makes the object's table (two rows, as workerd's rowsWritten counts it), stores the
+  // state and sets an alarm; the alarm later runs and deletes the row. Any other admission or refund writes the state again.
+  const rows = 5 * firstWrites + (admittedPerKey - Math.min(admittedPerKey, firstWrites)) + (calls.refund ?? 0);
   const doRequests = total + firstWrites;
   const dollars = (doRequests * PRICES.doRequestPerMillion + rows * PRICES.rowWrittenPerMillion) / requests;
   return {
@@ -218,7 +219,7 @@ function report(d: AttackData): string {
     table(["scenario", "version", "requests", "admitted", "object calls", "calls / request", "new objects / request", "rows written / request", "$ per million requests"], rows, ["l", "l", "r", "r", "l", "r", "r", "r", "r"]),
     "",
     `Dollars are Durable Object requests at $${PRICES.doRequestPerMillion} per million and SQLite rows written at $${PRICES.rowWrittenPerMillion} per million ` +
-      `(Workers Paid, beyond the included amounts): every call counted, plus for each new object its alarm's invocation, and the rows of its first state, its alarm and its deletion; a refund writes one row. ` +
+      `(Workers Paid, beyond the included amounts): every call counted, plus for each new object its alarm's invocation, and the rows of its table's making (two), its first state, its alarm and its deletion; a refund writes one row. Rows are counted from the object's code, the same way for both versions: the version before also made a second table, two rows more per new object. ` +
       `The Worker's own request costs $${PRICES.workerRequestPerMillion} per million on top, in every row. ` +
       `With newKeysPerSecond, keys new past the cap are counted together under the rule's \`#overflow\` key, one object (its own limit of 100 per minute then denies them, from each isolate's cache); the new-object column counts it once.${notBuilt}`,
     "",

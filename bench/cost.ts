@@ -121,8 +121,9 @@ function compute(e2e: EndToEndData, source: CostData["source"]): CostData {
       dollars: { workerRequests, workerCpu, doRequests, rowsWritten, doDuration, floodgate, total: workerRequests + floodgate },
     });
   }
-  // An active key's object sets one alarm and runs it about once per period (and deletes its rows when the key recovers).
-  const perKey = { rowsWritten: 1, doRequests: 1 };
+  // An active key's object makes its table (two rows), sets one alarm and runs it about once per
+  // period, and deletes its rows when the key recovers: a key active once a period pays all four each period.
+  const perKey = { rowsWritten: 4, doRequests: 1 };
   return {
     source,
     fastImplemented: e2e.fastImplemented,
@@ -184,7 +185,7 @@ function report(d: CostData, e2e: EndToEndData): string {
       .join("; ")}. Rows read per request are ~0: the object reads its rows once when it starts and keeps them in memory.`,
     `- Assumed: each call keeps its object active (billed for duration) ${d.activeMsPerCall} ms of wall-clock time; the object does no I/O while deciding, and can hibernate between calls. The duration column scales linearly with this figure, and stays small beside the per-call request price unless calls are held open for tens of ms.`,
     "- Worker CPU: the extra CPU per request of floodgate's workerd over the bare Worker's, measured locally; it includes the Durable Object's own CPU, so it is an upper bound for the Worker's billed CPU.",
-    `- Not per request: every active key's object sets an alarm (one row written) and runs it (one Durable Object request) about once per period, and deletes its rows when the key recovers: about ${usd(d.perKeyPerPeriod.dollarsPerMillionKeyPeriods)} per million key-periods (a key active for one period), on top of the table. Stored data is one small row per active key (in fast mode it also holds each isolate's last lease), deleted when the key recovers.`,
+    `- Not per request: every active key's object makes its table when it first stores a state (two rows written, as workerd counts a \`CREATE TABLE\`; a fast key's object makes a second for its isolates, two more), sets an alarm (one row written) and runs it (one Durable Object request) about once per period, and deletes its rows when the key recovers (one row written), so a key that recovers between uses makes its table anew: about ${usd(d.perKeyPerPeriod.dollarsPerMillionKeyPeriods)} per million key-periods (a key active for one period), on top of the table. Stored data is one small row per active key (in fast mode it also holds each isolate's last lease), deleted when the key recovers.`,
     "- Strict coalesces concurrent requests for one key in an isolate into one call, so calls per request fall as a key gets hotter (compare the hot key with 1,000 IPs). Fast mode makes calls per key per sync interval per isolate, not per request: its cost per request falls as traffic per key rises, and grows with the number of isolates that see the key — this run had one isolate, production has many.",
   );
   if (!d.fastImplemented) {
