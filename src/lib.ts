@@ -1,4 +1,5 @@
 /** The `floodgate` package: the RateLimiter Durable Object, a limiter for one rule, and a gate for a rule set, to use from your own Worker. */
+import { parseIpVar } from "./config";
 import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
@@ -7,9 +8,12 @@ import { isNamespace } from "./durable-object/stub";
 import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkWhereabouts } from "./limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey } from "./limiter";
 import { limitResult, type LimitResult } from "./limiter/result";
+import type { IpList } from "./routing/cidr";
 import { durableObjectName } from "./routing/key";
 
 export { RateLimiter } from "./durable-object/rate-limiter";
+/** What `limiter`, `createGate` and `rateLimit` throw for a rule set they cannot apply: `field`, `rule` and `problem` say where and what. */
+export { ConfigError } from "./config/errors";
 export type { LimitResult } from "./limiter/result";
 export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
@@ -102,9 +106,13 @@ export interface GateOptions {
   headers?: HeaderForm;
   /** whether to send X-RateLimit-*; default true */
   legacyHeaders?: boolean;
+  /** addresses and CIDRs never limited by any rule, as the `ALLOW_IPS` var: comma-separated, or an array */
+  allowIps?: string | readonly string[];
+  /** addresses and CIDRs answered 403 before any rule, as the `DENY_IPS` var (wins over `allowIps`) */
+  denyIps?: string | readonly string[];
 }
 
-const GATE_OPTIONS = ["headers", "legacyHeaders"] satisfies (keyof GateOptions)[];
+const GATE_OPTIONS = ["headers", "legacyHeaders", "allowIps", "denyIps"] satisfies (keyof GateOptions)[];
 
 /** A whole rule set, applied to requests as the proxy applies it. */
 export interface Gate {
@@ -123,7 +131,7 @@ export interface Gate {
 export function createGate(bound: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
   const namespace = requireNamespace(bound, "createGate");
   checkOptions(options, GATE_OPTIONS, "createGate");
-  const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: null, deny: null } };
+  const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: ipOption(options.allowIps, "allowIps"), deny: ipOption(options.denyIps, "denyIps") } };
   return {
     async check(request, ctx) {
       const where = "createGate(…).check";
@@ -133,6 +141,13 @@ export function createGate(bound: RateLimiterNamespace, rules: unknown, options:
       return check(request, new URL(request.url), gate, { namespace, waitUntil: (promise) => ctx.waitUntil(promise) });
     },
   };
+}
+
+/** `createGate`'s `allowIps` or `denyIps`, parsed as the vars they stand for are. */
+function ipOption(raw: unknown, option: "allowIps" | "denyIps"): IpList | null {
+  const list = typeof raw === "string" || (Array.isArray(raw) && raw.every((entry) => typeof entry === "string"));
+  if (raw !== undefined && !list) throw new TypeError(`createGate: ${option} must be addresses and CIDRs, comma-separated in a string or in an array of strings, got ${JSON.stringify(raw) ?? typeof raw}`);
+  return parseIpVar(raw, `createGate: ${option}`);
 }
 
 /** A mistyped binding (`env.LIMITR`) must fail loudly here, not decide every request by onError later. */

@@ -142,8 +142,8 @@ export function denyListOnly(env: Env): IpList | null {
   }
 }
 
-/** A comma-separated list of addresses and CIDRs; unset or blank is no list. */
-function parseIpVar(raw: unknown, name: "ALLOW_IPS" | "DENY_IPS"): IpList | null {
+/** A comma-separated list of addresses and CIDRs, or an array of them, named `name` in errors; unset or blank is no list. */
+export function parseIpVar(raw: unknown, name: string): IpList | null {
   if (raw === undefined || (typeof raw === "string" && raw.trim() === "")) return null;
   return parseIpList(raw as string, { field: name });
 }

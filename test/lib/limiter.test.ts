@@ -2,7 +2,7 @@
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
-import { createGate, limiter } from "../../src/lib";
+import { ConfigError, createGate, limiter } from "../../src/lib";
 import { relayName } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
@@ -128,7 +128,7 @@ describe("limiter", () => {
   });
 
   it("throws for an option createGate does not know, as rateLimit does", () => {
-    expect(() => createGate(namespace, [], { legacyheaders: false } as never)).toThrow(/^createGate: unknown option "legacyheaders"; the options are headers\?, legacyHeaders\?$/);
+    expect(() => createGate(namespace, [], { legacyheaders: false } as never)).toThrow(/^createGate: unknown option "legacyheaders"; the options are headers\?, legacyHeaders\?, allowIps\?, denyIps\?$/);
   });
 
   it("shares a key past 1 KB with the proxy's traffic under it, both naming it by its hash", async () => {
@@ -352,6 +352,21 @@ describe("createGate", () => {
     const gate = createGate(namespace, rules, { headers: "draft-6", legacyHeaders: false });
     const checked = await gate.check(request({ "CF-Connecting-IP": "192.0.2.202" }), createExecutionContext());
     expect(Object.keys(checked.headers).sort()).toEqual(["RateLimit-Limit", "RateLimit-Policy", "RateLimit-Remaining", "RateLimit-Reset"]);
+  });
+
+  it("refuses an address in denyIps with the 403 before any rule, and never limits one in allowIps, as the vars do", async () => {
+    const gate = createGate(namespace, rules, { allowIps: ["192.0.2.210"], denyIps: "198.51.100.0/24, 2001:db8:bad::/48" });
+    const denied = await gate.check(request({ "CF-Connecting-IP": "198.51.100.9" }), createExecutionContext());
+    expect(denied.allowed).toBe(false);
+    expect(denied.response?.status).toBe(403);
+    const allowed = await Promise.all([1, 2, 3].map(() => gate.check(request({ "CF-Connecting-IP": "192.0.2.210" }), createExecutionContext())));
+    expect(allowed.map((c) => [c.allowed, c.headers])).toEqual([[true, {}], [true, {}], [true, {}]]);
+  });
+
+  it("throws at construction for an IP list it cannot read, naming the option, as a ConfigError", () => {
+    expect(() => createGate(namespace, rules, { denyIps: "10.0.0.1/8" })).toThrow(ConfigError);
+    expect(() => createGate(namespace, rules, { denyIps: "10.0.0.1/8" })).toThrow(/^createGate: denyIps: "10\.0\.0\.1\/8" has bits set after its \/8 prefix/);
+    expect(() => createGate(namespace, rules, { allowIps: 10 as unknown as string })).toThrow(/^createGate: allowIps must be addresses and CIDRs, comma-separated in a string or in an array of strings, got 10$/);
   });
 
   it("throws for a request that is not a Request", async () => {

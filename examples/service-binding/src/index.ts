@@ -1,17 +1,9 @@
 /** A Worker that asks floodgate, through a service binding, before doing its own work: `limit` for a key it chooses, `check` for a whole request. */
-import type { Checked, LimitResult } from "floodgate";
-
-/** floodgate's `Floodgate` entrypoint, as this Worker calls it (floodgate's README: Service binding). */
-interface FloodgateService {
-  limit(options: { rule?: string; key: string; cost?: number }): Promise<LimitResult>;
-  check(request: Request): Promise<Checked>;
-  peek(options: { rule?: string; key: string }): Promise<LimitResult>;
-  reset(options: { rule?: string; key: string }): Promise<void>;
-}
+import type { Floodgate } from "floodgate";
 
 interface Env {
-  /** `[[services]]` in wrangler.toml; its `props.rule` is the rule `limit` uses when a call names none */
-  FLOODGATE: FloodgateService;
+  /** `[[services]]` in wrangler.toml, floodgate's `Floodgate` entrypoint; its `props.rule` is the rule `limit` uses when a call names none */
+  FLOODGATE: Service<Floodgate>;
 }
 
 export default {
