@@ -45,6 +45,12 @@ export interface RateLimitOptions<C extends Context = Context> {
    * lets it through unlimited.
    */
   key: (c: C) => string | null | undefined | Promise<string | null | undefined>;
+  /**
+   * requests the rule does not apply to, e.g. `(c) => c.req.header("x-internal") === env.TOKEN`:
+   * when it returns true the request goes on uncounted, with no headers and no `rateLimit` variable
+   * from this middleware. A skip function that throws fails the request, as a key function does.
+   */
+  skip?: (c: C) => boolean | Promise<boolean>;
   /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
   headers?: HeaderForm;
   /** whether to send X-RateLimit-*; default true */
@@ -68,11 +74,17 @@ export interface RateLimitOptions<C extends Context = Context> {
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   checkOptions(options, OPTIONS, "rateLimit", REQUIRED);
   const rule = parseStandaloneRule(options.rule, { requests: true });
-  const { binding, key } = options;
+  const { binding, key, skip } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
+  if (skip !== undefined && typeof skip !== "function") throw new TypeError(`rateLimit: skip must be a function of the context returning true for a request the rule does not apply to, got ${typeof skip}`);
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
+    if (skip) {
+      const skipped = await skip(c as unknown as C);
+      if (typeof skipped !== "boolean") throw new TypeError(`rateLimit("${rule.name}"): skip must return true or false; got ${typeof skipped}`);
+      if (skipped) return next();
+    }
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
@@ -132,7 +144,7 @@ function refuse(c: Context, response: Response): Response {
   return response;
 }
 
-const OPTIONS = ["binding", "rule", "key", "headers", "legacyHeaders"];
+const OPTIONS = ["binding", "rule", "key", "skip", "headers", "legacyHeaders"];
 const REQUIRED = ["binding", "rule", "key"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {

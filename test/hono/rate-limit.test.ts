@@ -144,7 +144,7 @@ describe("rateLimit (Hono middleware)", () => {
     const plain = new Hono();
     plain.use(rateLimit({ binding: "LIMITER", rule: { name: "hono-typed", limit: 5, period: "1m" }, key: () => "k" }));
     plain.get("/", (c) => c.json({ left: c.get("rateLimit").remaining satisfies number }));
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, headers\?, legacyHeaders\?/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, skip\?, headers\?, legacyHeaders\?/);
   });
 
   it("sends the header forms it is given", async () => {
@@ -173,6 +173,23 @@ describe("rateLimit (Hono middleware)", () => {
     const sent: Record<string, string>[] = [{ "x-api-key": "#none" }, { "x-api-key": "#none" }, {}, {}];
     for (const headers of sent) statuses.push((await get(hono, "/api/x", headers)).status);
     expect(statuses).toEqual([200, 200, 200, 200]);
+  });
+
+  it("lets a request its skip function picks go on uncounted, with no header and no rateLimit variable", async () => {
+    const hono = app({ rule: { name: "hono-skip", limit: 1, period: "1h" }, skip: async (c) => c.req.header("x-internal") === "yes" });
+    const internal = await Promise.all([1, 2, 3].map(() => get(hono, "/api/x", { "x-api-key": "k-skip", "x-internal": "yes" })));
+    expect(internal.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(internal[0]!.headers.get("RateLimit-Policy")).toBeNull();
+    expect(((await internal[0]!.json()) as { rateLimit?: unknown }).rateLimit).toBeUndefined();
+    const outside = [await get(hono, "/api/x", { "x-api-key": "k-skip" }), await get(hono, "/api/x", { "x-api-key": "k-skip", "x-internal": "no" })];
+    expect(outside.map((r) => r.status)).toEqual([200, 429]);
+  });
+
+  it("fails the request, never letting it through, when the skip function throws or returns something other than true or false", async () => {
+    const throwing = app({ rule: { name: "hono-skip-throw", limit: 2, period: "1h" }, skip: () => { throw new Error("no session"); } });
+    expect((await get(throwing, "/api/x")).status).toBe(500);
+    const truthy = app({ rule: { name: "hono-skip-truthy", limit: 2, period: "1h" }, skip: () => "yes" as never });
+    expect((await get(truthy, "/api/x")).status).toBe(500);
   });
 
   it("fails the request, never letting it through, when the key function throws", async () => {
@@ -223,6 +240,7 @@ describe("rateLimit (Hono middleware)", () => {
   it("checks its options when it is made", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" }, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", skip: true as never })).toThrow(/^rateLimit: skip must be a function of the context/);
     expect(() => rateLimit({ binding: 42 as never, rule: { name: "h", limit: 1, period: "1m" }, key: () => "k" })).toThrow(/binding must be the name/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", headers: "draft-99" as never })).toThrow(/headers/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 }, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
