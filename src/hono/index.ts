@@ -48,7 +48,8 @@ export interface RateLimitOptions<C extends Context = Context> {
   /**
    * requests the rule does not apply to, e.g. `(c) => c.req.header("x-internal") === env.TOKEN`:
    * when it returns true the request goes on uncounted, with no headers and no `rateLimit` variable
-   * from this middleware. A skip function that throws fails the request, as a key function does.
+   * from this middleware; anything but true (a forgotten return) leaves it limited. A skip function
+   * that throws fails the request, as a key function does.
    */
   skip?: (c: C) => boolean | Promise<boolean>;
   /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
@@ -80,11 +81,8 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (skip !== undefined && typeof skip !== "function") throw new TypeError(`rateLimit: skip must be a function of the context returning true for a request the rule does not apply to, got ${typeof skip}`);
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
-    if (skip) {
-      const skipped = await skip(c as unknown as C);
-      if (typeof skipped !== "boolean") throw new TypeError(`rateLimit("${rule.name}"): skip must return true or false; got ${typeof skipped}`);
-      if (skipped) return next();
-    }
+    // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
+    if (skip && (await skip(c as unknown as C)) === true) return next();
     const context = contextOf(c as unknown as C, binding);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {

@@ -185,11 +185,17 @@ describe("rateLimit (Hono middleware)", () => {
     expect(outside.map((r) => r.status)).toEqual([200, 429]);
   });
 
-  it("fails the request, never letting it through, when the skip function throws or returns something other than true or false", async () => {
+  it("fails the request, never letting it through, when the skip function throws", async () => {
     const throwing = app({ rule: { name: "hono-skip-throw", limit: 2, period: "1h" }, skip: () => { throw new Error("no session"); } });
     expect((await get(throwing, "/api/x")).status).toBe(500);
-    const truthy = app({ rule: { name: "hono-skip-truthy", limit: 2, period: "1h" }, skip: () => "yes" as never });
-    expect((await get(truthy, "/api/x")).status).toBe(500);
+  });
+
+  it("limits a request its skip function answers anything but true for: a forgotten return skips nothing", async () => {
+    const forgotten = app({ rule: { name: "hono-skip-forgotten", limit: 1, period: "1h" }, skip: (() => undefined) as never });
+    const truthy = app({ rule: { name: "hono-skip-truthy", limit: 1, period: "1h" }, skip: (() => "yes") as never });
+    for (const hono of [forgotten, truthy]) {
+      expect([(await get(hono, "/api/x", { "x-api-key": "k" })).status, (await get(hono, "/api/x", { "x-api-key": "k" })).status]).toEqual([200, 429]);
+    }
   });
 
   it("fails the request, never letting it through, when the key function throws", async () => {
