@@ -1,5 +1,5 @@
 /** Which state a key's object decides from when its rule changed algorithm, and when it keeps a state carried over from another. */
-import { adjust, carryOver, largestCost, peek, usedUnits } from "./index";
+import { adjust, carryOver, peek, usedUnits } from "./index";
 import type { LimiterState, Policy } from "./types";
 
 /** A key's state as its object keeps it, with the policy it was kept under. */
@@ -21,40 +21,15 @@ export interface Stored {
  * The state to decide `policy` from. A request from a Worker version or rule with another
  * algorithm carries what the stored one used over, or reads its own algorithm's state kept from
  * before (see Stored's `before`), whichever counts more used; one naming an algorithm this version
- * does not know throws before anything changes, and its caller's `onError` decides. Once no live
- * version asks under the stored policy (`storedAsked` false) and this one reads the state otherwise,
- * a bucket's debt beyond its capacity is forgiven (see {@link withoutDebt}).
+ * does not know throws before anything changes, and its caller's `onError` decides.
  */
-export function stateFor(stored: Stored | undefined, policy: Policy, now: number, storedAsked: boolean): LimiterState | undefined {
+export function stateFor(stored: Stored | undefined, policy: Policy, now: number): LimiterState | undefined {
   if (!stored) return undefined;
-  const state = ownOrCarried(stored, policy, now);
-  return storedAsked || stateShape(stored.policy) === stateShape(policy) ? state : withoutDebt(policy, state, now);
-}
-
-function ownOrCarried(stored: Stored, policy: Policy, now: number): LimiterState | undefined {
   const carried = carryOver(stored.policy, stored.state, policy, now);
   const before = stored.before;
   if (!before || before.policy.algorithm !== policy.algorithm || stored.policy.algorithm === policy.algorithm) return carried;
   const own = before.state;
   return carried === undefined || usedUnits(policy, own, now) >= usedUnits(policy, carried, now) ? own : carried;
-}
-
-/** The fields by which a policy reads a stored state: two policies alike in these read any state alike. */
-export function stateShape(policy: Policy): string {
-  return `${policy.algorithm} ${policy.limit} per ${policy.periodMs} ms, burst ${policy.burst}, ${policy.buckets} buckets, warmup ${policy.warmupMs ?? 0} ms`;
-}
-
-/**
- * `state` with no more taken than `policy` can ever hold: a token bucket or GCRA counting more
- * used than its capacity, read under a lowered rule or carried from another algorithm, starts
- * spent (empty at `now`) instead. That debt was run up under a rule that allowed it: kept, 1,000
- * units taken under 1,000 a minute locked the key out for 99 minutes under 10 a minute, where a
- * window's count frees within its period. The others' states are kept as they are.
- */
-export function withoutDebt(policy: Policy, state: LimiterState | undefined, now: number): LimiterState | undefined {
-  if (!state || (policy.algorithm !== "token-bucket" && policy.algorithm !== "gcra")) return state;
-  const capacity = largestCost(policy);
-  return usedUnits(policy, state, now) > capacity ? adjust(policy, undefined, capacity, now, now) : state;
 }
 
 /**

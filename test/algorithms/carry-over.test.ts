@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { carryOver, decide, peek, UnknownAlgorithmError, usedUnits } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { fromCarry, keepsCarried, keptBefore, stateFor, withoutDebt, type Stored } from "../../src/algorithms/kept";
+import { fromCarry, keepsCarried, keptBefore, stateFor, type Stored } from "../../src/algorithms/kept";
 
 const window = (limit: number, periodMs = 60_000, buckets = 1): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets });
 const bucket = (limit: number, periodMs = 60_000, burst = limit): Policy => ({ algorithm: "token-bucket", limit, periodMs, burst, buckets: 1 });
@@ -163,23 +163,23 @@ describe("keepsCarried", () => {
 
   it("keeps a state carried over from an algorithm no live version asks under", () => {
     const kept = stored();
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, false), false)).toBe(true);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(true);
   });
 
   it("does not keep it while a live version still asks under the old algorithm: the key frees as the old state frees", () => {
     const kept = stored();
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, true), true)).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), true)).toBe(false);
   });
 
   it("does not keep a carry of a state that was itself carried: alternating versions would take the units anew at every switch", () => {
     const kept = stored(true);
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, false), false)).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(false);
   });
 
   it("has nothing to keep when the algorithm is the stored one", () => {
     const kept = stored();
-    expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1, false))).toBe(false);
-    expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1, false), false)).toBe(false);
+    expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1))).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1), false)).toBe(false);
   });
 });
 
@@ -197,54 +197,12 @@ describe("the state kept from before", () => {
   it("reads it back for its own algorithm when it counts more used than the carry-over", () => {
     const before = { policy: fixed, state: admit(fixed, undefined, [T0, T0, T0])! };
     const stored: Stored = { policy: bucket(3), state: admit(bucket(3), undefined, [T0])!, before };
-    expect(stateFor(stored, fixed, T0 + 30_000, true)).toBe(before.state);
+    expect(stateFor(stored, fixed, T0 + 30_000)).toBe(before.state);
   });
 
   it("keeps nothing beside a concurrency rule, whose slots only their own requests give back", () => {
     const slots: Policy = { algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
     const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0])! };
     expect(keptBefore(stored, slots, 1, T0, asked)).toBeUndefined();
-  });
-});
-
-describe("a debt run up under another rule", () => {
-  const fixed: Policy = { algorithm: "fixed-window", limit: 1_000, periodMs: 60_000, burst: 1_000, buckets: 1 };
-  const gcra: Policy = { algorithm: "gcra", limit: 10, periodMs: 60_000, burst: 4, buckets: 1 };
-  const spent: Stored = { policy: fixed, state: admit(fixed, undefined, Array<number>(1_000).fill(T0 + 30_000))! };
-
-  it("is forgiven once no live version asks under the old rule: a bucket starts spent, not 99 minutes in debt", () => {
-    const state = stateFor(spent, bucket(10), T0 + 31_000, false);
-    expect(usedUnits(bucket(10), state!, T0 + 31_000)).toBe(10);
-    expect(peek(bucket(10), state, T0 + 31_000 + 6_000).remaining).toBe(1);
-  });
-
-  it("is kept while a live version still asks under the old rule, so alternating versions take no fresh quota", () => {
-    const state = stateFor(spent, bucket(10), T0 + 31_000, true);
-    expect(usedUnits(bucket(10), state!, T0 + 31_000)).toBe(1_000);
-  });
-
-  it("is forgiven in a lowered token bucket's own state", () => {
-    const generous = bucket(1_000);
-    const stored: Stored = { policy: generous, state: admit(generous, undefined, Array<number>(1_000).fill(T0))! };
-    expect(usedUnits(bucket(10), stateFor(stored, bucket(10), T0, false)!, T0)).toBe(10);
-    expect(usedUnits(bucket(10), stateFor(stored, bucket(10), T0, true)!, T0)).toBe(1_000);
-  });
-
-  it("starts a GCRA spent at its tolerance and one unit", () => {
-    const state = withoutDebt(gcra, stateFor(spent, gcra, T0 + 31_000, true), T0 + 31_000);
-    expect(usedUnits(gcra, state!, T0 + 31_000)).toBe(5);
-    expect(peek(gcra, state, T0 + 31_000).allowed).toBe(false);
-  });
-
-  it("keeps a state within the capacity as it is", () => {
-    const stored: Stored = { policy: window(3), state: admit(window(3), undefined, [T0, T0])! };
-    const carried = stateFor(stored, bucket(3), T0 + 1, true);
-    expect(stateFor(stored, bucket(3), T0 + 1, false)).toEqual(carried);
-    expect(withoutDebt(bucket(3), carried, T0 + 1)).toBe(carried);
-  });
-
-  it("leaves a window's count over its limit as it is: it frees within its period", () => {
-    const lowered: Policy = { ...fixed, limit: 10, burst: 10 };
-    expect(withoutDebt(lowered, spent.state, T0 + 31_000)).toBe(spent.state);
   });
 });
