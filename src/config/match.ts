@@ -39,7 +39,7 @@ function parsePath(value: unknown, at: RuleRef): string {
   }
   if (value !== "*" && !value.startsWith("/")) fail(at, field, `expected ${form}, got ${show(value)}`);
   if (/[\uD800-\uDFFF]/u.test(value)) fail(at, field, `must be well-formed Unicode (it holds a lone surrogate), got ${show(value)}`);
-  const matched = value === "*" ? value : pathAsMatched(value);
+  const matched = value === "*" ? value : pathAsMatched(value, { glob: true });
   if (matched !== value) fail(at, field, `${show(value)} never matches: request paths are matched percent-encoded (escapes upper-case; letters, digits, -._~ and []^| unescaped; a % that starts no escape as %25), with "." and ".." segments resolved; write ${show(matched)}`);
   return value;
 }

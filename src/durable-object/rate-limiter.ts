@@ -327,6 +327,7 @@ export class RateLimiter extends DurableObject<Env> {
     }
   }
 
+  /** Makes the table named, once: the first write to it. */
   private ensureTable(name: keyof typeof TABLES): void {
     if (this.tables[name]) return;
     this.ctx.storage.sql.exec(TABLES[name]);

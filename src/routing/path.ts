@@ -26,20 +26,29 @@ const PLAIN = /^[A-Za-z0-9\-._~[\]^|]$/;
  * tell them apart.
  */
 export function normalizePath(path: string): string {
+  return normalized(path, false);
+}
+
+/**
+ * {@link normalizePath}, and for a glob (`glob`) a "%" that a "*" follows, at once or after one hex
+ * digit, left as it is: `/files/%2*` means every escape starting `%2`, as it did before a stray "%"
+ * was escaped.
+ */
+function normalized(path: string, glob: boolean): string {
   if (!path.includes("%")) return path;
-  return path.replace(/%(?:[0-9A-Fa-f]{2})?/g, (escape) => {
-    if (escape.length === 1) return "%25";
+  return path.replace(/%(?:[0-9A-Fa-f]{2})?/g, (escape, at: number) => {
+    if (escape.length === 1) return glob && /^[0-9A-Fa-f]?\*/.test(path.slice(at + 1)) ? "%" : "%25";
     const char = String.fromCharCode(parseInt(escape.slice(1), 16));
     return PLAIN.test(char) ? char : escape.toUpperCase();
   });
 }
 
 /**
- * A path as written (a rule's glob, an operator's key) in the form a request path that fits it is
- * matched in: percent-encoded, "\" as "/", "." and ".." segments (also written %2e) resolved as the
- * URL standard parses an http URL's path, and then normalized ({@link normalizePath}).
+ * A path as written (a rule's glob, with `glob`, or an operator's key) in the form a request path
+ * that fits it is matched in: percent-encoded, "\" as "/", "." and ".." segments (also written %2e)
+ * resolved as the URL standard parses an http URL's path, and then normalized ({@link normalizePath}).
  */
-export function pathAsMatched(path: string): string {
+export function pathAsMatched(path: string, { glob = false } = {}): string {
   const encoded = path.replaceAll("\\", "/").replace(ENCODED, (run) => encodeURIComponent(run));
   const segments: string[] = [];
   const parts = encoded.slice(1).split("/");
@@ -55,5 +64,5 @@ export function pathAsMatched(path: string): string {
       segments.push(segment);
     }
   });
-  return normalizePath(`/${segments.join("/")}`);
+  return normalized(`/${segments.join("/")}`, glob);
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors";
 import { describeRule, parseConfig } from "../../src/config/rules";
 import type { Rule } from "../../src/config/types";
+import { matchingRules } from "../../src/routing/match";
 import { normalizePath } from "../../src/routing/path";
 
 /** A valid rule, overridden field by field; `undefined` removes a field. */
@@ -398,6 +399,15 @@ describe("match", () => {
     const arrives = normalizePath(new URL(`http://floodgate.invalid${path}`).pathname);
     if (arrives === path) expect(only([rule({ match: { path } })]).match.path).toBe(path);
     else expect(errorFor([rule({ match: { path } })]).message).toContain(`write ${JSON.stringify(arrives)}`);
+  });
+
+  it.each([
+    ["/files/%2*", "/files/%2Fetc"],
+    ["/files/%*", "/files/%C3%A9"],
+    ["/files/%*", "/files/%zz"],
+  ])("accepts the glob %j, a \"%\" before \"*\" standing for the start of an escape, and matches %j with it", (path, requested) => {
+    const { rules } = parseConfig([rule({ match: { path } })]);
+    expect(matchingRules(rules, { method: "GET", path: requested, host: "api.example.com" })).toHaveLength(1);
   });
 
   it("rejects a path holding a lone surrogate", () => {
