@@ -78,7 +78,8 @@ export function keepsCarried(stored: Stored | undefined, state: LimiterState | u
 export function recoveredAt(stored: Stored | undefined, now: number): number {
   if (!stored) return now;
   return Math.max(...[stored, ...(stored.before ? [stored.before] : [])].map(({ policy, state }) => {
-    const full = peek(policy, state, now).resetAt;
-    return state.algorithm === "fixed-window" && state.count > 0 ? full + state.periodMs : full;
+    // From the state's own window: read at a later time, its window is a fresh one, whose end moves on with the clock.
+    if (state.algorithm === "fixed-window") return state.count > 0 ? (state.index + 2) * state.periodMs : now;
+    return peek(policy, state, now).resetAt;
   }));
 }

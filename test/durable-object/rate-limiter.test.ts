@@ -262,6 +262,20 @@ describe("RateLimiter", () => {
     expect((await stub.peek(quick)).remaining).toBe(10);
   });
 
+  it("deletes a fixed window's storage a period after its window's turn, not one more period at every alarm", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 10_000, burst: 3, buckets: 1 };
+    const stub = limiter("cleanup/fixed");
+    vi.setSystemTime(T0 + 1_000);
+    await stub.decide(fixed, [1]);
+    // Its window turns at T0 + 10 s; its count holds against another algorithm until T0 + 20 s.
+    vi.setSystemTime(T0 + 25_000);
+    await runDurableObjectAlarm(stub);
+    const tables = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'limiter'").toArray());
+    expect(tables).toEqual([]);
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm())).toBeNull();
+  });
+
   it("makes only the table it writes to: a strict key's first state writes no peers table, whose making costs two rows", async () => {
     await limiter("tables/strict").decide(window, [1]);
     const tables = () => runInDurableObject(limiter("tables/strict"), (_instance, state) =>
