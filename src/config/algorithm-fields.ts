@@ -20,7 +20,7 @@ export function parseBurst(value: unknown, algorithm: AlgorithmName, limit: numb
   if (value === undefined) return limit;
   const burst = parseCount(value, at, "burst");
   if (algorithm !== "token-bucket" && burst !== limit) {
-    fail(at, "burst", `burst applies to token-bucket and gcra only; remove it, or set "algorithm": "token-bucket"`);
+    fail(at, "burst", `burst applies to token-bucket and gcra only (a ${algorithm}'s burst is its limit, ${limit}); remove it, or set "algorithm": "token-bucket"`);
   }
   return burst;
 }

@@ -547,7 +547,7 @@ describe("limit, period and burst", () => {
   it("rejects a sliding-window burst that differs from the limit", () => {
     const error = errorFor([rule({ limit: 10, burst: 20 })]);
     expect(error.field).toBe("rules[0].burst");
-    expect(error.message).toContain("burst applies to token-bucket and gcra only");
+    expect(error.message).toContain("burst applies to token-bucket and gcra only (a sliding-window's burst is its limit, 10); remove it");
   });
 
   it("defaults a sliding window's buckets and accepts others", () => {
