@@ -8,7 +8,7 @@ export interface Share {
   heardAt: number;
 }
 
-/** A strict key's: its object never tells an isolate about the others. */
+/** A strict key's before its object has answered this isolate (see `strictShare`): one isolate, nothing known of what is left. */
 export const ALONE: Share = { peers: 1, free: Number.POSITIVE_INFINITY, heardAt: Number.NEGATIVE_INFINITY };
 
 /** An isolate's own counters for one key, and the answer of the object they started from. */

@@ -46,6 +46,13 @@ describe("when the Durable Object fails", () => {
     expect(await statuses(4, () => get("/fl2/x", "192.0.2.82"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
   });
 
+  it("goes on with onError local from the units the object last said were left, not from a full quota on top of them", async () => {
+    const rules = [{ name: "f-local-heard", limit: 3, period: "1m" }];
+    expect((await send(get("/flh/x", "192.0.2.85"), { rules, ...withFlaky })).status).toBe(200);
+    await flaky("f-local-heard/192.0.2.85").fail(100, "before");
+    expect(await statuses(4, () => get("/flh/x", "192.0.2.85"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
+  });
+
   it("counts each failure in the metrics", async () => {
     await flaky("f-count/192.0.2.83").fail(100, "before");
     const before = metrics.value("floodgate_errors_total", { kind: "durable_object" });
