@@ -202,9 +202,6 @@ export interface ObjectOptions {
 /** What answering an expired call costs the PROTOTYPE object: a comparison, no storage. */
 const EXPIRED_MS = 0.05;
 
-/** `stateFor`'s `asked`: a simulated key has one rule, one version, which always asks under the policy kept. */
-const ONE_VERSION = (): boolean => true;
-
 /** One key's object: floodgate's lease and algorithm code on an object's thread. */
 export class KeyObject extends ObjectThread<ObjectStats> {
   private stored: Stored | undefined;
@@ -270,7 +267,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
    */
   private sync(policy: Policy, request: SyncRequest, now: number, lastsMs?: number): Lease {
     const under = leasePolicy(policy, request.isolate, this.peers, now, []);
-    const stored = stateFor(this.stored, under, now, ONE_VERSION);
+    const stored = stateFor(this.stored, under, now);
     const granted = grantLease(under, stored, this.peers, request, now, this.blockedUntil, this.cursor, policy);
     const { state, blockedUntil, cursor, changed } = granted;
     const lease = lastsMs === undefined || changed.length === 0 ? granted.lease : this.lastLonger(request.isolate, granted.lease, now + lastsMs, now);
@@ -298,7 +295,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   /** rate-limiter.ts `decide` (its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
-    const { state, blockedUntil, results } = decideBatch(policy, stateFor(this.stored, policy, now, ONE_VERSION), blockedBefore, costs, now);
+    const { state, blockedUntil, results } = decideBatch(policy, stateFor(this.stored, policy, now), blockedBefore, costs, now);
     this.blockedUntil = blockedUntil;
     if (state && (results.some((r) => r.decision.allowed) || blockedUntil !== blockedBefore)) {
       this.stored = { policy, state };

@@ -1,5 +1,5 @@
-/** Which state a key's object decides from when its rule changed, and what it keeps of the rule before. */
-import { adjust, carryOver, largestCost, peek, usedUnits } from "./index";
+/** Which state a key's object decides from when its rule changed algorithm, and when it keeps a state carried over from another. */
+import { adjust, carryOver, peek, usedUnits } from "./index";
 import type { LimiterState, Policy } from "./types";
 
 /** A key's state as its object keeps it, with the policy it was kept under. */
@@ -9,78 +9,40 @@ export interface Stored {
   /** the state is another algorithm's carried over on a denial, nothing taken since: it is not carried back and kept (see {@link keepsCarried}) */
   carried?: true;
   /**
-   * the state of the policy this one replaced (another algorithm, or the same with another shape:
-   * see {@link stateShape}), counting what was taken since (see {@link keptBefore}) until it has
-   * recovered by its own terms: read back when a version asks under that policy again (a rollback,
-   * or two versions live at once), so that its own count is not lost to the other policy's view of
-   * it (a fixed window's, carried back from a token bucket that had refilled, admitted past the
-   * window's limit; a token bucket's, read back from a lowered one that started empty, found its
-   * whole burst again)
+   * the state of the algorithm this one replaced, while a live Worker version still asks under it,
+   * counting what was taken since (see {@link keptBefore}): read back when that version asks again,
+   * so that its own count is not lost to the other algorithm's view of it (a fixed window's, carried
+   * back from a token bucket that had refilled, admitted past the window's limit)
    */
   before?: { policy: Policy; state: LimiterState };
 }
 
 /**
- * The state to decide `policy` from. Under another policy than the stored one's, the stored state
- * in its terms: the same algorithm reads it itself (a changed limit, period or burst), another
- * algorithm gets what it used carried over (see `carryOver`), and a token bucket or GCRA that
- * would start beyond empty starts empty instead once no live version asks under the policy it was
- * kept under (`asked`; see {@link withoutDebt}): while one does, that debt is what holds the two
- * together to the more generous one's bound. A state kept from before under the same algorithm
- * (see Stored's `before`) is read that way too, and whichever counts more used is the one decided
- * from. One naming an algorithm this version does not know throws before anything changes, and
- * its caller's `onError` decides.
+ * The state to decide `policy` from. A request from a Worker version or rule with another
+ * algorithm carries what the stored one used over, or reads its own algorithm's state kept from
+ * before (see Stored's `before`), whichever counts more used; one naming an algorithm this version
+ * does not know throws before anything changes, and its caller's `onError` decides.
  */
-export function stateFor(stored: Stored | undefined, policy: Policy, now: number, asked: (policy: Policy) => boolean): LimiterState | undefined {
+export function stateFor(stored: Stored | undefined, policy: Policy, now: number): LimiterState | undefined {
   if (!stored) return undefined;
-  const shape = stateShape(policy);
-  if (stateShape(stored.policy) === shape) return stored.state;
-  const carried = viewUnder(stored, policy, shape, now, asked);
+  const carried = carryOver(stored.policy, stored.state, policy, now);
   const before = stored.before;
-  if (!before || before.policy.algorithm !== policy.algorithm) return carried;
-  const own = viewUnder(before, policy, shape, now, asked);
-  return carried === undefined || (own !== undefined && usedUnits(policy, own, now) >= usedUnits(policy, carried, now)) ? own : carried;
-}
-
-/** A kept state as `policy`, of the shape `shape`, reads it (see {@link stateFor}). */
-function viewUnder(kept: { policy: Policy; state: LimiterState }, policy: Policy, shape: string, now: number, asked: (policy: Policy) => boolean): LimiterState | undefined {
-  if (stateShape(kept.policy) === shape) return kept.state;
-  const carried = carryOver(kept.policy, kept.state, policy, now);
-  return asked(kept.policy) ? carried : withoutDebt(policy, carried);
-}
-
-/** The fields by which a policy reads a stored state: two policies alike in these read any state alike. */
-export function stateShape(policy: Policy): string {
-  return `${policy.algorithm} ${policy.limit} per ${policy.periodMs} ms, burst ${policy.burst}, ${policy.buckets} buckets, warmup ${policy.warmupMs ?? 0} ms`;
+  if (!before || before.policy.algorithm !== policy.algorithm || stored.policy.algorithm === policy.algorithm) return carried;
+  const own = before.state;
+  return carried === undefined || usedUnits(policy, own, now) >= usedUnits(policy, carried, now) ? own : carried;
 }
 
 /**
- * A token bucket's or GCRA's state, read under another policy, with no more taken than `policy`
- * can ever hold at the state's own time: one counting more starts spent (empty) then, and refills
- * from there. The debt was run up under a rule that allowed it; kept, 1,000 units taken under
- * 1,000 a minute locked the key out for 99 minutes under 10 a minute, where a window's count
- * frees within its period. What the old rule itself still counts is kept from before (Stored's
- * `before`), so that rule, rolled back or returning, finds no fresh quota.
- */
-export function withoutDebt(policy: Policy, state: LimiterState | undefined): LimiterState | undefined {
-  if (state?.algorithm !== "token-bucket" && state?.algorithm !== "gcra") return state;
-  const capacity = largestCost(policy);
-  const at = state.updatedAt;
-  return usedUnits(policy, state, at) > capacity ? adjust(policy, undefined, capacity, at, at) : state;
-}
-
-/**
- * What is kept of the policy a decision under `policy` replaced (see Stored's `before`) once it
- * took `units` at `now`: the stored state, if it is another policy's, or the one kept before,
- * counting them as far as it has room, until it has recovered by its own terms (see
- * {@link keptUntil}); else none. Never a concurrency rule's, nor beside one: its slots are requests
- * in flight, each given back by its own request, and units another algorithm took would be slots
+ * What is kept of the algorithm a decision under `policy` replaced (see Stored's `before`) once it
+ * took `units` at `now`: the stored state, if it is another algorithm's, or the one kept before,
+ * counting them as far as it has room, while a live version still asks under that algorithm
+ * (`stillAsked`); else none. Never a concurrency rule's, nor beside one: its slots are requests in
+ * flight, each given back by its own request, and units another algorithm took would be slots
  * nothing gives back.
  */
-export function keptBefore(stored: Stored | undefined, policy: Policy, units: number, now: number): Stored["before"] {
-  const shape = stateShape(policy);
-  const other = stored && (stateShape(stored.policy) !== shape ? { policy: stored.policy, state: stored.state } : stored.before);
-  if (!other || stateShape(other.policy) === shape || keptUntil(other, now) <= now) return undefined;
+export function keptBefore(stored: Stored | undefined, policy: Policy, units: number, now: number, stillAsked: (algorithm: string) => boolean): Stored["before"] {
+  const other = stored && (stored.policy.algorithm !== policy.algorithm ? { policy: stored.policy, state: stored.state } : stored.before);
+  if (!other || other.policy.algorithm === policy.algorithm || !stillAsked(other.policy.algorithm)) return undefined;
   if (other.policy.algorithm === "concurrency" || policy.algorithm === "concurrency") return undefined;
   // Counted up to what it has room for: a token bucket's kept state, counting every unit the other
   // version took, ran into a debt that locked its own version out for hours after the overlap.
@@ -115,12 +77,9 @@ export function keepsCarried(stored: Stored | undefined, state: LimiterState | u
  */
 export function recoveredAt(stored: Stored | undefined, now: number): number {
   if (!stored) return now;
-  return Math.max(...[stored, ...(stored.before ? [stored.before] : [])].map((kept) => keptUntil(kept, now)));
-}
-
-/** When one kept state has recovered (see {@link recoveredAt}): back to its full quota, a fixed window's a period past its window's turn. */
-function keptUntil({ policy, state }: { policy: Policy; state: LimiterState }, now: number): number {
-  // From the state's own window: read at a later time, its window is a fresh one, whose end moves on with the clock.
-  if (state.algorithm === "fixed-window") return state.count > 0 ? (state.index + 2) * state.periodMs : now;
-  return peek(policy, state, now).resetAt;
+  return Math.max(...[stored, ...(stored.before ? [stored.before] : [])].map(({ policy, state }) => {
+    // From the state's own window: read at a later time, its window is a fresh one, whose end moves on with the clock.
+    if (state.algorithm === "fixed-window") return state.count > 0 ? (state.index + 2) * state.periodMs : now;
+    return peek(policy, state, now).resetAt;
+  }));
 }

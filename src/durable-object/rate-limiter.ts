@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
-import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, stateShape, type Stored } from "../algorithms/kept";
+import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
 import { renewConcurrency } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
@@ -51,14 +51,11 @@ export class RateLimiter extends DurableObject<Env> {
   /** the strictest policy strict decisions asked under lately, which fast leases are granted under too; in memory, as the next strict request says it again */
   private strictAsked: { policy: Policy; at: number } | undefined;
   /**
-   * when each policy (by its `stateShape`) was last asked under, by a decision or a sync: a state
-   * kept under an algorithm that another live Worker version still asks under is not replaced by its
-   * carry-over (see `keepsCarried`), nor a token bucket's debt run up under a policy still asked
-   * under forgiven (see `withoutDebt`); in memory, as a restart is a new deployment's
+   * when each algorithm was last asked under, by a decision or a sync: a state kept under one that
+   * another live Worker version still asks under is not replaced by its carry-over (see `keepsCarried`);
+   * in memory, as a restart is a new deployment's
    */
-  private readonly asked = new Map<string, { algorithm: string; at: number }>();
-  /** when this object started: for a minute it does not know which policies live versions ask under, so it forgives no debt */
-  private startedAt = 0;
+  private readonly algorithmsAsked = new Map<string, number>();
   /**
    * Which tables exist. Each is made on its first write, so a recovered key leaves no storage
    * behind at all, and a strict key never makes the peers table: making a table writes two rows.
@@ -92,7 +89,6 @@ export class RateLimiter extends DurableObject<Env> {
         this.writePeers([...new Set([...before.keys(), ...this.peers.peers.keys()])]);
         this.write();
       }
-      this.startedAt = now;
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
@@ -103,16 +99,16 @@ export class RateLimiter extends DurableObject<Env> {
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
     const blockedBefore = blockEnd(policy, this.block);
-    const from = this.stateFor(policy, now);
+    const from = stateFor(this.stored, policy, now);
     const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
     const taken = results.some((r) => r.decision.allowed);
     const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);
     if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) {
-      const before = keptBefore(this.stored, policy, units, now);
+      const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
       this.save(policy, state, now, { ...(fromCarry(this.stored, from) && !taken ? { carried: true } : {}), ...(before ? { before } : {}) });
     }
-    this.heard(policy, now);
+    this.algorithmsAsked.set(policy.algorithm, now);
     return results;
   }
 
@@ -125,7 +121,7 @@ export class RateLimiter extends DurableObject<Env> {
   sync(policy: Policy, request: SyncRequest): Lease {
     const now = Date.now();
     const under = leasePolicy(policy, request.isolate, this.peers, now, this.recentStrict(now));
-    const stored = this.stateFor(under, now);
+    const stored = stateFor(this.stored, under, now);
     const blockedBefore = blockEnd(under, this.block);
     const granted = grantLease(under, stored, this.peers, request, now, blockedBefore, this.cursor, policy);
     const { state, lease } = granted;
@@ -133,13 +129,10 @@ export class RateLimiter extends DurableObject<Env> {
     this.cursor = granted.cursor;
     this.writePeers(granted.changed);
     // The state is kept under `under`, which may be another version's policy: that is the algorithm asked under.
-    this.heard(under, now);
+    this.algorithmsAsked.set(under.algorithm, now);
     if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.keepsCarried(stored, now)))) {
       if (granted.blockedUntil !== blockedBefore) this.block = blockFrom(this.block, granted.blockedUntil, now);
-      if (state) {
-        const before = keptBefore(this.stored, under, 0, now);
-        this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}), ...(before ? { before } : {}) };
-      }
+      if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}) };
       this.write();
     }
     if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
@@ -184,7 +177,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
-    const state = this.stateFor(policy, now);
+    const state = stateFor(this.stored, policy, now);
     if (fromCarry(this.stored, state)) return;
     this.save(policy, adjust(policy, state, -units, countedAt, now), now);
   }
@@ -198,7 +191,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   renew(policy: Policy, units: number, from: number[], to: number): number {
     const now = Date.now();
-    const state = this.stateFor(policy, now);
+    const state = stateFor(this.stored, policy, now);
     if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
     const renewed = renewConcurrency(policy, state, units, from, to, now);
     if (!renewed) return 0;
@@ -210,10 +203,10 @@ export class RateLimiter extends DurableObject<Env> {
   peek(policy: Policy): Decision {
     const now = Date.now();
     const blockedUntil = blockEnd(policy, this.block);
-    if (now < blockedUntil) return blockedDecision(policy, this.stateFor(policy, now), blockedUntil, now);
+    if (now < blockedUntil) return blockedDecision(policy, stateFor(this.stored, policy, now), blockedUntil, now);
     // A fast key is leased under the strictest policy a live isolate asked under: its standing is read as its isolates will find it.
     const under = this.peers.peers.size > 0 ? leasePolicy(policy, "", this.peers, now, this.recentStrict(now)) : policy;
-    return standingWithPins(under, this.stateFor(under, now), this.peers, now);
+    return standingWithPins(under, stateFor(this.stored, under, now), this.peers, now);
   }
 
   /** Forgets the key: its next request starts from a full quota. */
@@ -241,7 +234,7 @@ export class RateLimiter extends DurableObject<Env> {
     // Pins settled are forgotten even when counting them changed nothing (their buckets had
     // passed): kept, they would count as taken until some isolate's next sync.
     const settled = policy ? settlePins(policy, this.stored?.state, this.peers, now) : undefined;
-    if (policy && settled?.state) this.stored = { policy, state: settled.state, ...(this.stored?.before ? { before: this.stored.before } : {}) };
+    if (policy && settled?.state) this.stored = { policy, state: settled.state };
     const recovered = recoveredAt(this.stored, now);
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
@@ -273,7 +266,7 @@ export class RateLimiter extends DurableObject<Env> {
    */
   private countAllPins(policy: Policy, now: number): void {
     if (this.peers.holders === 0) return;
-    const settled = settlePins(policy, this.stateFor(policy, now), this.peers, now, true);
+    const settled = settlePins(policy, stateFor(this.stored, policy, now), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
     this.writePeers([...settled.before.keys()]);
     this.write();
@@ -286,23 +279,7 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** Whether a live Worker version asks under `algorithm`: one did within PEER_TTL_MS. */
   private askedLately(algorithm: string, now: number): boolean {
-    return [...this.asked.values()].some((a) => a.algorithm === algorithm && a.at >= now - PEER_TTL_MS);
-  }
-
-  /** Keeps when `policy` was last asked under, forgetting what was not asked within PEER_TTL_MS. */
-  private heard(policy: Policy, now: number): void {
-    for (const [shape, { at }] of this.asked) if (at < now - PEER_TTL_MS) this.asked.delete(shape);
-    this.asked.set(stateShape(policy), { algorithm: policy.algorithm, at: now });
-  }
-
-  /**
-   * The state to read under `policy` (see `stateFor`): a debt is forgiven only under a policy no
-   * live version asked under within PEER_TTL_MS, and not in the object's first PEER_TTL_MS, when
-   * it cannot tell (an object restarts at a deploy, while both versions may be live).
-   */
-  private stateFor(policy: Policy, now: number): LimiterState | undefined {
-    const since = now - PEER_TTL_MS;
-    return stateFor(this.stored, policy, now, (kept) => this.startedAt >= since || (this.asked.get(stateShape(kept))?.at ?? Number.NEGATIVE_INFINITY) >= since);
+    return (this.algorithmsAsked.get(algorithm) ?? Number.NEGATIVE_INFINITY) >= now - PEER_TTL_MS;
   }
 
   /** Stores `state` under `policy`; `kept`: its flags, by default the state kept from before as it was (see Stored's `before`). */

@@ -3,14 +3,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { carryOver, decide, peek, UnknownAlgorithmError, usedUnits } from "../../src/algorithms";
 import type { LimiterState, Policy } from "../../src/algorithms";
-import { fromCarry, keepsCarried, keptBefore, stateFor, withoutDebt, type Stored } from "../../src/algorithms/kept";
+import { fromCarry, keepsCarried, keptBefore, stateFor, type Stored } from "../../src/algorithms/kept";
 
 const window = (limit: number, periodMs = 60_000, buckets = 1): Policy => ({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets });
 const bucket = (limit: number, periodMs = 60_000, burst = limit): Policy => ({ algorithm: "token-bucket", limit, periodMs, burst, buckets: 1 });
 const T0 = 1_700_000_040_000; // the start of a 60 s window
-/** `stateFor`'s `asked`: no live version asks under the policy kept, or one still does. */
-const gone = (): boolean => false;
-const live = (): boolean => true;
 
 /** Runs requests of one unit at `times` under `policy`, from `state`. */
 function admit(policy: Policy, state: LimiterState | undefined, times: number[]): LimiterState | undefined {
@@ -166,97 +163,46 @@ describe("keepsCarried", () => {
 
   it("keeps a state carried over from an algorithm no live version asks under", () => {
     const kept = stored();
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, gone), false)).toBe(true);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(true);
   });
 
   it("does not keep it while a live version still asks under the old algorithm: the key frees as the old state frees", () => {
     const kept = stored();
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, gone), true)).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), true)).toBe(false);
   });
 
   it("does not keep a carry of a state that was itself carried: alternating versions would take the units anew at every switch", () => {
     const kept = stored(true);
-    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1, gone), false)).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, bucket(3), T0 + 1), false)).toBe(false);
   });
 
   it("has nothing to keep when the algorithm is the stored one", () => {
     const kept = stored();
-    expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1, gone))).toBe(false);
-    expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1, gone), false)).toBe(false);
+    expect(fromCarry(kept, stateFor(kept, window(5), T0 + 1))).toBe(false);
+    expect(keepsCarried(kept, stateFor(kept, window(5), T0 + 1), false)).toBe(false);
   });
 });
 
 describe("the state kept from before", () => {
   const fixed: Policy = { algorithm: "fixed-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
+  const asked = () => true;
 
-  it("keeps the replaced algorithm's state until it has recovered by its own terms, counting what the new one takes", () => {
+  it("keeps the replaced algorithm's state while its version still asks, counting what the new one takes", () => {
     const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0, T0])! };
-    const kept = keptBefore(stored, bucket(3), 1, T0 + 1_000)!;
+    const kept = keptBefore(stored, bucket(3), 1, T0 + 1_000, asked)!;
     expect(usedUnits(fixed, kept.state, T0 + 1_000)).toBe(3);
-    // Its window turns at T0 + 60 s, and a fixed window's count holds a period past its turn.
-    expect(keptBefore(stored, bucket(3), 0, T0 + 119_999)).toBeDefined();
-    expect(keptBefore(stored, bucket(3), 0, T0 + 120_000)).toBeUndefined();
+    expect(keptBefore(stored, bucket(3), 1, T0 + 1_000, () => false)).toBeUndefined();
   });
 
   it("reads it back for its own algorithm when it counts more used than the carry-over", () => {
     const before = { policy: fixed, state: admit(fixed, undefined, [T0, T0, T0])! };
     const stored: Stored = { policy: bucket(3), state: admit(bucket(3), undefined, [T0])!, before };
-    expect(stateFor(stored, fixed, T0 + 30_000, gone)).toBe(before.state);
-  });
-
-  it("keeps a token bucket's own state when a lowered one replaces it, and reads it back for it: a rollback finds no fresh quota", () => {
-    const generous = bucket(1_000);
-    const stored: Stored = { policy: generous, state: admit(generous, undefined, Array<number>(1_000).fill(T0))! };
-    const lowered = decide(bucket(10), stateFor(stored, bucket(10), T0 + 6_000, gone), 1, T0 + 6_000);
-    expect(lowered.decision.allowed).toBe(true);
-    const after: Stored = { policy: bucket(10), state: lowered.state, before: keptBefore(stored, bucket(10), 1, T0 + 6_000)! };
-    // 8 s of the generous rule's refill is 133 units; the lowered bucket's view would have given back 990.
-    expect(peek(generous, stateFor(after, generous, T0 + 8_000, gone), T0 + 8_000).remaining).toBe(132);
+    expect(stateFor(stored, fixed, T0 + 30_000)).toBe(before.state);
   });
 
   it("keeps nothing beside a concurrency rule, whose slots only their own requests give back", () => {
     const slots: Policy = { algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
     const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0])! };
-    expect(keptBefore(stored, slots, 1, T0)).toBeUndefined();
-  });
-});
-
-describe("a debt run up under another rule", () => {
-  const fixed: Policy = { algorithm: "fixed-window", limit: 1_000, periodMs: 60_000, burst: 1_000, buckets: 1 };
-  const gcra: Policy = { algorithm: "gcra", limit: 10, periodMs: 60_000, burst: 4, buckets: 1 };
-  const spent: Stored = { policy: fixed, state: admit(fixed, undefined, Array<number>(1_000).fill(T0 + 30_000))! };
-
-  it("leaves a bucket carried from another algorithm spent, not 99 minutes in debt", () => {
-    const state = stateFor(spent, bucket(10), T0 + 31_000, gone);
-    expect(usedUnits(bucket(10), state!, T0 + 31_000)).toBe(10);
-    expect(peek(bucket(10), state, T0 + 31_000 + 6_000).remaining).toBe(1);
-  });
-
-  it("is kept while a live version still asks under the old rule: the two are held together to the generous one's bound", () => {
-    expect(usedUnits(bucket(10), stateFor(spent, bucket(10), T0 + 31_000, live)!, T0 + 31_000)).toBe(1_000);
-  });
-
-  it("leaves a lowered token bucket spent at the time of its last change, refilling from there", () => {
-    const generous = bucket(1_000);
-    const stored: Stored = { policy: generous, state: admit(generous, undefined, Array<number>(1_000).fill(T0))! };
-    expect(usedUnits(bucket(10), stateFor(stored, bucket(10), T0, gone)!, T0)).toBe(10);
-    expect(peek(bucket(10), stateFor(stored, bucket(10), T0 + 12_000, gone), T0 + 12_000).remaining).toBe(2);
-  });
-
-  it("starts a GCRA spent at its tolerance and one unit", () => {
-    const state = stateFor(spent, gcra, T0 + 31_000, gone);
-    expect(usedUnits(gcra, state!, T0 + 31_000)).toBe(5);
-    expect(peek(gcra, state, T0 + 31_000).allowed).toBe(false);
-  });
-
-  it("keeps a state within the capacity as it is", () => {
-    const stored: Stored = { policy: window(3), state: admit(window(3), undefined, [T0, T0])! };
-    const carried = stateFor(stored, bucket(3), T0 + 1, gone);
-    expect(withoutDebt(bucket(3), carried)).toBe(carried);
-  });
-
-  it("leaves a window's count over its limit as it is: it frees within its period", () => {
-    const lowered: Policy = { ...fixed, limit: 10, burst: 10 };
-    expect(withoutDebt(lowered, spent.state)).toBe(spent.state);
+    expect(keptBefore(stored, slots, 1, T0, asked)).toBeUndefined();
   });
 });
