@@ -91,7 +91,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(objectName), now);
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(objectName, now), now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }
