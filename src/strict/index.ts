@@ -10,14 +10,12 @@ import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
 import { withTimeout } from "./timeout";
-import { LruTable } from "../fast/table";
-import { ALONE, type Share } from "../limiter/local-share";
+import { LastAnswers, type Share } from "../limiter/local-share";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
 const denials = new DenialCache();
-/** Strict keys whose object answered lately: the units it said were left, when, and when the key was to be full again (see {@link strictShare}). */
-const heard = new LruTable<{ share: Share; resetAt: number }>(10_000, () => undefined);
+const answers = new LastAnswers();
 
 /** A strict decision; `countedAt` when the object took units, for a refund to find them. */
 export interface StrictDecision {
@@ -42,20 +40,12 @@ export function cachedStrictDenial(rule: Rule, objectName: string, cost: number,
 /** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
 export function forgetStrict(objectName: string): void {
   denials.forget(objectName);
-  heard.delete(objectName);
+  answers.forget(objectName);
 }
 
-/**
- * What `onError: "local"` starts a strict key's counters from (see ../limiter/local-share): the
- * units its object said were left at its last answer to this isolate, so that, when the object
- * falls silent under load, the isolate goes on from where the object was rather than from a full
- * quota on top of what the object had already admitted (a flood of 4,000 requests on 40 keys let
- * 453 through where 400 was the limit); a key never answered, or past the time its last answer
- * said it would be full again, starts full.
- */
+/** What `onError: "local"` starts a strict key's counters from: see {@link LastAnswers.share}. */
 export function strictShare(objectName: string, now: number): Share {
-  const last = heard.peek(objectName);
-  return last && now < last.resetAt ? last.share : ALONE;
+  return answers.share(objectName, now);
 }
 
 /**
@@ -93,7 +83,7 @@ export async function decideStrict(
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     observeWait(rule, now);
     const answeredAt = Date.now();
-    heard.set(objectName, { share: { peers: 1, free: decided.decision.remaining, heardAt: answeredAt }, resetAt: decided.decision.resetAt });
+    answers.heard(objectName, decided.decision, answeredAt);
     breakers.succeeded(objectName, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its
