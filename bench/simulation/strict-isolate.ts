@@ -14,7 +14,7 @@ import type { Rule } from "../../src/config/types";
 import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
 import { Lanes, laneOf } from "../../src/strict/lanes";
-import { LastAnswers } from "../../src/limiter/local-share";
+import { ALONE } from "../../src/limiter/local-share";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
 interface Waiter {
@@ -30,8 +30,6 @@ export class StrictIsolate extends IsolateBase {
   private readonly breakers = new Breakers();
   private readonly ruleBreaker = new RuleBreaker("sim");
   private readonly lanes = new Lanes<Waiter>();
-  /** src/strict/index.ts `answers`: what the keys' object last said, for onError's share */
-  private readonly answers = new LastAnswers();
 
   constructor(
     id: string,
@@ -52,7 +50,7 @@ export class StrictIsolate extends IsolateBase {
     const cached = this.denials.lookup(objectName, cost, now);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.share(objectName, now), now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "unavailable" });
     const waiter: Waiter = {
       cost,
       settled: false,
@@ -61,7 +59,6 @@ export class StrictIsolate extends IsolateBase {
         this.breakers.succeeded(objectName, at);
         this.ruleBreaker.succeeded(at);
         this.denials.remember(objectName, cost, decided.decision, at);
-        this.answers.heard(objectName, decided.decision, at);
         done({ decision: decided.decision, waited: true });
       },
       lost: () => done({ decision: null, waited: true }),
@@ -70,13 +67,13 @@ export class StrictIsolate extends IsolateBase {
         if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
         else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
-        done({ decision: this.onError(rule, objectName, cost, this.answers.share(objectName, at), at), waited: true, error });
+        done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
     if (!this.coalesce) return this.alone(rule, objectName, waiter);
     const lane = laneOf(objectName, policyOf(rule));
-    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.share(objectName, now), now), waited: false, error: "queueFull" });
+    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
     this.enqueue(rule, objectName, lane, waiter);
   }
 

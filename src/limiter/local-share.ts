@@ -1,6 +1,5 @@
 /** onError "local" as arithmetic: one isolate's share of a key's limit, decided from its own counters, which the caller keeps. */
 import { adjust, decide, type Decision, type LimiterState, type Policy } from "../algorithms";
-import { LruTable } from "../fast/table";
 
 /** What an isolate knows of how a key is shared: the isolates sharing it, and the units its object said were free when last heard from. */
 export interface Share {
@@ -9,36 +8,8 @@ export interface Share {
   heardAt: number;
 }
 
-/** A strict key's before its object has answered this isolate (see {@link LastAnswers}): one isolate, nothing known of what is left. */
+/** A strict key's: its object never tells an isolate about the others. */
 export const ALONE: Share = { peers: 1, free: Number.POSITIVE_INFINITY, heardAt: Number.NEGATIVE_INFINITY };
-
-/**
- * What strict keys' objects last told one isolate: the units left, when, and when the key was to be
- * full again. `onError: "local"` starts a strict key's counters from it (see {@link share}).
- */
-export class LastAnswers {
-  private readonly table = new LruTable<{ share: Share; resetAt: number }>(10_000, () => undefined);
-
-  heard(objectName: string, decision: Decision, at: number): void {
-    this.table.set(objectName, { share: { peers: 1, free: decision.remaining, heardAt: at }, resetAt: decision.resetAt });
-  }
-
-  /**
-   * The share to decide a strict key's `local` fallback from: the units its object said were left
-   * at its last answer, so that, when the object falls silent under load, the isolate goes on from
-   * where the object was rather than from a full quota on top of what the object had already
-   * admitted (a flood of 4,000 requests on 40 keys let 453 through where 400 was the limit); a key
-   * never answered, or past the time its last answer said it would be full again, starts full.
-   */
-  share(objectName: string, now: number): Share {
-    const last = this.table.peek(objectName);
-    return last && now < last.resetAt ? last.share : ALONE;
-  }
-
-  forget(objectName: string): void {
-    this.table.delete(objectName);
-  }
-}
 
 /** An isolate's own counters for one key, and the answer of the object they started from. */
 export interface Counters {

@@ -10,12 +10,10 @@ import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
 import { withTimeout } from "./timeout";
-import { LastAnswers, type Share } from "../limiter/local-share";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
 const denials = new DenialCache();
-const answers = new LastAnswers();
 
 /** A strict decision; `countedAt` when the object took units, for a refund to find them. */
 export interface StrictDecision {
@@ -37,15 +35,9 @@ export function cachedStrictDenial(rule: Rule, objectName: string, cost: number,
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }
 
-/** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
+/** Forgets this isolate's cached denial of a key whose object was reset. */
 export function forgetStrict(objectName: string): void {
   denials.forget(objectName);
-  answers.forget(objectName);
-}
-
-/** What `onError: "local"` starts a strict key's counters from: see {@link LastAnswers.share}. */
-export function strictShare(objectName: string, now: number): Share {
-  return answers.share(objectName, now);
 }
 
 /**
@@ -83,7 +75,6 @@ export async function decideStrict(
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     observeWait(rule, now);
     const answeredAt = Date.now();
-    answers.heard(objectName, decided.decision, answeredAt);
     breakers.succeeded(objectName, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its

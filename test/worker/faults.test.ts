@@ -46,22 +46,6 @@ describe("when the Durable Object fails", () => {
     expect(await statuses(4, () => get("/fl2/x", "192.0.2.82"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
   });
 
-  it("goes on with onError local from the units the object last said were left, not from a full quota on top of them", async () => {
-    const rules = [{ name: "f-local-heard", limit: 3, period: "1m" }];
-    expect((await send(get("/flh/x", "192.0.2.85"), { rules, ...withFlaky })).status).toBe(200);
-    await flaky("f-local-heard/192.0.2.85").fail(100, "before");
-    expect(await statuses(4, () => get("/flh/x", "192.0.2.85"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
-  });
-
-  it("goes on with onError local from a full quota once the object's last answer said the key would be full again", async () => {
-    const rules = [{ name: "f-local-full", limit: 3, period: "1s", algorithm: "fixed-window" }];
-    expect((await send(get("/flf/x", "192.0.2.86"), { rules, ...withFlaky })).status).toBe(200);
-    await flaky("f-local-full/192.0.2.86").fail(100, "before");
-    // The fixed window of a second turns: the key is back to its whole limit.
-    await sleep(1_100);
-    expect(await statuses(4, () => get("/flf/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200, 200, 429]);
-  });
-
   it("counts each failure in the metrics", async () => {
     await flaky("f-count/192.0.2.83").fail(100, "before");
     const before = metrics.value("floodgate_errors_total", { kind: "durable_object" });
