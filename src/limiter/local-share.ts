@@ -1,5 +1,5 @@
 /** onError "local" as arithmetic: one isolate's share of a key's limit, decided from its own counters, which the caller keeps. */
-import { adjust, decide, type Decision, type LimiterState, type Policy } from "../algorithms";
+import { adjust, decide, largestCost, type Decision, type LimiterState, type Policy } from "../algorithms";
 
 /** What an isolate knows of how a key is shared: the isolates sharing it, and the units its object said were free when last heard from. */
 export interface Share {
@@ -30,7 +30,8 @@ export function decideShare(policy: Policy, counters: Counters | undefined, cost
   const { peers, free, heardAt } = known;
   if (peers === 0) return undefined;
   const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
-  const taken = (share.algorithm === "token-bucket" ? share.burst : share.limit) - Math.floor(free / peers);
+  // Out of what the object's `remaining` counts: a bucket's burst, a GCRA's burst and one, a window's limit.
+  const taken = largestCost(share) - Math.floor(free / peers);
   const fresh = counters === undefined || counters.heardAt < heardAt;
   const start = fresh ? (taken > 0 ? adjust(share, undefined, taken, now, now) : undefined) : counters.state;
   const { decision, state } = decide(share, start, cost, now);

@@ -29,6 +29,14 @@ describe("decideShare", () => {
     expect(admitted(window, { peers: 4, free: Infinity, heardAt: T0 - 1 }, 50, T0).count).toBe(25);
   });
 
+  it("reads a GCRA's free units out of its burst and one, not its limit: neither a period's wait nor more than its tolerance", () => {
+    const smooth: Policy = { algorithm: "gcra", limit: 60, periodMs: 60_000, burst: 0, buckets: 1 };
+    expect(admitted(smooth, { peers: 1, free: 0, heardAt: T0 - 1 }, 5, T0).count).toBe(0);
+    expect(admitted(smooth, { peers: 1, free: 0, heardAt: T0 - 1 }, 5, T0 + 1_000, admitted(smooth, { peers: 1, free: 0, heardAt: T0 - 1 }, 1, T0).counters).count).toBe(1);
+    const tolerant: Policy = { algorithm: "gcra", limit: 10, periodMs: 3_600_000, burst: 20, buckets: 1 };
+    expect(admitted(tolerant, { peers: 1, free: 6, heardAt: T0 - 1 }, 25, T0).count).toBe(6);
+  });
+
   it("has no share to give when no isolate is known: a rule none of whose objects has answered", () => {
     expect(decideShare(window, undefined, 1, { peers: 0, free: Infinity, heardAt: -Infinity }, T0)).toBeUndefined();
   });
