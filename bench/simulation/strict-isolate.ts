@@ -1,6 +1,6 @@
 /**
- * One isolate in strict mode: floodgate's own DenialCache, Breakers and RuleBreaker
- * (src/strict/denials.ts, breaker.ts) around calls to the key's object, batched by floodgate's own
+ * One isolate in strict mode: floodgate's own DenialCache, Breakers, RuleBreaker and LastAnswers
+ * (src/strict/denials.ts, breaker.ts, last-answers.ts) around calls to the key's object, batched by floodgate's own
  * Lanes (src/strict/lanes.ts), as src/strict/coalescer.ts batches them (one call in flight per key
  * per isolate; requests that arrive meanwhile wait and go together in the next call, at most 128;
  * an overloaded object gets no next batch). The Coalescer's shell runs on promises, timers and
@@ -14,7 +14,7 @@ import type { Rule } from "../../src/config/types";
 import { Breakers, RuleBreaker } from "../../src/strict/breaker";
 import { DenialCache } from "../../src/strict/denials";
 import { Lanes, laneOf } from "../../src/strict/lanes";
-import { ALONE } from "../../src/limiter/local-share";
+import { LastAnswers } from "../../src/strict/last-answers";
 import { IsolateBase, type Done, type Link } from "./isolate";
 
 interface Waiter {
@@ -30,6 +30,7 @@ export class StrictIsolate extends IsolateBase {
   private readonly breakers = new Breakers();
   private readonly ruleBreaker = new RuleBreaker("sim");
   private readonly lanes = new Lanes<Waiter>();
+  private readonly answers = new LastAnswers();
 
   constructor(
     id: string,
@@ -50,13 +51,14 @@ export class StrictIsolate extends IsolateBase {
     const cached = this.denials.lookup(objectName, cost, now);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), now), waited: false, error: "unavailable" });
     const waiter: Waiter = {
       cost,
       settled: false,
       resolve: (decided) => {
         const at = clock.now;
         this.breakers.succeeded(objectName, at);
+        this.answers.heard(rule, objectName, decided.decision, at);
         this.ruleBreaker.succeeded(at);
         this.denials.remember(objectName, cost, decided.decision, at);
         done({ decision: decided.decision, waited: true });
@@ -67,13 +69,13 @@ export class StrictIsolate extends IsolateBase {
         if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
         else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
-        done({ decision: this.onError(rule, objectName, cost, ALONE, at), waited: true, error });
+        done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), at), waited: true, error });
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
     if (!this.coalesce) return this.alone(rule, objectName, waiter);
     const lane = laneOf(objectName, policyOf(rule));
-    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, ALONE, now), waited: false, error: "queueFull" });
+    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), now), waited: false, error: "queueFull" });
     this.enqueue(rule, objectName, lane, waiter);
   }
 

@@ -7,14 +7,13 @@ import type { Env } from "../env";
 import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey, keyAsPeeked } from "./new-keys";
-import { ALONE } from "./local-share";
 import { onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
-import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, type StrictDecision } from "../strict";
+import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type StrictDecision } from "../strict";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
 import { LruTable } from "../fast/table";
@@ -92,7 +91,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : ALONE, now);
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }

@@ -1,14 +1,16 @@
 /** onError "local" as arithmetic: one isolate's share of a key's limit, decided from its own counters, which the caller keeps. */
-import { adjust, decide, largestCost, type Decision, type LimiterState, type Policy } from "../algorithms";
+import { adjust, decide, largestCost, peek, type Decision, type LimiterState, type Policy } from "../algorithms";
 
 /** What an isolate knows of how a key is shared: the isolates sharing it, and the units its object said were free when last heard from. */
 export interface Share {
   peers: number;
   free: number;
   heardAt: number;
+  /** the object's figures leave out what this isolate admitted on its own (a strict key's: nothing reports those to its object) */
+  apart?: boolean;
 }
 
-/** A strict key's: its object never tells an isolate about the others. */
+/** A key of which this isolate knows nothing: a strict key its object has not answered here (a strict object never tells of the others). */
 export const ALONE: Share = { peers: 1, free: Number.POSITIVE_INFINITY, heardAt: Number.NEGATIVE_INFINITY };
 
 /** An isolate's own counters for one key, and the answer of the object they started from. */
@@ -19,21 +21,36 @@ export interface Counters {
 
 /**
  * Decides `cost` against this isolate's share of the key: the limit (and burst) divided among
- * `known.peers`. Counters start afresh whenever the object has answered since they began: with all
- * but the share of `known.free` taken, so isolates that had spent a busy key's quota from their
- * leases get no fresh share on top of it (what the counters admitted before is in the object's
- * answer, reported as `unleased`). Undefined when no isolate is known (a fast rule none of whose
- * objects has yet answered this one): at a cold start thousands may share the key, each with a
- * whole limit as its share.
+ * `known.peers`. Undefined when no isolate is known (a fast rule none of whose objects has yet
+ * answered this one): at a cold start thousands may share the key, each with a whole limit as its
+ * share. See {@link startOf} for where the counters start.
  */
 export function decideShare(policy: Policy, counters: Counters | undefined, cost: number, known: Share, now: number): { decision: Decision; counters: Counters } | undefined {
-  const { peers, free, heardAt } = known;
-  if (peers === 0) return undefined;
+  if (known.peers === 0) return undefined;
+  const { peers } = known;
   const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
+  const fresh = counters === undefined || counters.heardAt < known.heardAt;
+  const { decision, state } = decide(share, fresh ? startOf(share, counters, known, now) : counters.state, cost, now);
+  return { decision, counters: { state, heardAt: fresh ? known.heardAt : counters!.heardAt } };
+}
+
+/**
+ * The counters' start once the object has answered since they began: all but the share of
+ * `known.free` taken, so isolates that had spent a busy key's quota from their leases get no fresh
+ * share on top of it (what the counters admitted before is in the object's answer, reported as
+ * `unleased`). When the answer leaves those out (`apart`), its units are taken when it was given,
+ * and the counters keep their own count unless the answer says more is used: an object that
+ * answers between failures never has the same units handed out twice.
+ */
+function startOf(share: Policy, counters: Counters | undefined, known: Share, now: number): LimiterState | undefined {
   // Out of what the object's `remaining` counts: a bucket's burst, a GCRA's burst and one, a window's limit.
-  const taken = largestCost(share) - Math.floor(free / peers);
-  const fresh = counters === undefined || counters.heardAt < heardAt;
-  const start = fresh ? (taken > 0 ? adjust(share, undefined, taken, now, now) : undefined) : counters.state;
-  const { decision, state } = decide(share, start, cost, now);
-  return { decision, counters: { state, heardAt: fresh ? heardAt : counters.heardAt } };
+  const taken = largestCost(share) - Math.floor(known.free / known.peers);
+  if (!known.apart) return taken > 0 ? adjust(share, undefined, taken, now, now) : undefined;
+  return moreUsed(share, counters?.state, taken > 0 ? adjust(share, undefined, taken, known.heardAt, known.heardAt) : undefined, now);
+}
+
+/** Of two states, the one with fewer units left at `now`. */
+function moreUsed(policy: Policy, a: LimiterState | undefined, b: LimiterState | undefined, now: number): LimiterState | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return peek(policy, a, now).remaining <= peek(policy, b, now).remaining ? a : b;
 }

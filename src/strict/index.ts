@@ -9,11 +9,14 @@ import { metrics, observeWait } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
+import { LastAnswers } from "./last-answers";
+import type { Share } from "../limiter/local-share";
 import { withTimeout } from "./timeout";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
 const denials = new DenialCache();
+const answers = new LastAnswers();
 
 /** A strict decision; `countedAt` when the object took units, for a refund to find them. */
 export interface StrictDecision {
@@ -35,9 +38,15 @@ export function cachedStrictDenial(rule: Rule, objectName: string, cost: number,
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }
 
-/** Forgets this isolate's cached denial of a key whose object was reset. */
+/** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
 export function forgetStrict(objectName: string): void {
   denials.forget(objectName);
+  answers.forget(objectName);
+}
+
+/** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
+export function strictShare(objectName: string): Share {
+  return answers.shareOf(objectName);
 }
 
 /**
@@ -75,6 +84,7 @@ export async function decideStrict(
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     observeWait(rule, now);
     const answeredAt = Date.now();
+    answers.heard(rule, objectName, decided.decision, answeredAt);
     breakers.succeeded(objectName, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its

@@ -62,4 +62,26 @@ describe("decideShare", () => {
     const first = admitted(window, { peers: 4, free: 100, heardAt: T0 - 1 }, 25, T0);
     expect(admitted(window, { peers: 4, free: 40, heardAt: T0 + 500 }, 20, T0 + 1_000, first.counters).count).toBe(10);
   });
+
+  describe("for a strict key, whose object's answers leave out what the isolate admitted on its own", () => {
+    const heard = (free: number, heardAt: number): Share => ({ peers: 1, free, heardAt, apart: true });
+
+    it("starts from the units the object's last answer left", () => {
+      expect(admitted(window, heard(20, T0 - 1), 50, T0).count).toBe(20);
+    });
+
+    it("lets an answer's units leave with the period they were counted in", () => {
+      expect(admitted(window, heard(0, T0 - 120_000), 150, T0).count).toBe(100);
+    });
+
+    it("keeps its own count when the object's newer answer says less is used", () => {
+      const first = admitted(window, heard(50, T0 - 1), 60, T0);
+      expect(admitted(window, heard(30, T0 + 500), 40, T0 + 1_000, first.counters).count).toBe(0);
+    });
+
+    it("takes the object's newer answer when it says more is used", () => {
+      const first = admitted(window, heard(100, T0 - 1), 10, T0);
+      expect(admitted(window, heard(20, T0 + 500), 40, T0 + 1_000, first.counters).count).toBe(20);
+    });
+  });
 });

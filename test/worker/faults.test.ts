@@ -46,6 +46,27 @@ describe("when the Durable Object fails", () => {
     expect(await statuses(4, () => get("/fl2/x", "192.0.2.82"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
   });
 
+  it("goes on with onError local from the units a strict object last said were left, not from a full quota on top of them", async () => {
+    const rules = [{ name: "f-local-heard", limit: 3, period: "1m" }];
+    expect((await send(get("/flh/x", "192.0.2.87"), { rules, ...withFlaky })).status).toBe(200);
+    await flaky("f-local-heard/192.0.2.87").fail(100, "before");
+    expect(await statuses(4, () => get("/flh/x", "192.0.2.87"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
+  });
+
+  it("never hands out locally again the units a strict object counted between its failures", async () => {
+    const object = flaky("f-local-flap/192.0.2.88");
+    const rules = [{ name: "f-local-flap", limit: 4, period: "1m", timeout: "50ms" }];
+    const burst = (count: number) => statuses(count, () => get("/flf/x", "192.0.2.88"), { rules, ...withFlaky });
+    expect(await burst(1)).toEqual([200]);
+    await object.fail(100, "before");
+    expect(await burst(4)).toEqual([200, 200, 200, 429]);
+    await object.fail(0, "before");
+    await sleep(250);
+    expect(await burst(1)).toEqual([200]);
+    await object.fail(100, "before");
+    expect(await burst(3)).toEqual([429, 429, 429]);
+  });
+
   it("counts each failure in the metrics", async () => {
     await flaky("f-count/192.0.2.83").fail(100, "before");
     const before = metrics.value("floodgate_errors_total", { kind: "durable_object" });

@@ -1,0 +1,36 @@
+// The strict key's last answer, where onError "local" starts when its object falls silent.
+import { describe, expect, it } from "vitest";
+import type { Decision } from "../../src/algorithms";
+import { parseStandaloneRule } from "../../src/config/rules";
+import { ALONE } from "../../src/limiter/local-share";
+import { LastAnswers } from "../../src/strict/last-answers";
+
+const T0 = 1_700_000_040_000;
+const window = parseStandaloneRule({ name: "w", limit: 10, period: "1m" });
+const slots = parseStandaloneRule({ name: "c", algorithm: "concurrency", limit: 10 });
+const answer: Decision = { allowed: true, limit: 10, remaining: 4, resetAt: T0 + 60_000, moreAt: T0 + 6_000, retryAfter: 0 };
+
+describe("LastAnswers", () => {
+  it("gives a key no answer has reached as alone, with nothing known of what is left", () => {
+    expect(new LastAnswers().shareOf("w/a")).toEqual(ALONE);
+  });
+
+  it("gives the units the key's last answer left, when it was heard, as left out of what this isolate admits", () => {
+    const answers = new LastAnswers();
+    answers.heard(window, "w/a", answer, T0);
+    expect(answers.shareOf("w/a")).toEqual({ peers: 1, free: 4, heardAt: T0, apart: true });
+  });
+
+  it("keeps no answer of a concurrency key, whose slots come back by releases the local counters never see", () => {
+    const answers = new LastAnswers();
+    answers.heard(slots, "c/a", answer, T0);
+    expect(answers.shareOf("c/a")).toEqual(ALONE);
+  });
+
+  it("forgets a key whose object was reset", () => {
+    const answers = new LastAnswers();
+    answers.heard(window, "w/a", answer, T0);
+    answers.forget("w/a");
+    expect(answers.shareOf("w/a")).toEqual(ALONE);
+  });
+});
