@@ -60,7 +60,7 @@ export class StrictIsolate extends IsolateBase {
         this.breakers.succeeded(objectName, at);
         this.answers.heard(rule, objectName, decided.decision, at);
         this.ruleBreaker.succeeded(at);
-        this.denials.remember(objectName, cost, decided.decision, at);
+        this.denials.remember(objectName, cost, decided.decision, at, policyOf(rule));
         done({ decision: decided.decision, waited: true });
       },
       lost: () => done({ decision: null, waited: true }),

@@ -1,5 +1,5 @@
 /** Strict keys their object just denied: the isolate denies the same request again, with no call, until the object's retryAfter. */
-import type { Decision } from "../algorithms";
+import { costlierUntil, type Decision, type Policy } from "../algorithms";
 import { LruTable } from "../fast/table";
 
 /** Denied keys one isolate remembers; the least recently used is forgotten first. */
@@ -10,6 +10,8 @@ interface Denial {
   /** the cost that was denied: a cheaper request may still fit, so only this much or more is denied here */
   cost: number;
   until: number;
+  /** the policy it was decided under, which says how much longer a costlier request waits */
+  policy: Policy;
 }
 
 /**
@@ -20,12 +22,13 @@ interface Denial {
 export class DenialCache {
   private readonly table = new LruTable<Denial>(MAX_DENIALS, () => undefined);
 
-  /** Remembers a denial at the limit or a block; a cost over the capacity or an error says nothing about other requests. */
-  remember(objectName: string, cost: number, decision: Decision, now: number): void {
+  /** Remembers a denial at the limit or a block, made under `policy`; a cost over the capacity or an error says nothing about other requests. */
+  remember(objectName: string, cost: number, decision: Decision, now: number, policy: Policy): void {
     if (decision.allowed || decision.retryAfter <= 0) return;
+    const until = now + decision.retryAfter;
     // A block denies every request, whatever it costs, until it ends.
-    if (decision.reason === "blocked") this.table.set(objectName, { decision, cost: 1, until: now + decision.retryAfter });
-    else if (decision.reason === "limit") this.table.set(objectName, { decision, cost, until: now + decision.retryAfter });
+    if (decision.reason === "blocked") this.table.set(objectName, { decision, cost: 1, until, policy });
+    else if (decision.reason === "limit") this.table.set(objectName, { decision, cost, until, policy });
   }
 
   /** The remembered denial of a request of `cost` at `now`, its wait counted down; undefined when none holds. */
@@ -38,11 +41,11 @@ export class DenialCache {
     }
     if (cost < denial.cost) return undefined;
     // The object's figures at its denial: units may have come back since, which only the object can tell.
-    // A costlier request than the one denied waits at least as long; how much longer, only the object can tell too.
     const moreAt = Math.max(now, denial.decision.moreAt);
+    const until = cost > denial.cost && denial.decision.reason !== "blocked" ? costlierUntil(denial.policy, denial.decision, denial.cost, cost, denial.until) : denial.until;
     // A block is what holds the key, remembered or not: it says so, as a fast key's does.
     const reason = denial.decision.reason === "blocked" ? "blocked" : "cache";
-    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: denial.until - now, reason };
+    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: until - now, reason };
   }
 
   /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */

@@ -1,6 +1,6 @@
 // A strict key's cached denial: it only ever denies early, for the same or a costlier request, until the object's retryAfter.
 import { describe, expect, it } from "vitest";
-import type { Decision } from "../../src/algorithms";
+import type { Decision, Policy } from "../../src/algorithms";
 import { DenialCache } from "../../src/strict/denials";
 
 const T0 = 1_700_000_000_000;
@@ -14,51 +14,84 @@ const denied = (retryAfter: number, reason: Decision["reason"] = "limit"): Decis
   reason,
 });
 
+const log: Policy = { algorithm: "sliding-log", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+
 describe("DenialCache", () => {
   it("denies the same request again until the object's retryAfter, its wait counted down", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 1, denied(4_000), T0);
+    cache.remember("r/k", 1, denied(4_000), T0, log);
     expect(cache.lookup("r/k", 1, T0 + 1_000)).toMatchObject({ allowed: false, retryAfter: 3_000, reason: "cache", remaining: 0 });
     expect(cache.lookup("r/k", 1, T0 + 3_999)?.retryAfter).toBe(1);
   });
 
   it("says blocked, not cache, while a remembered block holds, for any cost", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 3, denied(30_000, "blocked"), T0);
+    cache.remember("r/k", 3, denied(30_000, "blocked"), T0, log);
     expect(cache.lookup("r/k", 1, T0 + 1_000)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
   });
 
   it("says nothing once retryAfter has passed", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 1, denied(4_000), T0);
+    cache.remember("r/k", 1, denied(4_000), T0, log);
     expect(cache.lookup("r/k", 1, T0 + 4_000)).toBeUndefined();
   });
 
   it("denies a costlier request, and leaves a cheaper one to the object", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 5, denied(4_000), T0);
+    cache.remember("r/k", 5, denied(4_000), T0, log);
     expect(cache.lookup("r/k", 6, T0)?.allowed).toBe(false);
     expect(cache.lookup("r/k", 4, T0)).toBeUndefined();
   });
 
   it("says the units the object had left at its denial, not none: a costlier request was refused with some left", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0);
+    cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0, log);
     expect(cache.lookup("r/k", 3, T0 + 100)).toMatchObject({ allowed: false, remaining: 1, reason: "cache" });
   });
 
   it("does not remember a cost over the capacity, an error, or an admission", () => {
     const cache = new DenialCache();
-    cache.remember("r/a", 50, denied(60_000, "cost-exceeds-capacity"), T0);
-    cache.remember("r/b", 1, denied(1_000, "error"), T0);
-    cache.remember("r/c", 1, { ...denied(0), allowed: true, reason: undefined }, T0);
+    cache.remember("r/a", 50, denied(60_000, "cost-exceeds-capacity"), T0, log);
+    cache.remember("r/b", 1, denied(1_000, "error"), T0, log);
+    cache.remember("r/c", 1, { ...denied(0), allowed: true, reason: undefined }, T0, log);
     expect([cache.lookup("r/a", 50, T0), cache.lookup("r/b", 1, T0), cache.lookup("r/c", 1, T0)]).toEqual([undefined, undefined, undefined]);
   });
 
   it("forgets a key that was reset", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 1, denied(4_000), T0);
+    cache.remember("r/k", 1, denied(4_000), T0, log);
     cache.forget("r/k");
     expect(cache.lookup("r/k", 1, T0)).toBeUndefined();
+  });
+
+  describe("tells a costlier request than the one denied to wait no less than it must, so that a retry then passes", () => {
+    const costlier = (policy: Policy, denial: Decision) => {
+      const cache = new DenialCache();
+      cache.remember("r/k", 1, denial, T0, policy);
+      return cache.lookup("r/k", 8, T0)?.retryAfter;
+    };
+
+    it("a log's or a window's: until the key is back to its full quota, as only the object knows when each unit leaves", () => {
+      expect(costlier(log, denied(4_000))).toBe(60_000);
+      expect(costlier({ ...log, algorithm: "sliding-window", buckets: 60 }, denied(4_000))).toBe(60_000);
+    });
+
+    it("a token bucket's or a GCRA's: one emission interval more for each unit more", () => {
+      const bucket: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 10_000, burst: 10, buckets: 1 };
+      expect(costlier(bucket, denied(1_000))).toBe(8_000);
+      expect(costlier({ ...bucket, algorithm: "gcra", burst: 9 }, denied(1_000))).toBe(8_000);
+    });
+
+    it("a warming token bucket's: three intervals for each unit more, as it refills at a third of its rate at the slowest", () => {
+      expect(costlier({ algorithm: "token-bucket", limit: 10, periodMs: 10_000, burst: 10, buckets: 1, warmupMs: 60_000 }, denied(1_000))).toBe(22_000);
+    });
+
+    it("a fixed window's: the same, as any cost fits the next window", () => {
+      expect(costlier({ ...log, algorithm: "fixed-window" }, denied(4_000))).toBe(4_000);
+    });
+
+    it("a concurrency key's: the same hint, as slots come back whenever responses end", () => {
+      expect(costlier({ ...log, algorithm: "concurrency" }, denied(1_000))).toBe(1_000);
+    });
   });
 });

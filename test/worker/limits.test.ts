@@ -129,6 +129,16 @@ describe("request input", () => {
     expect((await send(cost("3"), { rules })).status).toBe(200);
   });
 
+  it("tells a costlier request, denied from the denial of a cheaper one, a wait after which it passes", async () => {
+    const bucket = [{ name: "costly-bucket", algorithm: "token-bucket", cost: "header:x-cost", limit: 10, period: "10s" }];
+    const cost = (n: string) => send(get("/cost/bucket", { "x-cost": n, "CF-Connecting-IP": "192.0.2.62" }), { rules: bucket });
+    expect((await cost("10")).status).toBe(200);
+    expect((await cost("1")).headers.get("Retry-After")).toBe("1");
+    const costlier = await cost("8");
+    expect(costlier.status).toBe(429);
+    expect(costlier.headers.get("Retry-After")).toBe("8");
+  });
+
   it.each(["abc", "0", "-3", "1.5", "1e3", "99999999999999999999"])(
     "answers 400 problem+json to a cost header of %j without reaching the origin",
     async (value) => {
