@@ -51,7 +51,7 @@ export class StrictIsolate extends IsolateBase {
     const cached = this.denials.lookup(objectName, cost, now);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule, objectName), now), waited: false, error: "unavailable" });
     const waiter: Waiter = {
       cost,
       settled: false,
@@ -69,13 +69,13 @@ export class StrictIsolate extends IsolateBase {
         if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
         else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
-        done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), at), waited: true, error });
+        done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule, objectName), at), waited: true, error });
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
     if (!this.coalesce) return this.alone(rule, objectName, waiter);
     const lane = laneOf(objectName, policyOf(rule));
-    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(objectName), now), waited: false, error: "queueFull" });
+    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule, objectName), now), waited: false, error: "queueFull" });
     this.enqueue(rule, objectName, lane, waiter);
   }
 

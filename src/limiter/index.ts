@@ -7,7 +7,7 @@ import type { Env } from "../env";
 import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey, keyAsPeeked } from "./new-keys";
-import { onErrorDecision, releaseLocal } from "./on-error";
+import { forgetFallback, onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { countError, log } from "../metrics/log";
@@ -91,7 +91,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(objectName), now);
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(rule, objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }
@@ -217,13 +217,14 @@ export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName
   return limiterStub(namespace, objectName).peek(policyOf(rule));
 }
 
-/** Forgets the key: its object, and this isolate's lease and cached denial of it. */
+/** Forgets the key: its object, and this isolate's lease, cached denial and local fallback counters of it. */
 export async function forget(namespace: Env["LIMITER"], objectName: string): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "reset" });
   await limiterStub(namespace, objectName).reset();
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(objectName);
   forgetStrict(objectName);
+  forgetFallback(objectName);
   capacityViews.delete(objectName);
 }
 

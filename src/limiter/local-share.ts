@@ -10,7 +10,7 @@ export interface Share {
   apart?: boolean;
 }
 
-/** A key of which this isolate knows nothing: a strict key its object has not answered here (a strict object never tells of the others). */
+/** A key of which this isolate knows nothing: one whose object has not answered here (a strict object never tells of other isolates). */
 export const ALONE: Share = { peers: 1, free: Number.POSITIVE_INFINITY, heardAt: Number.NEGATIVE_INFINITY };
 
 /** An isolate's own counters for one key, and the answer of the object they started from. */
@@ -26,8 +26,8 @@ export interface Counters {
  * share. See {@link startOf} for where the counters start.
  */
 export function decideShare(policy: Policy, counters: Counters | undefined, cost: number, known: Share, now: number): { decision: Decision; counters: Counters } | undefined {
-  if (known.peers === 0) return undefined;
   const { peers } = known;
+  if (peers === 0) return undefined;
   const share = { ...policy, limit: Math.max(1, Math.floor(policy.limit / peers)), burst: policy.algorithm === "gcra" ? Math.floor(policy.burst / peers) : Math.max(1, Math.floor(policy.burst / peers)) };
   const fresh = counters === undefined || counters.heardAt < known.heardAt;
   const { decision, state } = decide(share, fresh ? startOf(share, counters, known, now) : counters.state, cost, now);
@@ -49,7 +49,7 @@ function startOf(share: Policy, counters: Counters | undefined, known: Share, no
   return moreUsed(share, counters?.state, taken > 0 ? adjust(share, undefined, taken, known.heardAt, known.heardAt) : undefined, now);
 }
 
-/** Of two states, the one with fewer units left at `now`. */
+/** Of two states, the one with fewer units left at `now`; on a tie the first, the counters' own, which hold this isolate's admissions. */
 function moreUsed(policy: Policy, a: LimiterState | undefined, b: LimiterState | undefined, now: number): LimiterState | undefined {
   if (a === undefined || b === undefined) return a ?? b;
   return peek(policy, a, now).remaining <= peek(policy, b, now).remaining ? a : b;

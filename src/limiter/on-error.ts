@@ -36,6 +36,15 @@ function refusal(rule: Rule, now: number): Decision {
 }
 
 /**
+ * Forgets the local fallback's counters of a key that was reset: a strict key's hold what its
+ * object last said (see ./local-share), which the reset took back, and would refuse the key's
+ * fresh quota while the object fails.
+ */
+export function forgetFallback(objectName: string): void {
+  fallback.delete(objectName);
+}
+
+/**
  * Gives back slots a concurrency rule's `local` fallback took: the newest taken at or before `now`.
  * A window's local units leave with their window, but a slot would be held a whole `slotTtl`.
  */

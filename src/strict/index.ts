@@ -45,8 +45,8 @@ export function forgetStrict(objectName: string): void {
 }
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
-export function strictShare(objectName: string): Share {
-  return answers.shareOf(objectName);
+export function strictShare(rule: Rule, objectName: string): Share {
+  return answers.shareOf(rule, objectName);
 }
 
 /**

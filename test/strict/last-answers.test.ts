@@ -12,25 +12,32 @@ const answer: Decision = { allowed: true, limit: 10, remaining: 4, resetAt: T0 +
 
 describe("LastAnswers", () => {
   it("gives a key no answer has reached as alone, with nothing known of what is left", () => {
-    expect(new LastAnswers().shareOf("w/a")).toEqual(ALONE);
+    expect(new LastAnswers().shareOf(window, "w/a")).toEqual(ALONE);
   });
 
   it("gives the units the key's last answer left, when it was heard, as left out of what this isolate admits", () => {
     const answers = new LastAnswers();
     answers.heard(window, "w/a", answer, T0);
-    expect(answers.shareOf("w/a")).toEqual({ peers: 1, free: 4, heardAt: T0, apart: true });
+    expect(answers.shareOf(window, "w/a")).toEqual({ peers: 1, free: 4, heardAt: T0, apart: true });
   });
 
-  it("keeps no answer of a concurrency key, whose slots come back by releases the local counters never see", () => {
+  it("reads the units an answer counted as used against the rule as it is now: a raised limit has more left", () => {
+    const answers = new LastAnswers();
+    answers.heard(window, "w/a", answer, T0);
+    expect(answers.shareOf({ ...window, limit: 100, burst: 100 }, "w/a").free).toBe(94);
+  });
+
+  it("gives a concurrency key none, whose slots come back by releases the local counters never see, even when the rule of that name was another algorithm", () => {
     const answers = new LastAnswers();
     answers.heard(slots, "c/a", answer, T0);
-    expect(answers.shareOf("c/a")).toEqual(ALONE);
+    answers.heard({ ...window, name: "c" }, "c/b", answer, T0);
+    expect([answers.shareOf(slots, "c/a"), answers.shareOf(slots, "c/b")]).toEqual([ALONE, ALONE]);
   });
 
   it("forgets a key whose object was reset", () => {
     const answers = new LastAnswers();
     answers.heard(window, "w/a", answer, T0);
     answers.forget("w/a");
-    expect(answers.shareOf("w/a")).toEqual(ALONE);
+    expect(answers.shareOf(window, "w/a")).toEqual(ALONE);
   });
 });

@@ -67,6 +67,20 @@ describe("when the Durable Object fails", () => {
     expect(await burst(3)).toEqual([429, 429, 429]);
   });
 
+  it("gives a strict key reset through the admin API its full quota in the local fallback, not what its object said before the reset", async () => {
+    const token = "faults-admin-token-0123456789";
+    const rules = [{ name: "f-local-reset", limit: 3, period: "1m" }];
+    const bindings = { rules, ADMIN_TOKEN: token, ...withFlaky };
+    const object = flaky("f-local-reset/192.0.2.90");
+    const burst = (count: number) => statuses(count, () => get("/flr/x", "192.0.2.90"), bindings);
+    expect(await burst(3)).toEqual([200, 200, 200]);
+    await object.fail(100, "before");
+    expect(await burst(1)).toEqual([429]);
+    const url = "http://floodgate.test/__floodgate/state?rule=f-local-reset&key=192.0.2.90";
+    expect((await send(new Request(url, { method: "DELETE", headers: { Authorization: `Bearer ${token}` } }), bindings)).status).toBe(200);
+    expect(await burst(4)).toEqual([200, 200, 200, 429]);
+  });
+
   it("counts each failure in the metrics", async () => {
     await flaky("f-count/192.0.2.83").fail(100, "before");
     const before = metrics.value("floodgate_errors_total", { kind: "durable_object" });
