@@ -292,7 +292,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     return longer;
   }
 
-  /** rate-limiter.ts `decide` (its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape. */
+  /** rate-limiter.ts `decide` (its batch is `decideBatch`, called here too). Strict scenarios lease nothing, so `countAllPins` has no pins to count and is left out, and no fast sync shares their key, so `heardStrict` has no lease to shape; with one rule version, no state is kept for a carry-over or a raised slot TTL (`keepsCarried`, `ttlRaised`). */
   private decide(policy: Policy, costs: number[], now: number): Decided[] {
     const blockedBefore = this.blockedUntil;
     const { state, blockedUntil, results } = decideBatch(policy, stateFor(this.stored, policy, now), blockedBefore, costs, now);

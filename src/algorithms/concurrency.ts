@@ -1,6 +1,6 @@
 /** Concurrency: at most `limit` units in flight per key; a slot is held from admission until it is given back, or for `slotTtl` at most. */
 import { firstAfter, giveBack, insertionIndex, leftBy, newest, unitsIn, withoutEmpty } from "./timed-log";
-import type { ConcurrencyState, Outcome, Policy } from "./types";
+import type { ConcurrencyState, LimiterState, Outcome, Policy } from "./types";
 
 /** Most slots a concurrency rule may allow: its state keeps one pair per admission in flight. */
 export const MAX_SLOTS = 1_000;
@@ -110,6 +110,16 @@ export function renewConcurrency(
 function pairAt(slots: readonly number[], at: number): number {
   for (let i = 0; i < slots.length; i += 2) if (slots[i] === at) return i;
   return -1;
+}
+
+/**
+ * Whether a decision read `from` under a longer slot TTL than its own (see {@link withLongestTtl}):
+ * the state must then be kept so, though nothing was taken, or the object's cleanup, reckoned by the
+ * shorter TTL, forgets slots the longer one still holds (those of a vanished isolate came back at the
+ * old TTL, where a version live since holds them for its own).
+ */
+export function ttlRaised(from: LimiterState | undefined, to: LimiterState): boolean {
+  return from?.algorithm === "concurrency" && to.algorithm === "concurrency" && to.periodMs > from.periodMs;
 }
 
 /** Slots live at `now`, by the state's own TTL: what a change of rule carries over. */

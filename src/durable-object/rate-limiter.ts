@@ -4,7 +4,7 @@ import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
 import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
-import { renewConcurrency } from "../algorithms/concurrency";
+import { renewConcurrency, ttlRaised } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
@@ -104,7 +104,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
     const taken = results.some((r) => r.decision.allowed);
     const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);
-    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore)) {
+    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore || ttlRaised(from, state))) {
       const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
       this.save(policy, state, now, { ...(fromCarry(this.stored, from) && !taken ? { carried: true } : {}), ...(before ? { before } : {}) });
     }

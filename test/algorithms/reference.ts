@@ -167,6 +167,24 @@ export function admittedWithin(requests: ReturnType<typeof replay>["requests"], 
   return requests.filter((r) => r.decision.allowed && r.at >= from && r.at < to).reduce((sum, r) => sum + r.cost, 0);
 }
 
+/**
+ * Every interval from one admission's time to a later (or the same) one's, with the units admitted
+ * in it, both ends included: what a bound over any interval is checked on. Summed from running
+ * totals, as the pairs are many: summed afresh for each, a property test took seconds.
+ */
+export function admittedSpans(requests: ReturnType<typeof replay>["requests"]): { from: number; to: number; taken: number }[] {
+  const units = new Map<number, number>();
+  for (const r of requests) if (r.decision.allowed) units.set(r.at, (units.get(r.at) ?? 0) + r.cost);
+  const times = [...units.keys()].sort((a, b) => a - b);
+  const before = [0];
+  for (const t of times) before.push(before[before.length - 1]! + units.get(t)!);
+  const spans = [];
+  for (let i = 0; i < times.length; i++) {
+    for (let j = i; j < times.length; j++) spans.push({ from: times[i]!, to: times[j]!, taken: before[j + 1]! - before[i]! });
+  }
+  return spans;
+}
+
 /** A fixed window by the book: a count per epoch-aligned window, kept for every window. */
 export class FixedWindowModel {
   private readonly counts = new Map<number, number>();

@@ -1,5 +1,5 @@
 // concurrency through the real RateLimiter object: slots released through refund, kept across a restart, expired after slotTtl.
-import { abortAllDurableObjects, env } from "cloudflare:test";
+import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import { frozenStart } from "../helpers/clock";
@@ -33,6 +33,22 @@ describe("RateLimiter with a concurrency rule", () => {
     expect(allowed(await stub.decide(slots, [1]))).toEqual([false]);
     vi.setSystemTime(T0 + 60_000);
     expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
+  });
+
+  it("holds slots taken under a shorter slotTtl for a longer one asked since, its cleanup alarm included", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("alg/concurrency/ttl-raised");
+    const longer: Policy = { ...slots, periodMs: 180_000 };
+    expect(allowed(await stub.decide(slots, [2]))).toEqual([true]);
+    vi.setSystemTime(T0 + 1_000);
+    expect(allowed(await stub.decide(longer, [1]))).toEqual([false]);
+    // Past the shorter TTL and any spread of its alarm.
+    vi.setSystemTime(T0 + 75_000);
+    await runDurableObjectAlarm(stub);
+    expect(allowed(await stub.decide(longer, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 180_000);
+    expect(allowed(await stub.decide(longer, [2]))).toEqual([true]);
   });
 
   it("keeps renewed slots past slotTtl, and frees them slotTtl after their last renewal", async () => {

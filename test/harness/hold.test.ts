@@ -38,10 +38,11 @@ describe("a gcra burst through wrangler dev", () => {
     const at = await arrivals(originUrl, "hold-dev");
     expect(at).toHaveLength(4);
     // The held ones: never before their interval (counted from a decision made after `started`),
-    // then one interval apart, give or take what a loaded 2-core machine adds to each arrival.
+    // then one interval apart, give or take what a loaded 2-core machine adds to each arrival. The
+    // first held one is not timed from the last passed at once: that one's arrival may be late by
+    // as much as the machine's load, where held ones are released by the isolate's own timers.
     expect(at[2]! - started).toBeGreaterThanOrEqual(200);
     expect(at[3]! - started).toBeGreaterThanOrEqual(400);
-    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(200 - 60);
     expect(at[3]! - at[2]!).toBeGreaterThanOrEqual(200 - 60);
     expect(at[3]! - at[2]!).toBeLessThan(200 + 150);
   }, 60_000);
