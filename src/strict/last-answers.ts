@@ -18,14 +18,15 @@ interface Answer {
  * An object that falls behind under load would otherwise leave each isolate's local fallback a
  * whole limit on top of what the object had admitted. The object never counts what the fallback
  * admitted, so the fallback keeps its own count beside the answer (see ../limiter/local-share). A
- * concurrency key's answer is never read: its slots come back by releases the local count never
- * sees, and would stay taken there for a whole `slotTtl`.
+ * concurrency key's answer is neither kept nor read (one kept while the rule of that name was
+ * another algorithm included): its slots come back by releases the local count never sees, and
+ * would stay taken there for a whole `slotTtl`.
  */
 export class LastAnswers {
   private readonly table = new LruTable<Answer>(MAX_ANSWERS, () => undefined);
 
   heard(rule: Rule, objectName: string, decision: Decision, at: number): void {
-    this.table.set(objectName, { used: largestCost(policyOf(rule)) - decision.remaining, heardAt: at });
+    if (rule.algorithm !== "concurrency") this.table.set(objectName, { used: largestCost(policyOf(rule)) - decision.remaining, heardAt: at });
   }
 
   /** The key's share for the local fallback under `rule`: the object's last answer, or {@link ALONE} when it has none here. */
