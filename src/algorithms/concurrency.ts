@@ -122,6 +122,15 @@ export function ttlRaised(from: LimiterState | undefined, to: LimiterState): boo
   return from?.algorithm === "concurrency" && to.algorithm === "concurrency" && to.periodMs > from.periodMs;
 }
 
+/**
+ * The state read under `policy`'s slot TTL when that is longer than its own and it holds slots:
+ * what a decision that ran no algorithm (the key blocked) keeps, so that {@link ttlRaised} holds for it too.
+ */
+export function heldUnder(policy: Policy, state: LimiterState | undefined, now: number): LimiterState | undefined {
+  if (state?.algorithm !== "concurrency" || policy.algorithm !== "concurrency" || policy.periodMs <= state.periodMs || state.slots.length === 0) return state;
+  return adjustConcurrency(policy, state, 0, now, now);
+}
+
 /** Slots live at `now`, by the state's own TTL: what a change of rule carries over. */
 export function usedConcurrency(stored: ConcurrencyState, now: number): number {
   return live(stored.periodMs, stored, Math.max(now, newest(stored.slots))).used;

@@ -133,24 +133,24 @@ export function countedAt(policy: Policy, state: LimiterState, now: number): num
 
 /**
  * Until when a request of `cost` waits, known only from the key's denial of a cheaper one
- * (`denied` units, told to wait until `until`) and that denial's figures. Exact for a fixed window
- * (any cost fits the next one), and for a token bucket or GCRA one emission interval more per unit
- * (three for a token bucket's warmup, whose refill is never slower than a third of its rate). A
- * window's or a log's units leave as they were taken, which only the object knows: the most it
- * can be, until the key is back to its full quota (told less, a client that retried then was
- * refused again). A concurrency key's wait is only a hint: slots come back whenever responses end.
+ * (`denied` units, told to wait until `until`). For a token bucket or GCRA, one emission interval
+ * more per unit: exact, or for a warming bucket three, as it never refills slower than a third of
+ * its rate (up to three times too long for a warm one). For a fixed window the same: any cost fits
+ * the next window. A concurrency key's wait is only a hint: slots come back whenever responses end.
+ * Undefined for a sliding window or log, whose units leave as they were taken: only the object
+ * knows when enough will have left, and its full quota, a bound, may be a period away.
  */
-export function costlierUntil(policy: Policy, denial: Decision, denied: number, cost: number, until: number): number {
+export function costlierUntil(policy: Policy, denied: number, cost: number, until: number): number | undefined {
   switch (policy.algorithm) {
     case "token-bucket":
     case "gcra":
       return until + Math.ceil(((cost - denied) * policy.periodMs * (policy.warmupMs ? 3 : 1)) / policy.limit);
-    case "sliding-window":
-    case "sliding-log":
-      return Math.max(until, denial.resetAt);
     case "fixed-window":
     case "concurrency":
       return until;
+    case "sliding-window":
+    case "sliding-log":
+      return undefined;
   }
 }
 

@@ -4,7 +4,7 @@ import { adjust, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
 import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
-import { renewConcurrency, ttlRaised } from "../algorithms/concurrency";
+import { heldUnder, renewConcurrency, ttlRaised } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
@@ -100,7 +100,10 @@ export class RateLimiter extends DurableObject<Env> {
     this.countAllPins(policy, now);
     const blockedBefore = blockEnd(policy, this.block);
     const from = stateFor(this.stored, policy, now);
-    const { state, blockedUntil, results } = decideBatch(policy, from, blockedBefore, costs, now);
+    const batch = decideBatch(policy, from, blockedBefore, costs, now);
+    const { blockedUntil, results } = batch;
+    // A blocked key runs no algorithm: its slots are read under a longer TTL here, as a decision reads them.
+    const state = heldUnder(policy, batch.state, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
     const taken = results.some((r) => r.decision.allowed);
     const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);

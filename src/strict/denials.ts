@@ -4,6 +4,8 @@ import { LruTable } from "../fast/table";
 
 /** Denied keys one isolate remembers; the least recently used is forgotten first. */
 const MAX_DENIALS = 10_000;
+/** Denials of different costs one key keeps at once: a window's or a log's costlier wait is known only from the object. */
+const MAX_COSTS = 4;
 
 interface Denial {
   decision: Decision;
@@ -20,29 +22,43 @@ interface Denial {
  * or a reset in between can only make this deny early, never admit over the limit.
  */
 export class DenialCache {
-  private readonly table = new LruTable<Denial>(MAX_DENIALS, () => undefined);
+  /** per key, its live denials, cheapest first (a block alone) */
+  private readonly table = new LruTable<Denial[]>(MAX_DENIALS, () => undefined);
 
   /** Remembers a denial at the limit or a block, made under `policy`; a cost over the capacity or an error says nothing about other requests. */
   remember(objectName: string, cost: number, decision: Decision, now: number, policy: Policy): void {
     if (decision.allowed || decision.retryAfter <= 0) return;
     const until = now + decision.retryAfter;
     // A block denies every request, whatever it costs, until it ends.
-    if (decision.reason === "blocked") this.table.set(objectName, { decision, cost: 1, until, policy });
-    else if (decision.reason === "limit") this.table.set(objectName, { decision, cost, until, policy });
+    if (decision.reason === "blocked") this.table.set(objectName, [{ decision, cost: 1, until, policy }]);
+    else if (decision.reason === "limit") {
+      // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a cheaper one no more.
+      const agrees = (d: Denial) => (d.cost < cost ? d.until <= until : d.cost > cost && d.until >= until);
+      const kept = (this.table.peek(objectName) ?? []).filter((d) => d.until > now && d.decision.reason !== "blocked" && agrees(d));
+      kept.push({ decision, cost, until, policy });
+      kept.sort((a, b) => a.cost - b.cost);
+      this.table.set(objectName, kept.slice(0, MAX_COSTS));
+    }
   }
 
   /** The remembered denial of a request of `cost` at `now`, its wait counted down; undefined when none holds. */
   lookup(objectName: string, cost: number, now: number): Decision | undefined {
-    const denial = this.table.peek(objectName);
-    if (denial === undefined) return undefined;
-    if (now >= denial.until) {
+    const all = this.table.peek(objectName);
+    if (all === undefined) return undefined;
+    const live = all.filter((d) => now < d.until);
+    if (live.length === 0) {
       this.table.delete(objectName);
       return undefined;
     }
-    if (cost < denial.cost) return undefined;
+    if (live.length < all.length) all.splice(0, all.length, ...live);
+    // The costliest denial this request is at least as costly as.
+    const denial = live.filter((d) => d.cost <= cost).at(-1);
+    if (denial === undefined) return undefined;
+    const until = cost > denial.cost && denial.decision.reason !== "blocked" ? costlierUntil(denial.policy, denial.cost, cost, denial.until) : denial.until;
+    // How long a costlier request waits, only the object may know: it is asked (and its answer remembered beside this one).
+    if (until === undefined) return undefined;
     // The object's figures at its denial: units may have come back since, which only the object can tell.
     const moreAt = Math.max(now, denial.decision.moreAt);
-    const until = cost > denial.cost && denial.decision.reason !== "blocked" ? costlierUntil(denial.policy, denial.decision, denial.cost, cost, denial.until) : denial.until;
     // A block is what holds the key, remembered or not: it says so, as a fast key's does.
     const reason = denial.decision.reason === "blocked" ? "blocked" : "cache";
     return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: until - now, reason };
@@ -50,7 +66,7 @@ export class DenialCache {
 
   /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */
   blocks(objectName: string): boolean {
-    return this.table.peek(objectName)?.decision.reason === "blocked";
+    return this.table.peek(objectName)?.[0]?.decision.reason === "blocked";
   }
 
   forget(objectName: string): void {

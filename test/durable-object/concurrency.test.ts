@@ -51,6 +51,22 @@ describe("RateLimiter with a concurrency rule", () => {
     expect(allowed(await stub.decide(longer, [2]))).toEqual([true]);
   });
 
+  it("holds slots for a longer slotTtl asked only while the key was blocked", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("alg/concurrency/ttl-raised-blocked");
+    const shorter: Policy = { ...slots, blockMs: 5_000 };
+    const longer: Policy = { ...shorter, periodMs: 180_000 };
+    expect(allowed(await stub.decide(shorter, [2]))).toEqual([true]);
+    vi.setSystemTime(T0 + 1_000);
+    expect(allowed(await stub.decide(shorter, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 2_000);
+    expect(allowed(await stub.decide(longer, [1]))).toEqual([false]);
+    vi.setSystemTime(T0 + 75_000);
+    await runDurableObjectAlarm(stub);
+    expect(allowed(await stub.decide(longer, [1]))).toEqual([false]);
+  });
+
   it("keeps renewed slots past slotTtl, and frees them slotTtl after their last renewal", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);

@@ -15,6 +15,7 @@ const denied = (retryAfter: number, reason: Decision["reason"] = "limit"): Decis
 });
 
 const log: Policy = { algorithm: "sliding-log", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+const fixed: Policy = { ...log, algorithm: "fixed-window" };
 
 describe("DenialCache", () => {
   it("denies the same request again until the object's retryAfter, its wait counted down", () => {
@@ -38,14 +39,14 @@ describe("DenialCache", () => {
 
   it("denies a costlier request, and leaves a cheaper one to the object", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 5, denied(4_000), T0, log);
+    cache.remember("r/k", 5, denied(4_000), T0, fixed);
     expect(cache.lookup("r/k", 6, T0)?.allowed).toBe(false);
     expect(cache.lookup("r/k", 4, T0)).toBeUndefined();
   });
 
   it("says the units the object had left at its denial, not none: a costlier request was refused with some left", () => {
     const cache = new DenialCache();
-    cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0, log);
+    cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0, fixed);
     expect(cache.lookup("r/k", 3, T0 + 100)).toMatchObject({ allowed: false, remaining: 1, reason: "cache" });
   });
 
@@ -71,9 +72,9 @@ describe("DenialCache", () => {
       return cache.lookup("r/k", 8, T0)?.retryAfter;
     };
 
-    it("a log's or a window's: until the key is back to its full quota, as only the object knows when each unit leaves", () => {
-      expect(costlier(log, denied(4_000))).toBe(60_000);
-      expect(costlier({ ...log, algorithm: "sliding-window", buckets: 60 }, denied(4_000))).toBe(60_000);
+    it("a log's or a window's: none, the object is asked, as only it knows when each unit leaves (its full quota may be a period away)", () => {
+      expect(costlier(log, denied(4_000))).toBeUndefined();
+      expect(costlier({ ...log, algorithm: "sliding-window", buckets: 60 }, denied(4_000))).toBeUndefined();
     });
 
     it("a token bucket's or a GCRA's: one emission interval more for each unit more", () => {
@@ -93,5 +94,21 @@ describe("DenialCache", () => {
     it("a concurrency key's: the same hint, as slots come back whenever responses end", () => {
       expect(costlier({ ...log, algorithm: "concurrency" }, denied(1_000))).toBe(1_000);
     });
+  });
+
+  it("remembers the object's answer to a window's costlier request beside the cheaper one's, each told its own wait", () => {
+    const window: Policy = { algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 60 };
+    const cache = new DenialCache();
+    cache.remember("r/k", 1, denied(600), T0, window);
+    expect(cache.lookup("r/k", 2, T0)).toBeUndefined();
+    cache.remember("r/k", 2, denied(800), T0, window);
+    expect([cache.lookup("r/k", 1, T0)?.retryAfter, cache.lookup("r/k", 2, T0)?.retryAfter, cache.lookup("r/k", 3, T0)]).toEqual([600, 800, undefined]);
+  });
+
+  it("drops a cheaper cost's denial that a costlier one's contradicts: a costlier request never waits less", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 1, denied(4_000), T0, log);
+    cache.remember("r/k", 2, denied(1_000), T0, log);
+    expect(cache.lookup("r/k", 1, T0)).toBeUndefined();
   });
 });
