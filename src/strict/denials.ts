@@ -45,15 +45,14 @@ export class DenialCache {
   lookup(objectName: string, cost: number, now: number): Decision | undefined {
     const all = this.table.peek(objectName);
     if (all === undefined) return undefined;
-    const live = all.filter((d) => now < d.until);
-    if (live.length === 0) {
-      this.table.delete(objectName);
+    // The costliest live denial this request is at least as costly as: they are kept cheapest first.
+    let denial: Denial | undefined;
+    for (const d of all) if (now < d.until && d.cost <= cost) denial = d;
+    if (denial === undefined) {
+      // Expired ones are dropped when the next is remembered, or here with the key once none holds.
+      if (all.every((d) => now >= d.until)) this.table.delete(objectName);
       return undefined;
     }
-    if (live.length < all.length) all.splice(0, all.length, ...live);
-    // The costliest denial this request is at least as costly as.
-    const denial = live.filter((d) => d.cost <= cost).at(-1);
-    if (denial === undefined) return undefined;
     const until = cost > denial.cost && denial.decision.reason !== "blocked" ? costlierUntil(denial.policy, denial.cost, cost, denial.until) : denial.until;
     // How long a costlier request waits, only the object may know: it is asked (and its answer remembered beside this one).
     if (until === undefined) return undefined;
