@@ -46,7 +46,7 @@ export function forgetStrict(objectName: string): void {
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
 export function strictShare(rule: Rule, objectName: string): Share {
-  return answers.shareOf(rule, objectName);
+  return answers.shareOf(policyOf(rule), objectName);
 }
 
 /**
@@ -84,14 +84,14 @@ export async function decideStrict(
       : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
     observeWait(rule, now);
     const answeredAt = Date.now();
-    answers.heard(rule, objectName, decided.decision, answeredAt);
+    answers.heard(policy, objectName, decided.decision, answeredAt);
     breakers.succeeded(objectName, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its
     // retryAfter (a second at most) and forgotten when this isolate gives a slot of the key back
     // (refundStrict), so a slot freed elsewhere is seen at most that late, as the 429 said; asked
     // each time, a client holding its slots made every request a decide and a refund under each other rule.
-    denials.remember(objectName, cost, decided.decision, answeredAt, policyOf(rule));
+    denials.remember(objectName, cost, decided.decision, answeredAt, policy);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.

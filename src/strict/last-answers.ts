@@ -1,7 +1,5 @@
 /** What each strict key's object last told this isolate was used: where onError "local" starts when the object falls silent. */
-import { largestCost, type Decision } from "../algorithms";
-import { policyOf } from "../config/policy";
-import type { Rule } from "../config/types";
+import { largestCost, type Decision, type Policy } from "../algorithms";
 import { LruTable } from "../fast/table";
 import { ALONE, type Share } from "../limiter/local-share";
 
@@ -25,14 +23,14 @@ interface Answer {
 export class LastAnswers {
   private readonly table = new LruTable<Answer>(MAX_ANSWERS, () => undefined);
 
-  heard(rule: Rule, objectName: string, decision: Decision, at: number): void {
-    if (rule.algorithm !== "concurrency") this.table.set(objectName, { used: largestCost(policyOf(rule)) - decision.remaining, heardAt: at });
+  heard(policy: Policy, objectName: string, decision: Decision, at: number): void {
+    if (policy.algorithm !== "concurrency") this.table.set(objectName, { used: largestCost(policy) - decision.remaining, heardAt: at });
   }
 
-  /** The key's share for the local fallback under `rule`: the object's last answer, or {@link ALONE} when it has none here. */
-  shareOf(rule: Rule, objectName: string): Share {
-    const answer = rule.algorithm === "concurrency" ? undefined : this.table.peek(objectName);
-    return answer ? { peers: 1, free: largestCost(policyOf(rule)) - answer.used, heardAt: answer.heardAt, apart: true } : ALONE;
+  /** The key's share for the local fallback under `policy`: the object's last answer, or {@link ALONE} when it has none here. */
+  shareOf(policy: Policy, objectName: string): Share {
+    const answer = policy.algorithm === "concurrency" ? undefined : this.table.peek(objectName);
+    return answer ? { peers: 1, free: largestCost(policy) - answer.used, heardAt: answer.heardAt, apart: true } : ALONE;
   }
 
   forget(objectName: string): void {

@@ -1,13 +1,12 @@
 // The strict key's last answer, where onError "local" starts when its object falls silent.
 import { describe, expect, it } from "vitest";
-import type { Decision } from "../../src/algorithms";
-import { parseStandaloneRule } from "../../src/config/rules";
+import type { Decision, Policy } from "../../src/algorithms";
 import { ALONE } from "../../src/limiter/local-share";
 import { LastAnswers } from "../../src/strict/last-answers";
 
 const T0 = 1_700_000_040_000;
-const window = parseStandaloneRule({ name: "w", limit: 10, period: "1m" });
-const slots = parseStandaloneRule({ name: "c", algorithm: "concurrency", limit: 10 });
+const window: Policy = { algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 60 };
+const slots: Policy = { algorithm: "concurrency", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
 const answer: Decision = { allowed: true, limit: 10, remaining: 4, resetAt: T0 + 60_000, moreAt: T0 + 6_000, retryAfter: 0 };
 
 describe("LastAnswers", () => {
@@ -27,10 +26,10 @@ describe("LastAnswers", () => {
     expect(answers.shareOf({ ...window, limit: 100, burst: 100 }, "w/a").free).toBe(94);
   });
 
-  it("gives a concurrency key none, whose slots come back by releases the local counters never see, even when the rule of that name was another algorithm", () => {
+  it("gives a concurrency key none, whose slots come back by releases the local counters never see, even when its object last answered under another algorithm", () => {
     const answers = new LastAnswers();
     answers.heard(slots, "c/a", answer, T0);
-    answers.heard({ ...window, name: "c" }, "c/b", answer, T0);
+    answers.heard(window, "c/b", answer, T0);
     expect([answers.shareOf(slots, "c/a"), answers.shareOf(slots, "c/b")]).toEqual([ALONE, ALONE]);
   });
 
