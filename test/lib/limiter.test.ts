@@ -294,8 +294,8 @@ describe("limiter with a gcra delay", () => {
     const started = Date.now();
     const settledAt = await Promise.all([0, 1].map(() => smooth.limit("k").then((r) => ({ success: r.success, after: Date.now() - started }))));
     expect(settledAt.map((s) => s.success)).toEqual([true, true]);
-    const [sooner, later] = settledAt.map((s) => s.after).sort((a, b) => a - b);
-    expect(later! - sooner!).toBeGreaterThanOrEqual(190);
+    // Timed from the start, not from the sooner call: load can only delay the sooner one's answer, which would shrink a gap.
+    expect(Math.max(...settledAt.map((s) => s.after))).toBeGreaterThanOrEqual(190);
   });
 
   it("resolves a held call with the key's standing once it conforms, not at its admission", async () => {

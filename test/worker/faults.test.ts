@@ -125,12 +125,13 @@ describe("when the Durable Object fails", () => {
   });
 
   it("answers at once while the breaker is open, instead of waiting out a hung object's timeout", async () => {
-    const rules = [{ name: "f-hung", limit: 5, period: "1m", timeout: "100ms", onError: "allow" }];
+    const rules = [{ name: "f-hung", limit: 5, period: "1m", timeout: "1s", onError: "allow" }];
     const timedOut = await Promise.all([1, 2].map(() => dispatch(get("/fh/x", "192.0.2.89"), { rules, ...withSlow })));
     const started = Date.now();
     const { response, settled } = await dispatch(get("/fh/x", "192.0.2.89"), { rules, ...withSlow });
     expect(response.status).toBe(200);
-    expect(Date.now() - started).toBeLessThan(100);
+    // A timeout long beside a proxied request, so a loaded machine cannot make an answer at once look like a waited-out timeout.
+    expect(Date.now() - started).toBeLessThan(1_000);
     // The first call is still stalled in the background; let it end before the test does.
     await Promise.all([settled, ...timedOut.map((t) => t.settled)]);
   }, 10_000);
