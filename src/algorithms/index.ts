@@ -65,7 +65,7 @@ export function adjust(
     case "sliding-window":
       return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
     case "token-bucket":
-      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, now);
+      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, at, now);
     case "fixed-window":
       return adjustFixedWindow(policy, state?.algorithm === "fixed-window" ? state : undefined, units, at, now);
     case "sliding-log":
@@ -166,10 +166,18 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
 type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets">;
 
 /**
+ * A token bucket's units are filed by the tick of this fraction of its period they were taken in:
+ * a report then says when its units went, within a tick, at up to this many entries a period.
+ */
+const TOKEN_TICKS_PER_PERIOD = 64;
+
+/**
  * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
  * sliding window and of its window for a fixed window, so that reports from one bucket add up to
- * one entry; `t` itself for a sliding log, which places every unit at its exact time; a token
- * bucket (and GCRA) takes units when it is told, whatever their time, so for it every `t` files under 0.
+ * one entry; `t` itself for a sliding log, which places every unit at its exact time; for a token
+ * bucket, the last millisecond of `t`'s tick (see TOKEN_TICKS_PER_PERIOD), the latest it may have
+ * been taken, since a bucket that takes units later than they went refills less; GCRA, which takes
+ * units when it is told, files every `t` under 0.
  */
 export function slotOf(policy: Slots, t: number): number {
   switch (policy.algorithm) {
@@ -179,6 +187,10 @@ export function slotOf(policy: Slots, t: number): number {
       return windowStartOf(policy, t);
     case "sliding-log":
       return t;
+    case "token-bucket": {
+      const tick = tokenTickMs(policy);
+      return Math.floor(t / tick) * tick + tick - 1;
+    }
     default:
       return 0;
   }
@@ -187,7 +199,8 @@ export function slotOf(policy: Slots, t: number): number {
 /**
  * The latest time units filed under `slot` (see {@link slotOf}) may have been taken at: the last
  * millisecond of a sliding window's bucket or of a fixed window's window, the slot itself for a
- * sliding log, and any time at all for a token bucket or GCRA, which file every unit under 0.
+ * sliding log or a token bucket, and any time at all for GCRA, which files every unit under 0, or
+ * for a token bucket's slot 0, which is how an isolate of an earlier version filed every unit.
  */
 export function slotEnd(policy: Slots, slot: number): number {
   switch (policy.algorithm) {
@@ -197,9 +210,15 @@ export function slotEnd(policy: Slots, slot: number): number {
       return slot + policy.periodMs - 1;
     case "sliding-log":
       return slot;
+    case "token-bucket":
+      return slot === 0 ? Number.POSITIVE_INFINITY : slot;
     default:
       return Number.POSITIVE_INFINITY;
   }
+}
+
+function tokenTickMs(policy: Slots): number {
+  return Math.max(1, Math.floor(policy.periodMs / TOKEN_TICKS_PER_PERIOD));
 }
 
 /** Whether two policies file units under the same slots (see {@link slotOf}), so that a slot of one is a slot of the other. */
@@ -215,6 +234,8 @@ function slotShape(policy: Slots): string {
       return `windows of ${policy.periodMs} ms`;
     case "sliding-log":
       return "times";
+    case "token-bucket":
+      return `ticks of ${tokenTickMs(policy)} ms`;
     default:
       return "none";
   }

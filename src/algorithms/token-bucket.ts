@@ -44,16 +44,44 @@ export function tokenBucket(
  * Takes `units` from the bucket (negative to give them back) with no decision: refunds of requests
  * another rule denied, and hits an isolate admitted on its own. Taking may leave the bucket in
  * debt, which refill pays off before anything more is admitted; giving back stops at `burst`.
+ *
+ * Units taken at `at`, before now (an isolate's report), are taken then, as far as what the bucket
+ * holds can tell: a bucket that has been full since then refilled while they were away, and
+ * taking them now, from full, left the key short of what it had refilled (one client's burst of
+ * ten at an idle 10-per-4s key, reported a second later, left the bucket empty then, not 2.5). The
+ * refill counted is at most what an exact bucket had: a bucket full at some time after `at` can
+ * only have been full since then, so no unit is credited twice. Given back, or in a warming
+ * bucket, whose refill varies, units count at `now`, the cautious side: given back early, they
+ * could refill a bucket past what it held.
  */
 export function adjustTokenBucket(
   policy: Policy,
   kept: Stored,
   units: number,
+  at: number,
   now: number,
 ): TokenBucketState | WarmingBucketState {
   if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
   const stored = plain(kept, now);
-  return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - units * policy.periodMs), now);
+  const taken = units * policy.periodMs;
+  const level = levelAt(policy, stored, now);
+  const refilled = taken > 0 && level === capacity(policy) ? Math.min(taken, refilledSince(policy, stored, at, now)) : 0;
+  return bucketAt(policy, stored, Math.min(capacity(policy), level - taken + refilled), now);
+}
+
+/**
+ * How much a full bucket refilled between `at` and now, where it was last not full: the refill
+ * since the later of the two, whose time the state keeps exactly (the last update plus what it
+ * then lacked). Now is the state's time if the clock stepped back behind it.
+ */
+function refilledSince(policy: Policy, stored: TokenBucketState | undefined, at: number, now: number): number {
+  const ref = stored ? Math.max(now, stored.updatedAt) : now;
+  const away = ref - Math.min(at, ref);
+  if (!stored) return away * policy.limit;
+  const lacked = capacity(policy) - levelUnder(policy, stored);
+  // Full at fullAt = updatedAt + lacked / limit, which is at or before ref; its refill since: (ref - fullAt) × limit.
+  const sinceFull = (ref - stored.updatedAt) * policy.limit - lacked;
+  return Math.min(away * policy.limit, sinceFull);
 }
 
 /** Whole tokens taken from a full bucket at `now`, rounded up (more than `burst` while in debt): what a change of rule carries over. */

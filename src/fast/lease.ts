@@ -281,12 +281,14 @@ export function grantLease(
 /**
  * Where units an isolate filed under `asked`'s slots (see `slotOf`) are counted under `policy`: at
  * their slot when the two file alike; otherwise at the latest time they may have been taken, and
- * no later than now, so that none leaves `policy`'s window sooner than it would have (a token
- * bucket files every unit under 0, which a window dropped as long gone, and the next lease handed
- * the units out again). Units given back (negative) under other slots cannot be placed where they
- * were counted: undefined, and they stay counted.
+ * no later than now, so that none leaves `policy`'s window sooner than it would have (GCRA files
+ * every unit under 0, which a window dropped as long gone, and the next lease handed the units out
+ * again). Units given back (negative) under other slots cannot be placed where they were counted:
+ * undefined, and they stay counted. A token bucket takes units at a time, not in a slot: at that
+ * latest time (now for a slot of no time), and gives any back now.
  */
 export function filedAt(asked: Policy, policy: Policy, now: number): (spent: Spent) => number | undefined {
+  if (policy.algorithm === "token-bucket") return (spent) => Math.min(now, slotEnd(asked, spent.at));
   if (sameSlots(asked, policy)) return (spent) => spent.at;
   return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at)));
 }

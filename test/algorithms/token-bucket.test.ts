@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
-import type { Policy } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
 import { admittedSpans, expectExactMoreAt, expectExactRetry, expectNextUnitAt, replay, run, stepsOf, TokenBucketModel } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = limit): Policy => ({
@@ -69,6 +69,28 @@ describe("token bucket", () => {
     const p = policy(2, 60_000);
     const { state } = run(p, [T0]);
     expect(peek(p, adjust(p, state, -5, T0, T0), T0).remaining).toBe(2);
+  });
+
+  it("takes units reported late at the time they were taken: a burst from full, told a second on, has refilled since", () => {
+    // 10 every 4 s: ten taken at T0 from a full bucket leave 2.5 a second later, whenever the object hears of them.
+    const p = policy(10, 4_000);
+    const { state: onTime } = run(p, Array(10).fill(T0));
+    expect(peek(p, adjust(p, undefined, 10, T0, T0 + 1_000), T0 + 1_000).remaining).toBe(2);
+    expect(peek(p, adjust(p, undefined, 10, T0, T0 + 1_000), T0 + 1_000)).toEqual(peek(p, onTime, T0 + 1_000));
+  });
+
+  it("credits a late report no refill from before the bucket was last not full", () => {
+    // Two taken at T0 + 1,000 leave it short until T0 + 13,000; the report's units, from T0, count from then.
+    const p = policy(10, 60_000);
+    const { state } = run(p, [T0 + 1_000, T0 + 1_000]);
+    const reported = adjust(p, state, 3, T0, T0 + 20_000);
+    expect(peek(p, reported, T0 + 20_000).remaining).toBe(Math.floor(10 - 3 + 7_000 / 6_000));
+  });
+
+  it("counts units given back at now, whatever their time", () => {
+    const p = policy(2, 60_000);
+    const { state } = run(p, [T0, T0]);
+    expect(adjust(p, state, -1, T0 - 50_000, T0 + 10)).toEqual(adjust(p, state, -1, T0 + 10, T0 + 10));
   });
 
   it("keeps debt from units taken without a decision, paid off by refill", () => {
@@ -157,6 +179,31 @@ describe("token bucket properties", () => {
       { numRuns: 300 },
     );
     expect(checked).toBeGreaterThan(1_000);
+  });
+
+  it("never holds more after a late report than had its units been taken on time", () => {
+    // Units taken at the k-th event's time but told after the last, against the same units taken in their place.
+    fc.assert(
+      fc.property(scenario, fc.array(fc.record({ gap: fc.nat({ max: 30_000 }), units: fc.integer({ min: 1, max: 5 }) }), { minLength: 1, maxLength: 8 }), fc.nat(), fc.integer({ min: 1, max: 10 }), ({ limit, periodMs, burst }, events, pick, units) => {
+        const p = policy(limit, periodMs, burst);
+        let at = T0;
+        const times = events.map((e) => (at += e.gap));
+        const k = pick % times.length;
+        let onTime: LimiterState | undefined;
+        let told: LimiterState | undefined;
+        events.forEach((e, i) => {
+          if (i === k) onTime = adjust(p, onTime, units, times[i]!, times[i]!);
+          onTime = adjust(p, onTime, e.units, times[i]!, times[i]!);
+          told = adjust(p, told, e.units, times[i]!, times[i]!);
+        });
+        const end = at + 1;
+        told = adjust(p, told, units, times[k]!, end);
+        for (const t of [end, end + Math.floor(periodMs / limit), end + periodMs]) {
+          expect(peek(p, told, t).remaining).toBeLessThanOrEqual(peek(p, onTime, t).remaining);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("peeks the next token exactly, also for a bucket in debt from units taken without a decision", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type LimiterState, type Policy } from "../../src/algorithms";
+import { slotOf, type LimiterState, type Policy } from "../../src/algorithms";
 import { demandRate, grantLease, RATE_BASIS, standingWithPins, type SyncRequest } from "../../src/fast/lease";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, type PeerIndex } from "../../src/fast/peer-index";
@@ -309,6 +309,30 @@ describe("leases at a key near its limit", () => {
     const first = grantLease(slow, undefined, indexPeers(), sync({ need: 275 }), T0);
     const { lease } = grantLease(slow, first.state, first.peers, sync({ seq: 2, demand: 80, elapsedMs: 300, need: 0, held: 77 }), T0 + 300);
     expect(lease.units).toBe(25);
+  });
+});
+
+describe("leases of a token bucket", () => {
+  // 10 every 4 s: one token back every 400 ms.
+  const bucket: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 4_000, burst: 10, buckets: 1 };
+  const burst = () => grantLease(bucket, undefined, indexPeers(), sync({ need: 10 }), T0);
+  const told = (spentAt: number, at: number) => {
+    const granted = burst();
+    const report = { lease: 1, spent: [{ at: slotOf(bucket, spentAt), units: 10 }], unspent: 0 };
+    return grantLease(bucket, granted.state, granted.peers, sync({ seq: 2, need: 1, reports: [report] }), at, 0, granted.cursor);
+  };
+
+  it("counts a lease's units at the end of the tick they were spent in, so a burst told a second later has refilled since", () => {
+    // Spent in T0's 62 ms tick: refilled for the 938 ms or so after it, two whole tokens, one of them the waiting request's.
+    expect(told(T0, T0 + 1_000).lease.units).toBeGreaterThanOrEqual(1);
+    expect(told(T0, T0 + 1_000).lease.standing.allowed).toBe(true);
+  });
+
+  it("counts units an isolate of an earlier version filed under 0 as taken when it tells them, the cautious side", () => {
+    const granted = burst();
+    const report = { lease: 1, spent: [{ at: 0, units: 10 }], unspent: 0 };
+    const undated = grantLease(bucket, granted.state, granted.peers, sync({ seq: 2, need: 1, reports: [report] }), T0 + 1_000, 0, granted.cursor);
+    expect(undated.lease.units).toBe(0);
   });
 });
 

@@ -195,6 +195,15 @@ describe("limiter", () => {
     expect(results.filter((r) => r.success)).toHaveLength(100);
   });
 
+  it("admits a fast token bucket's caller that waits out the retryAfter its burst was told, at an idle key", async () => {
+    // 10 every 4 s: the burst's ten, reported a second on, must not count as taken then, from full.
+    const api = limiter(namespace, { name: "lib-fast-bucket-retry", algorithm: "token-bucket", limit: 10, period: "4s", mode: "fast" });
+    const burst = await Promise.all(Array.from({ length: 30 }, () => api.limit("k", { ctx: createExecutionContext() })));
+    const denied = burst.find((r) => !r.success)!;
+    await new Promise((resolve) => setTimeout(resolve, denied.retryAfter));
+    expect(await api.limit("k", { ctx: createExecutionContext() })).toMatchObject({ success: true });
+  });
+
   it("peeks a fast key as a one-unit limit would find it now: this isolate's denial while it denies", async () => {
     const api = limiter(namespace, { name: "lib-fast-peek", limit: 3, period: "1h", mode: "fast" });
     const ctx = createExecutionContext();
