@@ -110,13 +110,12 @@ function underBlock(key: LocalKey, now: number): boolean {
 }
 
 /**
- * Whether the object's denial of the key holds, or a busy isolate's hold at its booked call (see
- * `heldUntil`), and the lease cannot pay for `cost`: then {@link decideLocally} denies it from the
- * cache, and no other rule need ask its object either.
+ * Whether the object's denial of the key holds, or the hold while a saturated key's booked call is
+ * on its way (see `heldUntil`), and the lease cannot pay for `cost`: then {@link decideLocally}
+ * denies it from the cache, and no other rule need ask its object either.
  */
 export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: number): boolean {
-  // The request is not counted in `demand` yet: any demand at all makes the isolate busy.
-  return leaseLeft(key) < cost && now < cachedUntil(key, rule, 0, now);
+  return leaseLeft(key) < cost && now < cachedUntil(key, rule, now);
 }
 
 /**
@@ -127,7 +126,7 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 export function localPeek(key: LocalKey, rule: Rule, now: number): Decision | undefined {
   expireLots(key, now);
   if (leaseLeft(key) >= 1) return standing(key, rule, true, now, "local");
-  return deniedLocally(key, rule, 1, now) ? standing(key, rule, false, now, "cache", cachedUntil(key, rule, 0, now)) : undefined;
+  return deniedLocally(key, rule, 1, now) ? standing(key, rule, false, now, "cache", toldUntil(key, rule, cachedUntil(key, rule, now), now)) : undefined;
 }
 
 /** {@link decideLocally} for a request whose demand is already counted: the one that waited for a sync. */
@@ -138,35 +137,58 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
     spend(key, cost, slotOf(rule, now));
     return standing(key, rule, true, now, "local");
   }
-  const until = cachedUntil(key, rule, cost, now);
-  return now < until ? standing(key, rule, false, now, "cache", until) : undefined;
+  const until = cachedUntil(key, rule, now);
+  return now < until ? standing(key, rule, false, now, "cache", toldUntil(key, rule, until, now)) : undefined;
 }
 
 /**
  * Until when the isolate denies the key from its cache, as seen at `now`: the object's denial while
- * it holds, otherwise a busy isolate's hold at its booked call; not after `now` when neither does.
- * `counted`: the units of the request deciding that `demand` already holds.
+ * it holds, otherwise the hold while a saturated key's booked call is on its way; not after `now`
+ * when neither does.
  */
-function cachedUntil(key: LocalKey, rule: Rule, counted: number, now: number): number {
-  return now < key.blockedUntil ? key.blockedUntil : heldUntil(key, rule, counted);
+function cachedUntil(key: LocalKey, rule: Rule, now: number): number {
+  return now < key.blockedUntil ? key.blockedUntil : heldUntil(key, rule);
 }
 
 /**
- * Until when a busy isolate of a saturated key, its lease spent, keeps denying once its booked
- * time has come: while the booked call, which the first request after that time starts in the
- * background, is answered (within the rule's timeout). Its units are the isolate's share of what
- * the key freed, for whichever request comes next; a request made to wait on the call would
- * mostly be refused at the end of it. Busy: a sync is on its way, or the isolate was asked for more
- * since its last sync than the request now deciding; a quiet isolate's request waits on the call,
- * as any does, since its key may have freed units long before. Not when the object's denial
+ * Until when an isolate of a saturated key, its lease spent, keeps denying once its booked time has
+ * come and that call is on its way (made ahead, on a timer, or by an earlier request): while it is
+ * answered (within the rule's timeout). Its units are the isolate's share of what the key freed, for
+ * whichever request comes next; a request made to wait on the call would mostly be refused at the
+ * end of it. The request that finds the booked time come with no call made makes it and waits on it,
+ * as any does, since its key may have freed units long before: held instead, because the isolate
+ * had been asked for more since its last sync, a client that came back at its `Retry-After` after a
+ * burst seconds before was refused, and a retry 70 ms later passed. Not when the object's denial
  * outlasted the booked time: then what ends it is the key freeing units, not a booked call, and the
  * first request after that asks, as any does (a client of a short window, denied, that came back
  * once its oldest request had left it was refused again). Nor while the isolate has units to give
  * back that the object has not heard of (see {@link refundLocally}). 0 when not held.
  */
-function heldUntil(key: LocalKey, rule: Rule, counted: number): number {
-  const busy = key.outbox !== null || key.demand > counted;
-  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && busy ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
+function heldUntil(key: LocalKey, rule: Rule): number {
+  const onItsWay = key.outbox !== null;
+  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && onItsWay ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
+}
+
+/** Slack on a told answer beyond two round trips: a call's answer takes longer than the last now and then. */
+const ANSWER_SLACK_MS = 50;
+
+/**
+ * When a request the cache denies until `until` is told to come back. A saturated key's denial
+ * that ends at its booked call, or in the hold while that call is answered (see {@link heldUntil}),
+ * ends in fact when the answer brings this isolate its share of what the key freed: two of the
+ * key's last round trips after the call is sent (at the booked time, or already on its way), and
+ * no later than the hold's end. Told the booked time, a client that came back then met the hold
+ * and was refused again, and a retry a few ms later passed; told the hold's end, it waited up to
+ * a timeout (1 s by default) for what came in one round trip.
+ */
+function toldUntil(key: LocalKey, rule: Rule, until: number, now: number): number {
+  const booked = key.nextSyncAt;
+  const holdEnds = booked + rule.timeoutMs;
+  if (!key.saturated || (until !== booked && until !== holdEnds)) return until;
+  const sent = key.outbox ? key.sentAt : Math.max(now, booked);
+  const answered = Math.max(sent + 2 * key.roundTripMs, now + key.roundTripMs) + ANSWER_SLACK_MS;
+  // Never sooner than the isolate, as it stands, stops denying.
+  return Math.min(holdEnds, Math.max(until === booked ? until : now, answered));
 }
 
 /**

@@ -311,15 +311,60 @@ describe("a fast key in one isolate", () => {
   it("denies a saturated key from its cache once the lease is spent, until its booked call", () => {
     const key = leased(1, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: true });
-    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_980 });
+    expect(decideLocally(key, fast, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "cache" });
+    expect(decideLocally(key, fast, 1, T0 + 4_999)).toMatchObject({ allowed: false, reason: "cache" });
     expect(syncDue(key, fast, T0 + 20)).toBe(false);
   });
 
-  it("denies a busy isolate's request that finds a saturated key's lease spent at its booked time, and has that call made in the background", () => {
+  it("denies a request that finds a saturated key's lease spent at its booked time while that call, made ahead, is on its way", () => {
+    const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
+    decideLocally(key, fast, 1, T0 + 4_990);
+    nextSync(key, fast, from, 0, T0 + 4_990);
+    expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache" });
+  });
+
+  it("lets the request that finds a saturated key's booked time come with no call made wait on it, though the isolate was asked for more since its last sync", () => {
+    // A client's burst long before, then its retry at the time it was told: held, it was refused, and passed 70 ms later.
     const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     decideLocally(key, fast, 1, T0 + 10);
-    expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache", retryAfter: fast.timeoutMs });
-    expect(syncDue(key, fast, T0 + 5_000)).toBe(true);
+    decideLocally(key, fast, 1, T0 + 10);
+    expect(decideLocally(key, fast, 1, T0 + 5_000)).toBeUndefined();
+  });
+
+  describe("tells a request a saturated key's cache denies to come back when its booked call's answer is expected", () => {
+    /** A saturated key whose last sync, sent at T0, was answered 80 ms later with nothing, its next call booked at T0 + 5,000. */
+    const answeredIn80ms = () => {
+      const key = freshKey(T0);
+      const { seq } = nextSync(key, fast, from, 1, T0);
+      applyLease(key, fast, lease(seq, 0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 }), T0 + 80);
+      return key;
+    };
+
+    it("two of the key's round trips after the booked time, and 50 ms, for a denial that ends at the booked call", () => {
+      expect(decideLocally(answeredIn80ms(), fast, 1, T0 + 100)?.retryAfter).toBe(5_000 + 2 * 80 + 50 - 100);
+    });
+
+    it("as much after a call made at the booked time, in the hold while it is on its way, rather than at the hold's end", () => {
+      const key = answeredIn80ms();
+      decideLocally(key, fast, 1, T0 + 5_000);
+      nextSync(key, fast, from, 0, T0 + 5_000);
+      expect(decideLocally(key, fast, 1, T0 + 5_000)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 2 * 80 + 50 });
+    });
+
+    it("counted from when the call on its way was sent, and no sooner than a round trip from now", () => {
+      const key = answeredIn80ms();
+      decideLocally(key, fast, 1, T0 + 100);
+      decideLocally(key, fast, 1, T0 + 4_900);
+      nextSync(key, fast, from, 0, T0 + 4_900);
+      expect(decideLocally(key, fast, 1, T0 + 4_950)?.retryAfter).toBe(4_900 + 2 * 80 + 50 - 4_950);
+      expect(decideLocally(key, fast, 1, T0 + 5_200)?.retryAfter).toBe(80 + 50);
+    });
+
+    it("no later than the hold's end, the rule's timeout after the booked time", () => {
+      const slow = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000, timeoutMs: 200 });
+      const key = answeredIn80ms();
+      expect(decideLocally(key, slow, 1, T0 + 100)?.retryAfter).toBe(5_000 + 200 - 100);
+    });
   });
 
   it("denies a saturated key's requests while its booked call is on its way", () => {
@@ -330,10 +375,11 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, fast, 1, T0 + 5_010)).toMatchObject({ allowed: false, reason: "cache" });
   });
 
-  it("reports a busy isolate's hold at a saturated key's booked time as a cached denial, so no other rule need ask its object", () => {
+  it("reports the hold while a saturated key's booked call is on its way as a cached denial, so no other rule need ask its object", () => {
     const key = leased(0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000 });
     expect(deniedLocally(key, fast, 1, T0 + 5_000)).toBe(false);
-    decideLocally(key, fast, 1, T0 + 10);
+    decideLocally(key, fast, 1, T0 + 5_000);
+    nextSync(key, fast, from, 0, T0 + 5_000);
     expect(deniedLocally(key, fast, 1, T0 + 5_000)).toBe(true);
   });
 
