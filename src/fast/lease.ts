@@ -57,6 +57,12 @@ export interface SyncRequest {
    * denied their request): uncounted in their slots, as a strict refund is
    */
   refunds?: Spent[];
+  /**
+   * the isolate's clock when it made the sync: the object reads the times a token bucket's units
+   * were spent at by how long before it they were, not by the isolate's clock (see {@link filedAt});
+   * absent from an isolate of an earlier version, which dates none
+   */
+  sentAt?: number;
 }
 
 /** Units the isolate may admit on its own until `expiresAt`; `seq` names the lease in its reports. */
@@ -193,7 +199,7 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers, lease: known.lease, blockedUntil, cursor, changed: [] };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const place = filedAt(askedPolicy, policy, now);
+  const place = filedAt(askedPolicy, policy, now, sync.sentAt);
   const count = (from: LimiterState | undefined, s: Spent) => {
     const at = place(s);
     return at === undefined ? from : adjust(policy, from, s.units, at, now);
@@ -284,11 +290,17 @@ export function grantLease(
  * no later than now, so that none leaves `policy`'s window sooner than it would have (GCRA files
  * every unit under 0, which a window dropped as long gone, and the next lease handed the units out
  * again). Units given back (negative) under other slots cannot be placed where they were counted:
- * undefined, and they stay counted. A token bucket takes units at a time, not in a slot: at that
- * latest time (now for a slot of no time), and gives any back now.
+ * undefined, and they stay counted. A token bucket (or GCRA) takes units at a time, not in a slot,
+ * and gives any back now: at that latest time (now for a slot of no time), moved onto the object's
+ * clock by the sync's `sentAt`. Read on the isolate's own clock, an isolate a second behind had a
+ * burst it spent just before its sync credited a second's refill it never had (2.5 tokens of a
+ * bucket of 10 per 4 s); read as how long before the sync it was, it can only be later than it was.
  */
-export function filedAt(asked: Policy, policy: Policy, now: number): (spent: Spent) => number | undefined {
-  if (policy.algorithm === "token-bucket") return (spent) => Math.min(now, slotEnd(asked, spent.at));
+export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: number): (spent: Spent) => number | undefined {
+  if (policy.algorithm === "token-bucket" || policy.algorithm === "gcra") {
+    const toObject = sentAt === undefined ? 0 : now - sentAt;
+    return (spent) => Math.min(now, slotEnd(asked, spent.at) + toObject);
+  }
   if (sameSlots(asked, policy)) return (spent) => spent.at;
   return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at)));
 }

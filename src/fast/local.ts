@@ -147,13 +147,13 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
  * when neither does.
  */
 function cachedUntil(key: LocalKey, rule: Rule, now: number): number {
-  return now < key.blockedUntil ? key.blockedUntil : heldUntil(key, rule);
+  return now < key.blockedUntil ? key.blockedUntil : heldUntil(key, rule, now);
 }
 
 /**
  * Until when an isolate of a saturated key, its lease spent, keeps denying once its booked time has
- * come and that call is on its way (made ahead, on a timer, or by an earlier request): while it is
- * answered (within the rule's timeout). Its units are the isolate's share of what the key freed, for
+ * come and that call is on its way (made ahead, on a timer, or by an earlier request; or failed, until
+ * its backoff ends: see {@link onItsWay}): while it is answered (within the rule's timeout). Its units are the isolate's share of what the key freed, for
  * whichever request comes next; a request made to wait on the call would mostly be refused at the
  * end of it. The request that finds the booked time come with no call made makes it and waits on it,
  * as any does, since its key may have freed units long before: held instead, because the isolate
@@ -164,9 +164,22 @@ function cachedUntil(key: LocalKey, rule: Rule, now: number): number {
  * once its oldest request had left it was refused again). Nor while the isolate has units to give
  * back that the object has not heard of (see {@link refundLocally}). 0 when not held.
  */
-function heldUntil(key: LocalKey, rule: Rule): number {
-  const onItsWay = key.outbox !== null;
-  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && onItsWay ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
+function heldUntil(key: LocalKey, rule: Rule, now: number): number {
+  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && onItsWay(key, now) ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
+}
+
+/**
+ * Whether the key's sync is on its way: sent and not answered, or failed and waiting out its
+ * backoff (see {@link syncFailed}), until which the isolate sends it again no sooner. Once the
+ * backoff has ended it is not, until it is sent again: the next request sends it and waits on it.
+ */
+function onItsWay(key: LocalKey, now: number): boolean {
+  return key.outbox !== null && (key.sentAt >= key.retryAt || now < key.retryAt);
+}
+
+/** When the sync on its way was sent, or a failed one will be sent again: at its retry time. */
+function sentAt(key: LocalKey, now: number): number {
+  return key.sentAt >= key.retryAt ? key.sentAt : Math.max(now, key.retryAt);
 }
 
 /** Slack on a told answer beyond two round trips: a call's answer takes longer than the last now and then. */
@@ -176,19 +189,22 @@ const ANSWER_SLACK_MS = 50;
  * When a request the cache denies until `until` is told to come back. A saturated key's denial
  * that ends at its booked call, or in the hold while that call is answered (see {@link heldUntil}),
  * ends in fact when the answer brings this isolate its share of what the key freed: two of the
- * key's last round trips after the call is sent (at the booked time, or already on its way), and
- * no later than the hold's end. Told the booked time, a client that came back then met the hold
+ * key's last round trips after the call is sent (at the booked time, already on its way, or, for
+ * one that failed, when its backoff ends), and at least one from now, plus ANSWER_SLACK_MS; no
+ * later than the hold's end. Told the booked time, a client that came back then met the hold
  * and was refused again, and a retry a few ms later passed; told the hold's end, it waited up to
  * a timeout (1 s by default) for what came in one round trip.
  */
 function toldUntil(key: LocalKey, rule: Rule, until: number, now: number): number {
   const booked = key.nextSyncAt;
   const holdEnds = booked + rule.timeoutMs;
-  if (!key.saturated || (until !== booked && until !== holdEnds)) return until;
-  const sent = key.outbox ? key.sentAt : Math.max(now, booked);
+  // Told by the denial's source, not its value alone: the object's ends at the booked call, the hold at its end.
+  const atTheCall = now < key.blockedUntil ? until === booked : until === holdEnds;
+  if (!key.saturated || !atTheCall) return until;
+  const sent = key.outbox ? sentAt(key, now) : Math.max(now, booked);
   const answered = Math.max(sent + 2 * key.roundTripMs, now + key.roundTripMs) + ANSWER_SLACK_MS;
   // Never sooner than the isolate, as it stands, stops denying.
-  return Math.min(holdEnds, Math.max(until === booked ? until : now, answered));
+  return Math.min(holdEnds, Math.max(now < key.blockedUntil ? until : now, answered));
 }
 
 /**
@@ -241,6 +257,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     ...(release ? { release } : {}),
     ...(key.unleased.length > 0 ? { unleased: key.unleased } : {}),
     ...(key.refunds.length > 0 ? { refunds: key.refunds } : {}),
+    sentAt: now,
   };
   key.unleased = [];
   key.refunds = [];

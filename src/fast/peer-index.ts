@@ -6,7 +6,7 @@
 import { adjust, type LimiterState, type Policy } from "../algorithms";
 import { addExact, emptySum, roundSum, type ExactSum } from "./exact-sum";
 import { popHeap, pushHeap } from "./min-heap";
-import { isLive, PEER_TTL_MS, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "./peer";
+import { isLive, PEER_TTL_MS, pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer } from "./peer";
 
 /** Members that each leave once a rising threshold passes their key. A heap entry whose key is no longer its member's is stale. */
 interface Timeline {
@@ -94,7 +94,7 @@ export function settlePins(policy: Policy, stored: LimiterState | undefined, ind
   for (const id of ids) {
     const peer = index.peers.get(id)!;
     const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
-    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pin.until, now);
+    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin, now), now);
     before.set(id, peer);
     putPeer(index, id, { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) }, now);
   }

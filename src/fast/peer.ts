@@ -66,3 +66,13 @@ export function lastPinEnds(peers: ReadonlyMap<string, Peer>): number | undefine
 export function pinnedUnits(pins: readonly Pin[]): number {
   return pins.reduce((sum, p) => sum + p.units, 0);
 }
+
+/**
+ * When a pin its isolate never reported is counted as spent: at the lease's end, by which the
+ * isolate stopped spending it. A token bucket, which takes units at a time (and refills for the
+ * time since), takes them a grace later: the isolate stopped by its own clock, which may run behind
+ * the object's.
+ */
+export function pinSpentAt(policy: Policy, pin: Pin, now: number): number {
+  return policy.algorithm === "token-bucket" ? Math.min(now, pin.until + REPORT_GRACE_MS) : pin.until;
+}

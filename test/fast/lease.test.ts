@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { slotOf, type LimiterState, type Policy } from "../../src/algorithms";
-import { demandRate, grantLease, RATE_BASIS, standingWithPins, type SyncRequest } from "../../src/fast/lease";
+import { peek, slotOf, type LimiterState, type Policy } from "../../src/algorithms";
+import { demandRate, filedAt, grantLease, RATE_BASIS, standingWithPins, type SyncRequest } from "../../src/fast/lease";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
-import { indexPeers, leasePolicy, type PeerIndex } from "../../src/fast/peer-index";
+import { indexPeers, leasePolicy, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 
 const T0 = 1_700_000_040_000;
 const window: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
@@ -326,6 +326,28 @@ describe("leases of a token bucket", () => {
     // Spent in T0's 62 ms tick: refilled for the 938 ms or so after it, two whole tokens, one of them the waiting request's.
     expect(told(T0, T0 + 1_000).lease.units).toBeGreaterThanOrEqual(1);
     expect(told(T0, T0 + 1_000).lease.standing.allowed).toBe(true);
+  });
+
+  it("reads the times a lease's units were spent at by how long before the sync they were, so an isolate whose clock runs behind gains nothing", () => {
+    // The isolate's clock is a second behind the object's: it spends the ten at object time T0 + 1,000 and syncs at once.
+    const granted = burst();
+    const behind = 1_000;
+    const report = { lease: 1, spent: [{ at: slotOf(bucket, T0 + 1_000 - behind), units: 10 }], unspent: 0 };
+    const told = grantLease(bucket, granted.state, granted.peers, sync({ seq: 2, need: 0, reports: [report], sentAt: T0 + 1_000 - behind }), T0 + 1_000, 0, granted.cursor);
+    expect(standingWithPins(bucket, told.state, indexPeers(), T0 + 1_000).remaining).toBe(0);
+  });
+
+  it("counts a lease its isolate never reported as spent a grace after it ended: the isolate stopped by its own clock", () => {
+    const granted = burst();
+    const until = granted.lease.expiresAt;
+    const settled = settlePins(bucket, granted.state, granted.peers, until + REPORT_GRACE_MS + 1_000);
+    // Taken at until + 10 s, then a second's refill: 2.5 tokens, not the full bucket eleven seconds would give.
+    expect(peek(bucket, settled.state, until + REPORT_GRACE_MS + 1_000).remaining).toBe(2);
+  });
+
+  it("gives back a token bucket isolate's refund when the object leases under another version's gcra", () => {
+    const gcra: Policy = { algorithm: "gcra", limit: 10, periodMs: 4_000, burst: 10, buckets: 1 };
+    expect(filedAt(bucket, gcra, T0 + 1_000, T0 + 1_000)({ at: slotOf(bucket, T0), units: -2 })).toBe(slotOf(bucket, T0));
   });
 
   it("counts units an isolate of an earlier version filed under 0 as taken when it tells them, the cautious side", () => {

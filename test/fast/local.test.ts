@@ -360,6 +360,28 @@ describe("a fast key in one isolate", () => {
       expect(decideLocally(key, fast, 1, T0 + 5_200)?.retryAfter).toBe(80 + 50);
     });
 
+    it("when a booked call that failed may be sent again, and lets the request then wait on it", () => {
+      // A 3 s timeout, so that the hold outlasts the failed call's backoff.
+      const patient = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000, timeoutMs: 3_000 });
+      const key = answeredIn80ms();
+      decideLocally(key, patient, 1, T0 + 4_990);
+      nextSync(key, patient, from, 0, T0 + 4_990);
+      syncFailed(key, patient, T0 + 4_995);
+      const held = decideLocally(key, patient, 1, T0 + 5_010)!;
+      expect(held).toMatchObject({ allowed: false, reason: "cache" });
+      expect(T0 + 5_010 + held.retryAfter).toBe(key.retryAt + 2 * 80 + 50);
+      expect(decideLocally(key, patient, 1, T0 + 5_010 + held.retryAfter)).toBeUndefined();
+    });
+
+    it("by the denial's source: the object's, ending at the hold's end by chance, is told as it is", () => {
+      // The key frees a unit at T0 + 6,000, the booked call's time plus the rule's timeout.
+      const denial = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 6_000, retryAfter: 5_920 };
+      const key = freshKey(T0);
+      const { seq } = nextSync(key, fast, from, 1, T0);
+      applyLease(key, fast, lease(seq, 0, { saturated: true, nextSyncAt: T0 + 5_000, expiresAt: T0 + 6_000, standing: denial }), T0 + 80);
+      expect(decideLocally(key, fast, 1, T0 + 100)?.retryAfter).toBe(6_000 - 100);
+    });
+
     it("no later than the hold's end, the rule's timeout after the booked time", () => {
       const slow = rule({ name: "f", mode: "fast", limit: 100, syncMs: 1_000, timeoutMs: 200 });
       const key = answeredIn80ms();

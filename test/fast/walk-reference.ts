@@ -10,7 +10,7 @@ import { adjust, decide, peek, type Decision, type LimiterState, type Policy } f
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
 import { demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type SyncRequest } from "../../src/fast/lease";
-import { isLive, pinnedUnits, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
+import { isLive, pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
 const SLACK_PER_DEMAND = 8;
@@ -41,7 +41,7 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const place = filedAt(askedPolicy, policy, now);
+  const place = filedAt(askedPolicy, policy, now, sync.sentAt);
   const count = (from: LimiterState | undefined, s: { at: number; units: number }) => {
     const at = place(s);
     return at === undefined ? from : adjust(policy, from, s.units, at, now);
@@ -132,7 +132,7 @@ export function settlePins(
   const next = new Map<string, Peer>();
   for (const [id, peer] of peers) {
     const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
-    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pin.until, now);
+    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin, now), now);
     next.set(id, late.length ? { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) } : peer);
   }
   return { state, peers: next };
