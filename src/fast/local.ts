@@ -152,10 +152,10 @@ function cachedUntil(key: LocalKey, rule: Rule, now: number): number {
 
 /**
  * Until when an isolate of a saturated key, its lease spent, keeps denying once its booked time has
- * come and that call is on its way (made ahead, on a timer, or by an earlier request; or failed, until
- * its backoff ends: see {@link onItsWay}): while it is answered (within the rule's timeout). Its units are the isolate's share of what the key freed, for
- * whichever request comes next; a request made to wait on the call would mostly be refused at the
- * end of it. The request that finds the booked time come with no call made makes it and waits on it,
+ * come and that call is on its way (made ahead, on a timer, or by an earlier request; or failed,
+ * until its backoff ends: see {@link onItsWay}): while it is answered (within the rule's timeout).
+ * Its units are the isolate's share of what the key freed, for whichever request comes next; a
+ * request made to wait on the call would mostly be refused at the end of it. The request that finds the booked time come with no call made makes it and waits on it,
  * as any does, since its key may have freed units long before: held instead, because the isolate
  * had been asked for more since its last sync, a client that came back at its `Retry-After` after a
  * burst seconds before was refused, and a retry 70 ms later passed. Not when the object's denial
@@ -178,7 +178,7 @@ function onItsWay(key: LocalKey, now: number): boolean {
 }
 
 /** When the sync on its way was sent, or a failed one will be sent again: at its retry time. */
-function sentAt(key: LocalKey, now: number): number {
+function callSentAt(key: LocalKey, now: number): number {
   return key.sentAt >= key.retryAt ? key.sentAt : Math.max(now, key.retryAt);
 }
 
@@ -201,7 +201,7 @@ function toldUntil(key: LocalKey, rule: Rule, until: number, now: number): numbe
   // Told by the denial's source, not its value alone: the object's ends at the booked call, the hold at its end.
   const atTheCall = now < key.blockedUntil ? until === booked : until === holdEnds;
   if (!key.saturated || !atTheCall) return until;
-  const sent = key.outbox ? sentAt(key, now) : Math.max(now, booked);
+  const sent = key.outbox ? callSentAt(key, now) : Math.max(now, booked);
   const answered = Math.max(sent + 2 * key.roundTripMs, now + key.roundTripMs) + ANSWER_SLACK_MS;
   // Never sooner than the isolate, as it stands, stops denying.
   return Math.min(holdEnds, Math.max(now < key.blockedUntil ? until : now, answered));
