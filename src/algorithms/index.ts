@@ -217,6 +217,15 @@ export function slotEnd(policy: Slots, slot: number): number {
   }
 }
 
+/**
+ * Whether the algorithm takes units at a time rather than counting them in a slot: a token bucket,
+ * which refills for the time since, or GCRA. Units reported late are taken at the latest time they
+ * may have gone, and units given back are given back now.
+ */
+export function takenAtATime(policy: Slots): boolean {
+  return policy.algorithm === "token-bucket" || policy.algorithm === "gcra";
+}
+
 function tokenTickMs(policy: Slots): number {
   return Math.max(1, Math.floor(policy.periodMs / TOKEN_TICKS_PER_PERIOD));
 }

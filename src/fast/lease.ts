@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, peek, sameSlots, slotEnd } from "../algorithms";
+import { adjust, decide, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -297,7 +297,7 @@ export function grantLease(
  * bucket of 10 per 4 s); read as how long before the sync it was, it can only be later than it was.
  */
 export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: number): (spent: Spent) => number | undefined {
-  if (policy.algorithm === "token-bucket" || policy.algorithm === "gcra") {
+  if (takenAtATime(policy)) {
     const toObject = sentAt === undefined ? 0 : now - sentAt;
     return (spent) => Math.min(now, slotEnd(asked, spent.at) + toObject);
   }

@@ -1,5 +1,5 @@
 /** What a key's object remembers of each fast-mode isolate (a peer), and when it may forget it. */
-import type { Policy } from "../algorithms";
+import { takenAtATime, type Policy } from "../algorithms";
 import type { Lease } from "./lease";
 
 /** Units a lease holds back from everyone else until its isolate reports them or it runs out. */
@@ -69,10 +69,10 @@ export function pinnedUnits(pins: readonly Pin[]): number {
 
 /**
  * When a pin its isolate never reported is counted as spent: at the lease's end, by which the
- * isolate stopped spending it. A token bucket, which takes units at a time (and refills for the
- * time since), takes them a grace later: the isolate stopped by its own clock, which may run behind
- * the object's.
+ * isolate stopped spending it. An algorithm that takes units at a time (see `takenAtATime`; a
+ * token bucket refills for the time since) takes them a grace later: the isolate stopped by its
+ * own clock, which may run behind the object's.
  */
 export function pinSpentAt(policy: Policy, pin: Pin, now: number): number {
-  return policy.algorithm === "token-bucket" ? Math.min(now, pin.until + REPORT_GRACE_MS) : pin.until;
+  return takenAtATime(policy) ? Math.min(now, pin.until + REPORT_GRACE_MS) : pin.until;
 }
