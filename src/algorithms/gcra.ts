@@ -1,4 +1,5 @@
 /** GCRA, the generic cell rate algorithm: one unit every periodMs / limit, with `burst` units of tolerance (nginx limit_req, redis-cell). */
+import { takenAt } from "./taken-at";
 import type { GcraState, Outcome, Policy } from "./types";
 
 /**
@@ -44,10 +45,21 @@ export function gcra(policy: Policy, stored: GcraState | undefined, cost: number
 /**
  * Advances TAT by `units` (negative: moves it back, never behind `now`) with no decision: refunds,
  * and units taken without asking, which may push TAT past the tolerance until time pays it off.
+ * Units reported taken at `at`, before now, are taken then or at the state's last change if that is
+ * later (see {@link takenAt}); units `unleased`, admitted by `onError` while the object could not be
+ * reached, never push TAT more than one period past the tolerance (see `adjustTokenBucket`).
  */
-export function adjustGcra(policy: Policy, stored: GcraState | undefined, units: number, now: number): GcraState {
-  const at = stored ? Math.max(now, stored.updatedAt) : now;
-  return gcraState(policy.periodMs, Math.max(0, debtAt(policy, stored, at) + units * policy.periodMs), at);
+export function adjustGcra(policy: Policy, stored: GcraState | undefined, units: number, at: number, now: number, unleased = false): GcraState {
+  const change = units * policy.periodMs;
+  if (change <= 0) {
+    const ref = stored ? Math.max(now, stored.updatedAt) : now;
+    return gcraState(policy.periodMs, Math.max(0, debtAt(policy, stored, ref) + change), ref);
+  }
+  const when = takenAt(stored, at, now);
+  const debt = debtAt(policy, stored, when);
+  // One period's pay-off past the tolerance: a unit then waits one period.
+  const ceiling = unleased ? capacity(policy) + (policy.limit - 1) * policy.periodMs : Number.POSITIVE_INFINITY;
+  return gcraState(policy.periodMs, Math.max(debt, Math.min(debt + change, ceiling)), when);
 }
 
 /** Units TAT lies ahead of `now`, rounded up: what a change of rule carries over. */

@@ -53,25 +53,30 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
   throw new UnknownAlgorithmError(policy.algorithm);
 }
 
-/** Counts `units` taken at `at` (negative: given back) with no decision; see each algorithm's adjust. */
+/**
+ * Counts `units` taken at `at` (negative: given back) with no decision; see each algorithm's adjust.
+ * Units `unleased`, admitted by `onError` while the object could not be reached, leave a token
+ * bucket or GCRA at most one period's wait.
+ */
 export function adjust(
   policy: Policy,
   state: LimiterState | undefined,
   units: number,
   at: number,
   now: number,
+  unleased = false,
 ): LimiterState {
   switch (policy.algorithm) {
     case "sliding-window":
       return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
     case "token-bucket":
-      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, at, now);
+      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, at, now, unleased);
     case "fixed-window":
       return adjustFixedWindow(policy, state?.algorithm === "fixed-window" ? state : undefined, units, at, now);
     case "sliding-log":
       return adjustSlidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, units, at, now);
     case "gcra":
-      return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, now);
+      return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, at, now, unleased);
     case "concurrency":
       return adjustConcurrency(policy, state?.algorithm === "concurrency" ? state : undefined, units, at, now);
   }
@@ -166,8 +171,8 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
 type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets">;
 
 /**
- * A token bucket's units are filed by the tick of this fraction of its period they were taken in:
- * a report then says when its units went, within a tick, at up to this many entries a period.
+ * A token bucket's or GCRA's units are filed by the tick of this fraction of its period they were
+ * taken in: a report then says when its units went, within a tick, at up to this many entries a period.
  */
 const TOKEN_TICKS_PER_PERIOD = 64;
 
@@ -175,9 +180,9 @@ const TOKEN_TICKS_PER_PERIOD = 64;
  * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
  * sliding window and of its window for a fixed window, so that reports from one bucket add up to
  * one entry; `t` itself for a sliding log, which places every unit at its exact time; for a token
- * bucket, the last millisecond of `t`'s tick (see TOKEN_TICKS_PER_PERIOD), the latest it may have
- * been taken, since a bucket that takes units later than they went refills less; GCRA, which takes
- * units when it is told, files every `t` under 0.
+ * bucket or GCRA, the last millisecond of `t`'s tick (see TOKEN_TICKS_PER_PERIOD), the latest it
+ * may have been taken, since units taken later than they went free less; a concurrency rule, whose
+ * slots have no time, files every `t` under 0.
  */
 export function slotOf(policy: Slots, t: number): number {
   switch (policy.algorithm) {
@@ -187,7 +192,8 @@ export function slotOf(policy: Slots, t: number): number {
       return windowStartOf(policy, t);
     case "sliding-log":
       return t;
-    case "token-bucket": {
+    case "token-bucket":
+    case "gcra": {
       const tick = tokenTickMs(policy);
       return Math.floor(t / tick) * tick + tick - 1;
     }
@@ -199,8 +205,8 @@ export function slotOf(policy: Slots, t: number): number {
 /**
  * The latest time units filed under `slot` (see {@link slotOf}) may have been taken at: the last
  * millisecond of a sliding window's bucket or of a fixed window's window, the slot itself for a
- * sliding log or a token bucket, and any time at all for GCRA, which files every unit under 0, or
- * for a token bucket's slot 0, which is how an isolate of an earlier version filed every unit.
+ * sliding log, a token bucket or GCRA, and any time at all for slot 0 of those two, which is how
+ * an isolate of an earlier version filed every unit of them.
  */
 export function slotEnd(policy: Slots, slot: number): number {
   switch (policy.algorithm) {
@@ -211,6 +217,7 @@ export function slotEnd(policy: Slots, slot: number): number {
     case "sliding-log":
       return slot;
     case "token-bucket":
+    case "gcra":
       return slot === 0 ? Number.POSITIVE_INFINITY : slot;
     default:
       return Number.POSITIVE_INFINITY;
@@ -244,6 +251,7 @@ function slotShape(policy: Slots): string {
     case "sliding-log":
       return "times";
     case "token-bucket":
+    case "gcra":
       return `ticks of ${tokenTickMs(policy)} ms`;
     default:
       return "none";

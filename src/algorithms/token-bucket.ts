@@ -1,5 +1,6 @@
 /** Token bucket: lazy refill of `limit` units per period up to `burst`, in exact fractional tokens. */
 import type { Outcome, Policy, TokenBucketState, WarmingBucketState } from "./types";
+import { takenAt } from "./taken-at";
 import { adjustWarmingBucket, levelOfWarming, usedWarmingBucket, warmFrom, warmingBucket } from "./warmup";
 
 type Stored = TokenBucketState | WarmingBucketState | undefined;
@@ -45,14 +46,14 @@ export function tokenBucket(
  * another rule denied, and hits an isolate admitted on its own. Taking may leave the bucket in
  * debt, which refill pays off before anything more is admitted; giving back stops at `burst`.
  *
- * Units taken at `at`, before now (an isolate's report), are taken then, as far as what the bucket
- * holds can tell: a bucket that has been full since then refilled while they were away, and
- * taking them now, from full, left the key short of what it had refilled (one client's burst of
- * ten at an idle 10-per-4s key, reported a second later, left the bucket empty then, not 2.5). The
- * refill counted is at most what an exact bucket had: a bucket full at some time after `at` can
- * only have been full since then, so no unit is credited twice. Given back, or in a warming
- * bucket, whose refill varies, units count at `now`, the cautious side: given back early, they
- * could refill a bucket past what it held.
+ * Units taken at `at`, before now (an isolate's report), are taken then, or when the state was last
+ * changed if that is later (see {@link takenAt}): the bucket is kept as of that time, so that the
+ * next report's units are taken at theirs. Units `unleased`, admitted by `onError` while the object
+ * could not be reached, never leave more debt than one period's refill, as a window forgets what it
+ * admitted a period ago: a flood `onError: allow` let through costs the key at most a period's wait
+ * once the object is back (a lease's units are counted in full: they were granted). Given back, or
+ * in a warming bucket, whose refill varies, units count at `now`, the cautious side: given back
+ * early, they could refill a bucket past what it held.
  */
 export function adjustTokenBucket(
   policy: Policy,
@@ -60,28 +61,17 @@ export function adjustTokenBucket(
   units: number,
   at: number,
   now: number,
+  unleased = false,
 ): TokenBucketState | WarmingBucketState {
   if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
   const stored = plain(kept, now);
   const taken = units * policy.periodMs;
-  const level = levelAt(policy, stored, now);
-  const refilled = taken > 0 && level === capacity(policy) ? Math.min(taken, refilledSince(policy, stored, at, now)) : 0;
-  return bucketAt(policy, stored, Math.min(capacity(policy), level - taken + refilled), now);
-}
-
-/**
- * How much a full bucket refilled between `at` and now, where it was last not full: the refill
- * since the later of the two, whose time the state keeps exactly (the last update plus what it
- * then lacked). Now is the state's time if the clock stepped back behind it.
- */
-function refilledSince(policy: Policy, stored: TokenBucketState | undefined, at: number, now: number): number {
-  const ref = stored ? Math.max(now, stored.updatedAt) : now;
-  const away = ref - Math.min(at, ref);
-  if (!stored) return away * policy.limit;
-  const lacked = capacity(policy) - levelUnder(policy, stored);
-  // Full at fullAt = updatedAt + lacked / limit, which is at or before ref; its refill since: (ref - fullAt) × limit.
-  const sinceFull = (ref - stored.updatedAt) * policy.limit - lacked;
-  return Math.min(away * policy.limit, sinceFull);
+  if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - taken), now);
+  const when = takenAt(stored, at, now);
+  const level = levelAt(policy, stored, when);
+  // One period's refill short of one token: a unit then waits one period.
+  const floor = unleased ? (1 - policy.limit) * policy.periodMs : Number.NEGATIVE_INFINITY;
+  return { algorithm: "token-bucket", periodMs: policy.periodMs, burst: policy.burst, level: Math.min(level, Math.max(level - taken, floor)), updatedAt: when };
 }
 
 /** Whole tokens taken from a full bucket at `now`, rounded up (more than `burst` while in debt): what a change of rule carries over. */

@@ -199,29 +199,22 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers, lease: known.lease, blockedUntil, cursor, changed: [] };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const place = filedAt(askedPolicy, policy, now, sync.sentAt);
-  const count = (from: LimiterState | undefined, s: Spent) => {
-    const at = place(s);
-    return at === undefined ? from : adjust(policy, from, s.units, at, now);
-  };
   let pins: Pin[] = peers.peers.get(sync.isolate)?.pins ?? [];
   // Every other peer's pins: whole units, so taking the caller's from the total is exact.
   const othersPinned = peers.pinned - pinnedUnits(pins);
+  const counted: Spent[] = [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
     // A lease already settled (counted in full) or never granted: its report would count twice.
     if (!pin) continue;
-    let settledUnits = report.unspent;
-    for (const s of report.spent) {
-      state = count(state, s);
-      settledUnits += s.units;
-    }
+    counted.push(...report.spent);
+    const settledUnits = report.spent.reduce((sum, s) => sum + s.units, report.unspent);
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = count(state, s);
-  for (const s of sync.refunds ?? []) state = count(state, { at: s.at, units: -s.units });
+  counted.push(...(sync.refunds ?? []).map((s) => ({ at: s.at, units: -s.units })));
+  state = countSpent(policy, state, counted, sync.unleased ?? [], filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
@@ -282,6 +275,29 @@ export function grantLease(
   putPeer(peers, sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };
+}
+
+/**
+ * Counts what an isolate reported, `spent` from leases (negative: given back) and `unleased`
+ * admitted by `onError`, each entry where `place` puts it (undefined: not at all). Units taken at
+ * a time (see `takenAtATime`) are taken in the order they went, since each take keeps the state as
+ * of its time, and an earlier one taken after it would count as late as it; the units given back
+ * come last, as they are given back now.
+ */
+export function countSpent(
+  policy: Policy,
+  state: LimiterState | undefined,
+  spent: readonly Spent[],
+  unleased: readonly Spent[],
+  place: (spent: Spent) => number | undefined,
+  now: number,
+): LimiterState | undefined {
+  const placed = [...spent.map((s) => ({ s, unleased: false })), ...unleased.map((s) => ({ s, unleased: true }))].flatMap(({ s, unleased }) => {
+    const at = place(s);
+    return at === undefined ? [] : [{ at, units: s.units, unleased }];
+  });
+  if (takenAtATime(policy)) placed.sort((a, b) => Number(a.units < 0) - Number(b.units < 0) || a.at - b.at);
+  return placed.reduce<LimiterState | undefined>((from, s) => adjust(policy, from, s.units, s.at, now, s.unleased), state);
 }
 
 /**

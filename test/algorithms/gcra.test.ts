@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { adjust, decide, peek } from "../../src/algorithms";
-import type { Policy } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
 import { admittedSpans, expectExactMoreAt, expectExactRetry, expectNextUnitAt, GcraModel, replay, run, stepsOf } from "./reference";
 
 const policy = (limit: number, periodMs: number, burst = 0, delay?: number): Policy => ({
@@ -69,6 +69,30 @@ describe("gcra", () => {
 
   it("denies a cost above 1 + burst, telling it to wait a period", () => {
     expect(decide(policy(10, 1_000, 2), undefined, 4, T0).decision).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 1_000 });
+  });
+
+  it("takes units reported late in the order they went as if each had been taken on time", () => {
+    // One a second at one a second for ten minutes, reported at the end: the key is as free as on time.
+    const p = policy(60, 60_000, 5);
+    const times = Array.from({ length: 600 }, (_, i) => T0 + (i + 1) * 1_000);
+    const now = T0 + 601_000;
+    const late = times.reduce<LimiterState | undefined>((state, t) => adjust(p, state, 1, t, now), undefined);
+    expect(peek(p, late, now)).toEqual(peek(p, run(p, times).state, now));
+    expect(peek(p, late, now).remaining).toBe(6);
+  });
+
+  it("never takes a late unit sooner than the state's last change, which may count what came after it", () => {
+    // One a second: the one at T0 + 5 s and the late one from T0 are both taken then.
+    const p = policy(10, 10_000);
+    const { state } = run(p, [T0 + 5_000]);
+    expect(peek(p, adjust(p, state, 1, T0, T0 + 5_000), T0 + 5_000).retryAfter).toBe(2_000);
+  });
+
+  it("leaves TAT at most one period past the tolerance from units admitted by onError", () => {
+    const p = policy(10, 60_000, 2);
+    const flooded = adjust(p, undefined, 500, T0, T0 + 1_000, true);
+    expect(peek(p, flooded, T0 + 1_000).retryAfter).toBe(59_000);
+    expect(decide(p, flooded, 1, T0 + 60_000).decision.allowed).toBe(true);
   });
 
   it("moves TAT back for a refund, never behind now", () => {

@@ -87,6 +87,34 @@ describe("token bucket", () => {
     expect(peek(p, reported, T0 + 20_000).remaining).toBe(Math.floor(10 - 3 + 7_000 / 6_000));
   });
 
+  it("takes units reported late in the order they went as if each had been taken on time", () => {
+    // 60 a minute: one a second for ten minutes, reported at the end, leave the bucket as full as on time.
+    const p = policy(60, 60_000);
+    const times = Array.from({ length: 600 }, (_, i) => T0 + (i + 1) * 1_000);
+    const now = T0 + 601_000;
+    const late = times.reduce<LimiterState | undefined>((state, t) => adjust(p, state, 1, t, now), undefined);
+    expect(peek(p, late, now)).toEqual(peek(p, run(p, times).state, now));
+    expect(peek(p, late, now).remaining).toBe(60);
+  });
+
+  it("leaves at most one period's debt from units admitted by onError: a flood let through costs a unit a period from then", () => {
+    const p = policy(10, 60_000);
+    const flooded = adjust(p, undefined, 500, T0, T0 + 1_000, true);
+    expect(peek(p, flooded, T0 + 1_000).retryAfter).toBe(59_000);
+    expect(decide(p, flooded, 1, T0 + 60_000).decision.allowed).toBe(true);
+  });
+
+  it("keeps the debt it already had when units admitted by onError come past one period's", () => {
+    const p = policy(10, 60_000);
+    const indebted = adjust(p, undefined, 500, T0, T0);
+    expect(adjust(p, indebted, 5, T0 - 1_000, T0, true)).toEqual(indebted);
+  });
+
+  it("counts a lease's units reported late in full, whatever debt they leave", () => {
+    const p = policy(10, 60_000);
+    expect(peek(p, adjust(p, undefined, 500, T0, T0 + 1_000), T0 + 1_000).retryAfter).toBe(2_945_000);
+  });
+
   it("counts units given back at now, whatever their time", () => {
     const p = policy(2, 60_000);
     const { state } = run(p, [T0, T0]);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { peek, slotOf, type LimiterState, type Policy } from "../../src/algorithms";
-import { demandRate, filedAt, grantLease, RATE_BASIS, standingWithPins, type SyncRequest } from "../../src/fast/lease";
+import { demandRate, filedAt, grantLease, RATE_BASIS, standingWithPins, type Spent, type SyncRequest } from "../../src/fast/lease";
+import { record } from "../../src/fast/lots";
 import { PEER_TTL_MS, REPORT_GRACE_MS } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 
@@ -355,6 +356,50 @@ describe("leases of a token bucket", () => {
     const report = { lease: 1, spent: [{ at: 0, units: 10 }], unspent: 0 };
     const undated = grantLease(bucket, granted.state, granted.peers, sync({ seq: 2, need: 1, reports: [report] }), T0 + 1_000, 0, granted.cursor);
     expect(undated.lease.units).toBe(0);
+  });
+
+  it("counts units reported out of the order they went in that order: five at T0 and five told before them at T0 + 2 s leave five", () => {
+    const unleased = [
+      { at: slotOf(bucket, T0 + 2_000), units: 5 },
+      { at: slotOf(bucket, T0), units: 5 },
+    ];
+    const first = grantLease(bucket, undefined, indexPeers(), sync({ need: 0 }), T0 - 1_000);
+    const told = grantLease(bucket, first.state, first.peers, sync({ seq: 2, need: 0, unleased, sentAt: T0 + 2_100 }), T0 + 2_100, 0, first.cursor);
+    expect(peek(bucket, told.state, T0 + 2_100).remaining).toBe(5);
+  });
+});
+
+describe("leases after an outage", () => {
+  // Ten minutes without the object, one unit admitted each second by onError at a key of 60 a minute.
+  const outage = (policy: Policy) => {
+    const unleased: Spent[] = [];
+    for (let s = 1; s <= 600; s++) record(unleased, slotOf(policy, T0 + s * 1_000), 1);
+    const now = T0 + 601_000;
+    const first = grantLease(policy, undefined, indexPeers(), sync({ need: 0 }), T0);
+    const back = grantLease(policy, first.state, first.peers, sync({ seq: 2, need: 1, unleased, sentAt: now }), now, 0, first.cursor);
+    return { back, now };
+  };
+
+  it("counts a token bucket's outage admissions at the rule's rate in the ticks they went: the key is free when the object is back", () => {
+    const bucket: Policy = { algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 };
+    const { back } = outage(bucket);
+    expect(back.lease.standing.allowed).toBe(true);
+    expect(back.lease.units).toBeGreaterThanOrEqual(1);
+  });
+
+  it("counts a gcra key's outage admissions at its rate in the ticks they went: the key is free when the object is back", () => {
+    const gcra: Policy = { algorithm: "gcra", limit: 60, periodMs: 60_000, burst: 5, buckets: 1 };
+    const { back } = outage(gcra);
+    expect(back.lease.standing.allowed).toBe(true);
+    expect(back.lease.units).toBeGreaterThanOrEqual(1);
+  });
+
+  it("leaves a token bucket flooded by onError allow at most a period's wait", () => {
+    const bucket: Policy = { algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 };
+    const first = grantLease(bucket, undefined, indexPeers(), sync({ need: 0 }), T0);
+    const unleased = [{ at: slotOf(bucket, T0 + 10_000), units: 6_000 }];
+    const back = grantLease(bucket, first.state, first.peers, sync({ seq: 2, need: 1, unleased, sentAt: T0 + 20_000 }), T0 + 20_000, 0, first.cursor);
+    expect(back.lease.standing.retryAfter).toBeLessThanOrEqual(60_000);
   });
 });
 

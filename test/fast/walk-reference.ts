@@ -9,7 +9,7 @@
 import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type SyncRequest } from "../../src/fast/lease";
+import { countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
@@ -41,26 +41,19 @@ export function grantLease(
   if (known && known.lease.seq >= sync.seq) return { state: stored, peers: new Map(peers), lease: known.lease, blockedUntil, cursor };
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
-  const place = filedAt(askedPolicy, policy, now, sync.sentAt);
-  const count = (from: LimiterState | undefined, s: { at: number; units: number }) => {
-    const at = place(s);
-    return at === undefined ? from : adjust(policy, from, s.units, at, now);
-  };
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
+  const counted: Spent[] = [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
     // A lease already settled (counted in full) or never granted: its report would count twice.
     if (!pin) continue;
-    let settledUnits = report.unspent;
-    for (const s of report.spent) {
-      state = count(state, s);
-      settledUnits += s.units;
-    }
+    counted.push(...report.spent);
+    const settledUnits = report.spent.reduce((sum, s) => sum + s.units, report.unspent);
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  for (const s of sync.unleased ?? []) state = count(state, s);
+  state = countSpent(policy, state, counted, sync.unleased ?? [], filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);

@@ -201,6 +201,29 @@ describe("fast mode when syncs fail", () => {
     expect(await statuses(6, () => get("/fsf/x", "192.0.2.114"), { rules, ...withFlaky })).toEqual([200, 200, 200, 200, 429, 429]);
   });
 
+  it("counts a token bucket's outage admissions at the times they went: a key used at its rate through an outage is free when the object is back", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = frozenStart();
+    vi.setSystemTime(start);
+    const ip = "192.0.2.116";
+    const rules = [{ name: "f-outage-tb", mode: "fast", algorithm: "token-bucket", limit: 60, period: "1m", onError: "allow" }];
+    const request = () => get("/fot/x", ip);
+    expect((await send(request(), { rules, ...withFlaky })).status).toBe(200);
+    await flaky(`f-outage-tb/${ip}`).fail(10_000, "before");
+    // Three minutes at one a second, the rule's rate, while every sync fails.
+    for (let s = 1; s <= 180; s++) {
+      vi.setSystemTime(start + s * 1_000);
+      expect((await send(request(), { rules, ...withFlaky })).status).toBe(200);
+    }
+    await flaky(`f-outage-tb/${ip}`).fail(0, "before");
+    // Past the longest backoff: the next request syncs, and the object counts the outage's 180 units.
+    vi.setSystemTime(start + 212_000);
+    const after = await statuses(3, request, { rules, ...withFlaky });
+    const { remaining } = await flaky(`f-outage-tb/${ip}`).peek({ algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 });
+    expect(after).toEqual([200, 200, 200]);
+    expect(remaining).toBeGreaterThan(40);
+  });
+
   it("leaves a failing object alone while it backs off, deciding by onError at once", async () => {
     await flaky("f-backoff/192.0.2.91").fail(100, "before");
     const rules = [{ name: "f-backoff", mode: "fast", limit: 5, period: "1m", sync: "10s", onError: "allow" }];
