@@ -52,9 +52,27 @@ function finish(key: LocalKey, lot: Lot): void {
   key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
 }
 
-/** Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for the same slot. */
+/**
+ * The most entries one report keeps. A token bucket files up to 64 a period, a sliding window one
+ * a bucket: an hour-long outage at a 1 s period left one sync of 230,000 entries, and a longer one
+ * would have passed what one call may carry and never been heard.
+ */
+export const MOST_ENTRIES = 1_024;
+
+/**
+ * Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for
+ * the same slot. Past MOST_ENTRIES the first entry, the oldest, merges into the next at the later
+ * of the two slots: counted later than they went, units never free more than on time (a window
+ * holds them longer, a bucket refills less), and a thousand slots back they count nowhere anyway.
+ */
 export function record(spent: Spent[], slot: number, units: number): void {
   const last = spent.at(-1);
-  if (last && last.at === slot) last.units += units;
-  else spent.push({ at: slot, units });
+  if (last && last.at === slot) {
+    last.units += units;
+    return;
+  }
+  spent.push({ at: slot, units });
+  if (spent.length <= MOST_ENTRIES) return;
+  const [oldest, next] = spent.splice(0, 2) as [Spent, Spent];
+  spent.unshift({ at: Math.max(oldest.at, next.at), units: oldest.units + next.units });
 }

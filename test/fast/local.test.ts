@@ -15,7 +15,8 @@ import {
   syncFailed,
   type Sender,
 } from "../../src/fast/local";
-import { leaseLeft } from "../../src/fast/lots";
+import { leaseLeft, MOST_ENTRIES } from "../../src/fast/lots";
+import { slotOf } from "../../src/algorithms";
 import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, ON_TIME_CALLS_PER_CHAIN, onTimeCallAt, releasable, syncDue } from "../../src/fast/sync-timing";
 import { AUTO_DIRECT_PEERS, AUTO_RELAY_PEERS } from "../../src/fast/relay";
 import type { Rule } from "../../src/config/types";
@@ -299,6 +300,18 @@ describe("a fast key in one isolate", () => {
     admittedUnleased(key, fast, 1, T0 + 10);
     expect(syncDue(key, fast, T0 + 10)).toBe(true);
     expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 3 }]);
+  });
+
+  it("reports an outage of any length in at most MOST_ENTRIES entries, every unit in it, none filed sooner than it went", () => {
+    const bucket = rule({ name: "f-tb", mode: "fast", algorithm: "token-bucket", limit: 64, periodMs: 1_000, syncMs: 1_000 });
+    const key = freshKey(T0);
+    // One unit each 16 ms tick of a 1 s bucket for a minute: 3,750 ticks.
+    for (let t = 0; t < 60_000; t += 16) admittedUnleased(key, bucket, 1, T0 + t);
+    const { unleased = [] } = nextSync(key, bucket, from, 0, T0 + 60_000);
+    expect(unleased).toHaveLength(MOST_ENTRIES);
+    expect(unleased.reduce((sum, s) => sum + s.units, 0)).toBe(3_750);
+    expect(unleased.at(-1)).toEqual({ at: slotOf(bucket, T0 + 59_984), units: 1 });
+    expect(unleased[0]!.at).toBe(slotOf(bucket, T0 + (3_750 - MOST_ENTRIES) * 16));
   });
 
   it("waits for the call the object booked, not one interval, before its periodic sync", () => {
