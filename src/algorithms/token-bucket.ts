@@ -51,9 +51,9 @@ export function tokenBucket(
  * next report's units are taken at theirs. Units `unleased`, admitted by `onError` while the object
  * could not be reached, never leave more debt than one period's refill, as a window forgets what it
  * admitted a period ago: a flood `onError: allow` let through costs the key at most a period's wait
- * once the object is back (a lease's units are counted in full: they were granted). Given back,
- * units count at `now`, the cautious side: given back early, they could refill a bucket past what
- * it held. A bucket with a warmup takes units alike (see `adjustWarmingBucket`).
+ * once the object is back (a lease's units are counted in full: they were granted). Given back, or
+ * in a warming bucket, whose refill varies, units count at `now`, the cautious side: given back
+ * early, they could refill a bucket past what it held.
  */
 export function adjustTokenBucket(
   policy: Policy,
@@ -63,7 +63,7 @@ export function adjustTokenBucket(
   now: number,
   unleased = false,
 ): TokenBucketState | WarmingBucketState {
-  if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, at, now, unleased);
+  if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
   const stored = plain(kept, now);
   const taken = units * policy.periodMs;
   if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - taken), now);

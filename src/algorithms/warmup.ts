@@ -1,5 +1,4 @@
 /** Token bucket with a warmup, Guava's SmoothWarmingUp: after an idle spell the refill starts at a third of the rate and climbs to it. */
-import { takenAt } from "./taken-at";
 import type { Outcome, Policy, WarmingBucketState } from "./types";
 
 /**
@@ -60,27 +59,15 @@ export function warmingBucket(
 /**
  * Takes `units` (negative: gives them back) with no decision. Taking may leave the bucket in debt,
  * refilled at the key's coldness; giving back stops at `burst`, and undoes exactly what taking the
- * same units did, coldness included. Units taken at `at`, before now, are taken then or at the
- * state's last change if later (see {@link takenAt}): a bucket full meanwhile cooled, so a unit
- * taken later refills no sooner. Units `unleased`, admitted by `onError`, leave it lacking at most
- * `burst` plus one period's refill at the full rate (see `adjustTokenBucket`).
+ * same units did, coldness included.
  */
-export function adjustWarmingBucket(
-  policy: Policy,
-  stored: WarmingBucketState | undefined,
-  units: number,
-  at: number,
-  now: number,
-  unleased = false,
-): WarmingBucketState {
+export function adjustWarmingBucket(policy: Policy, stored: WarmingBucketState | undefined, units: number, now: number): WarmingBucketState {
   const w = maxCold(policy);
-  if (units >= 0) {
-    const settled = settle(policy, stored, takenAt(stored, at, now));
-    const most = unleased ? Math.max(0, (policy.burst + policy.limit - 1) * policy.periodMs - missingOf(w, settled)) : Number.POSITIVE_INFINITY;
-    const end = settled.cold - Math.min(units * policy.periodMs, most);
-    return stateOf(policy, { debt: settled.debt + climb(w, settled.cold) - climb(w, end), cold: end, updatedAt: settled.updatedAt });
-  }
   const { debt, cold, updatedAt } = settle(policy, stored, now);
+  if (units >= 0) {
+    const end = cold - units * policy.periodMs;
+    return stateOf(policy, { debt: debt + climb(w, cold) - climb(w, end), cold: end, updatedAt });
+  }
   const back = Math.min(-units * policy.periodMs, missingOf(w, { debt, cold, updatedAt }));
   // Giving back all that is missing leaves the bucket full, whatever part of a unit was refilling.
   return stateOf(policy, { debt: Math.max(0, debt - (climb(w, cold + back) - climb(w, cold))), cold: cold + back, updatedAt });
