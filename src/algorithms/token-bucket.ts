@@ -52,8 +52,8 @@ export function tokenBucket(
  * could not be reached, never leave more debt than one period's refill, as a window forgets what it
  * admitted a period ago: a flood `onError: allow` let through costs the key at most a period's wait
  * once the object is back (a lease's units are counted in full: they were granted). Given back, or
- * in a warming bucket, whose refill varies, units count at `now`, the cautious side: given back
- * early, they could refill a bucket past what it held.
+ * in a warming bucket, units count at `now`, the cautious side: given back early, they could refill
+ * a bucket past what it held (a warmup is strict-only, so no isolate reports units to one late).
  */
 export function adjustTokenBucket(
   policy: Policy,
