@@ -63,8 +63,10 @@ export const MOST_ENTRIES = 1_024;
  * Adds units spent (negative: given back) at `slot` to a report, merging with the last entry for
  * the same slot. Past MOST_ENTRIES the first entry, the oldest, merges into the next at the later
  * of the two slots: counted later than they went, units never free more than on time (a window
- * holds them longer, a bucket refills less). A lease never fills that many (a sliding log's holds
- * at most its limit, at most 1,000); an outage's admissions may, and then only its oldest move.
+ * holds them longer, a bucket refills less). A lease's report reaches it only when its oldest
+ * entries lie 1,024 slots back, at least 17 periods for a window or a bucket, where they count no
+ * more (a sliding log's lease holds at most its limit, at most 1,000, one entry each); an outage's
+ * admissions, though, reach it at a sliding log within seconds, and its oldest then count later.
  */
 export function record(spent: Spent[], slot: number, units: number): void {
   const last = spent.at(-1);
