@@ -64,7 +64,7 @@ export const MOST_ENTRIES = 1_024;
  * the same slot. Past MOST_ENTRIES the first entry, the oldest, merges into the next at the later
  * of the two slots: counted later than they went, units never free more than on time (a window
  * holds them longer, a bucket refills less). A lease's report reaches it only when its oldest
- * entries lie 1,024 slots back, at least 17 periods for a window or a bucket, where they count no
+ * entries lie 1,024 slots back, at least 16 periods for a window or a bucket, where they count no
  * more (a sliding log's lease holds at most its limit, at most 1,000, one entry each); an outage's
  * admissions, though, reach it at a sliding log within seconds, and its oldest then count later.
  */
