@@ -1,5 +1,6 @@
 /** The `floodgate` package: the RateLimiter Durable Object, a limiter for one rule, and a gate for a rule set, to use from your own Worker. */
 import { parseIpVar } from "./config";
+import type { LimiterRule, RuleSetInput } from "./config/input";
 import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
@@ -19,6 +20,8 @@ export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
 export type { Floodgate, LimitOptions, KeyOptions } from "./binding/floodgate";
+/** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RuleSetInput` for `createGate`. */
+export type { Duration, KeyPart, LimiterRule, RuleInput, RuleSetInput } from "./config/input";
 
 /**
  * The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`):
@@ -69,7 +72,7 @@ export interface Limiter {
  * const api = limiter(env.LIMITER, { name: "api", limit: 100, period: "1m" });
  * const { success, retryAfter } = await api.limit(userId, { ctx });
  */
-export function limiter(bound: RateLimiterNamespace, rule: unknown): Limiter {
+export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter {
   const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
@@ -128,7 +131,7 @@ export interface Gate {
  * const { allowed, headers, response } = await gate.check(request, ctx);
  * if (!allowed) return response;
  */
-export function createGate(bound: RateLimiterNamespace, rules: unknown, options: GateOptions = {}): Gate {
+export function createGate(bound: RateLimiterNamespace, rules: RuleSetInput, options: GateOptions = {}): Gate {
   const namespace = requireNamespace(bound, "createGate");
   checkOptions(options, GATE_OPTIONS, "createGate");
   const gate = { rules: parseConfig(rules).rules, headers: headerOptions(options, "createGate"), ips: { allow: ipOption(options.allowIps, "allowIps"), deny: ipOption(options.denyIps, "denyIps") } };

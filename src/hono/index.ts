@@ -1,7 +1,8 @@
 /** `floodgate/hono`: Hono middleware that limits each request it guards with floodgate, answering as the proxy does. */
 import type { Context, MiddlewareHandler } from "hono";
 import { parseStandaloneRule } from "../config/rules";
-import type { Env } from "../env";
+import type { LimiterRule } from "../config/input";
+import type { RateLimiterNamespace } from "../lib";
 import { denial } from "../gate/check";
 import { costOf } from "../gate/enforce";
 import { headerOptions, type HeaderForm } from "../http/header-options";
@@ -15,6 +16,7 @@ import { limitResult, type LimitResult } from "../limiter/result";
 import { keyPart, trimOws } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
+export type { Duration, LimiterRule } from "../config/input";
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -23,18 +25,21 @@ declare module "hono" {
   }
 }
 
-type Namespace = Env["LIMITER"];
 
 /** The options of {@link rateLimit}. */
 export interface RateLimitOptions<C extends Context = Context> {
-  /** the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context returning the namespace */
-  binding: string | ((c: C) => Namespace);
+  /**
+   * the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context
+   * returning the namespace; for a typed `c` here and in `key` and `skip`, name the context:
+   * `rateLimit<Context<AppEnv>>({ … })`
+   */
+  binding: string | ((c: C) => RateLimiterNamespace);
   /**
    * one rule, as in RATE_LIMIT_RULES without `match`, `key` and `ipv6Prefix`, e.g. `{ name: "api",
    * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
    * reads it (absent: 1; not a positive integer: the proxy's 400)
    */
-  rule: unknown;
+  rule: LimiterRule;
   /**
    * the request's key, e.g. `(c) => c.req.header("x-api-key")`, made a key as the proxy makes a
    * header key part: the spaces and tabs around it dropped (a raw client's `K9 ` is `K9`), and `%`,

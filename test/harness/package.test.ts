@@ -30,9 +30,9 @@ const exec = promisify(execFile);
 const PROXY_RULES = [{ name: "api", match: { path: "/api/*" }, key: "header:x-api-key", limit: 5, period: "1m" }];
 
 /** Type probes compiled in the fresh project: each `@ts-expect-error` fails the check if the packed types were `any`. */
-const PROBE = `import { RateLimiter, createGate, limiter, type Checked, type LimitResult } from "floodgate";
+const PROBE = `import { RateLimiter, createGate, limiter, type Checked, type LimitResult, type RuleInput } from "floodgate";
 import { rateLimit } from "floodgate/hono";
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 
 declare const namespace: DurableObjectNamespace<RateLimiter>;
 declare const ctx: ExecutionContext;
@@ -49,8 +49,25 @@ export async function probe(request: Request): Promise<boolean> {
   const header: number | undefined = checked.headers["RateLimit"];
   // @ts-expect-error: not a header form
   createGate(namespace, [], { headers: "draft-99" });
+  // @ts-expect-error: a misspelled field
+  limiter(namespace, { name: "api", limt: 5, period: "1m" });
+  // @ts-expect-error: not an algorithm
+  limiter(namespace, { name: "api", algorithm: "leaky-bucket", limit: 5, period: "1m" });
+  // @ts-expect-error: a concurrency rule has no period
+  limiter(namespace, { name: "api", algorithm: "concurrency", limit: 5, period: "1m" });
+  // @ts-expect-error: not a duration
+  createGate(namespace, { rules: [{ name: "per-ip", limit: 10, period: "ten" }] });
+  const typed: RuleInput[] = [{ name: "login", match: { path: "/login", methods: ["POST"] }, key: ["ip", "header:x-user"], algorithm: "gcra", limit: 5, period: 60, burst: 2, delay: 1 }];
+  createGate(namespace, typed);
   return result.success && checked.allowed && reset === "" && header === 0;
 }
+
+type Plain = { Bindings: { LIMITER: DurableObjectNamespace } };
+export const plain = new Hono<Plain>().use(
+  rateLimit<Context<Plain>>({ binding: (c) => c.env.LIMITER, rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }),
+  // @ts-expect-error: no such binding in the context's env
+  rateLimit<Context<Plain>>({ binding: (c) => c.env.LIMITR, rule: { name: "api", limit: 5, period: "1m" }, key: () => "k" }),
+);
 
 export const app = new Hono()
   .use(rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))

@@ -3,14 +3,14 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
-import { rateLimit, type LimitResult } from "../../src/hono";
+import { rateLimit, type LimiterRule, type LimitResult } from "../../src/hono";
 import { metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
 import { limiter } from "../../src/lib";
 
 type App = { Bindings: Env; Variables: { rateLimit: LimitResult } };
 
-function app(options: Partial<Parameters<typeof rateLimit>[0]> & { rule: unknown }) {
+function app(options: Partial<Parameters<typeof rateLimit>[0]> & { rule: LimiterRule }) {
   const hono = new Hono<App>();
   hono.use("/api/*", rateLimit({ binding: "LIMITER", key: (c) => c.req.header("x-api-key"), ...options }));
   hono.get("/api/:id", (c) => c.json({ id: c.req.param("id"), rateLimit: c.get("rateLimit") }));
@@ -244,12 +244,12 @@ describe("rateLimit (Hono middleware)", () => {
   });
 
   it("checks its options when it is made", () => {
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" }, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", skip: true as never })).toThrow(/^rateLimit: skip must be a function of the context/);
     expect(() => rateLimit({ binding: 42 as never, rule: { name: "h", limit: 1, period: "1m" }, key: () => "k" })).toThrow(/binding must be the name/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", headers: "draft-99" as never })).toThrow(/headers/);
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 }, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
   });
 
   it("says which binding is missing instead of letting the request through", async () => {

@@ -2,7 +2,7 @@
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
-import { ConfigError, createGate, limiter } from "../../src/lib";
+import { ConfigError, createGate, limiter, type LimiterRule, type RuleInput } from "../../src/lib";
 import { relayName } from "../../src/fast/relay";
 import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
@@ -14,13 +14,13 @@ const calls = (method: string) => metrics.value("floodgate_durable_object_calls_
 
 describe("limiter", () => {
   it("throws at construction with the proxy parser's message naming the field", () => {
-    expect(() => limiter(namespace, { name: "lib-bad", limit: 10, period: "ten" })).toThrow(/^rule \("lib-bad"\)\.period: expected a duration like "10s"/);
+    expect(() => limiter(namespace, { name: "lib-bad", limit: 10, period: "ten" } as never)).toThrow(/^rule \("lib-bad"\)\.period: expected a duration like "10s"/);
     expect(() => limiter(namespace, { name: "lib-bad", limit: 0, period: "1m" })).toThrow(/^rule \("lib-bad"\)\.limit: expected a positive integer/);
   });
 
   it("lists only the fields a rule used from code may have when one is unknown", () => {
-    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 })).toThrow(/^rule \("lib-u"\)\.limt: unknown field; allowed fields here are name, algorithm, limit,/);
-    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 })).not.toThrow(/\b(match|key|ipv6Prefix)\b/);
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).toThrow(/^rule \("lib-u"\)\.limt: unknown field; allowed fields here are name, algorithm, limit,/);
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).not.toThrow(/\b(match|key|ipv6Prefix)\b/);
   });
 
   it("throws at construction when the namespace is not one (a mistyped binding)", () => {
@@ -33,9 +33,9 @@ describe("limiter", () => {
   });
 
   it("rejects match, key, ipv6Prefix and a header cost, which have no meaning for a rule used from code", () => {
-    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" })).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
-    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } })).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
-    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", ipv6Prefix: 48 })).toThrow(/rule \("lib-x"\)\.ipv6Prefix: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" } as never)).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } } as never)).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", ipv6Prefix: 48 } as never)).toThrow(/rule \("lib-x"\)\.ipv6Prefix: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", cost: "header:x-cost" })).toThrow(/rule \("lib-x"\)\.cost: a header cost needs a request/);
   });
 
@@ -182,7 +182,7 @@ describe("limiter", () => {
   });
 
   it("grants a fast key its whole limit in a burst through limiters made per request, as the README's handlers make them", async () => {
-    const rule = { name: "lib-fast-per-request", limit: 100, period: "1h", mode: "fast" };
+    const rule: LimiterRule = { name: "lib-fast-per-request", limit: 100, period: "1h", mode: "fast" };
     // Each its own request: its own ExecutionContext, arriving while the others' syncs are on their way.
     const one = async (i: number) => {
       await new Promise((resolve) => setTimeout(resolve, i % 30));
@@ -296,7 +296,7 @@ describe("limiter", () => {
 
 describe("limiter with a gcra delay", () => {
   // One unit every 200 ms, burst 1, delay 0: of two calls at once, the second is held 200 ms.
-  const rule = (name: string) => ({ name, algorithm: "gcra", limit: 5, period: "1s", burst: 1, delay: 0 });
+  const rule = (name: string): LimiterRule => ({ name, algorithm: "gcra", limit: 5, period: "1s", burst: 1, delay: 0 });
 
   it("resolves a call past the delay only once it conforms", async () => {
     const smooth = limiter(namespace, rule("lib-hold"));
@@ -325,11 +325,11 @@ describe("limiter with a gcra delay", () => {
 });
 
 describe("createGate", () => {
-  const rules = [{ name: "gate-ip", match: { path: "/gate-lib/*" }, key: "ip", limit: 2, period: "1h", cost: "header:x-cost" }];
+  const rules: RuleInput[] = [{ name: "gate-ip", match: { path: "/gate-lib/*" }, key: "ip", limit: 2, period: "1h", cost: "header:x-cost" }];
   const request = (headers: Record<string, string> = {}) => new Request("http://app.test/gate-lib/x", { headers: { "CF-Connecting-IP": "192.0.2.200", ...headers } });
 
   it("throws at construction for an invalid rule set, naming the rule and field", () => {
-    expect(() => createGate(namespace, [{ name: "g", limit: 1, period: "soon" }])).toThrow(/^rules\[0\] \("g"\)\.period/);
+    expect(() => createGate(namespace, [{ name: "g", limit: 1, period: "soon" }] as never)).toThrow(/^rules\[0\] \("g"\)\.period/);
   });
 
   it("applies the rules as the proxy does: headers when allowed, the 429 when not, never the origin", async () => {

@@ -1,0 +1,56 @@
+/** The rule format users write, as types: what `limiter`, `createGate` and `rateLimit` accept, checked again at run time by the parser, which names the field. */
+
+/** Seconds as a number, or a positive integer then `ms`, `s`, `m`, `h` or `d`: `500ms`, `10s`, `5m`, `1h`, `1d`. */
+export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
+
+/** One part of a rule's key (README: Keys). */
+export type KeyPart = "ip" | "path" | "method" | "host" | "global" | `header:${string}` | `query:${string}` | `cookie:${string}`;
+
+/** The fields every algorithm takes. */
+interface CommonFields {
+  /** `[a-z0-9_-]{1,64}`, unique in a rule set: in headers, logs, metrics and the key's Durable Object's name */
+  name: string;
+  /** a positive integer: what it limits depends on the algorithm */
+  limit: number;
+  /** "strict" (default): each decision is the key's object's; "fast": the isolate decides from leased units */
+  mode?: "strict" | "fast";
+  /** units one request takes: a positive integer (default 1), or `header:<name>` to read it from each request */
+  cost?: number | `header:${string}`;
+  /** what decides when the key's object fails or is slower than `timeout` (default "local") */
+  onError?: "local" | "allow" | "deny";
+  /** how long a decision waits for the object (default "1s") */
+  timeout?: Duration;
+  /** fast mode: how often an isolate reconciles with the object (default "1s") */
+  sync?: Duration;
+  /** fast mode: whether a key's syncs go through a relay per continent or location (default "auto") */
+  aggregate?: "auto" | "none" | "location" | "continent";
+  /** caps how many keys of the rule one isolate starts tracking per second */
+  newKeysPerSecond?: number;
+  /** shadow mode: counts would-be denials, never denies */
+  dryRun?: boolean;
+  /** once the rule denies a key, deny it until this has passed */
+  block?: Duration;
+}
+
+/** One rule used from code (`limiter`, `rateLimit`): a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`. */
+export type LimiterRule = CommonFields &
+  (
+    | { algorithm?: "sliding-window"; period: Duration; buckets?: number }
+    | { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration }
+    | { algorithm: "fixed-window"; period: Duration }
+    | { algorithm: "sliding-log"; period: Duration }
+    | { algorithm: "gcra"; period: Duration; burst?: number; delay?: number }
+    | { algorithm: "concurrency"; slotTtl?: Duration }
+  );
+
+/** One rule of a rule set (`RATE_LIMIT_RULES`, `createGate`): which requests it applies to, and how their key is made. */
+export type RuleInput = LimiterRule & {
+  match?: { path?: string; methods?: readonly string[]; host?: string; ips?: readonly string[] };
+  /** one part or several, joined (default "ip") */
+  key?: KeyPart | readonly KeyPart[];
+  /** the `ip` key part groups IPv6 clients by this prefix, 32 to 128 (default 56) */
+  ipv6Prefix?: number;
+};
+
+/** A rule set as `RATE_LIMIT_RULES` holds it: a JSON string, `{ rules: [...] }` or a bare array. */
+export type RuleSetInput = string | readonly RuleInput[] | { rules: readonly RuleInput[] };
