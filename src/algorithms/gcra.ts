@@ -46,10 +46,10 @@ export function gcra(policy: Policy, stored: GcraState | undefined, cost: number
  * Advances TAT by `units` (negative: moves it back, never behind `now`) with no decision: refunds,
  * and units taken without asking, which may push TAT past the tolerance until time pays it off.
  * Units reported taken at `at`, before now, are taken then or at the state's last change if that is
- * later (see {@link takenAt}); units `unleased`, admitted by `onError` while the object could not be
- * reached, never push TAT more than one period past the tolerance (see `adjustTokenBucket`).
+ * later (see {@link takenAt}); a take leaves TAT at most `owedAtMost` units ahead, and never nearer
+ * than it was (see `adjustTokenBucket`).
  */
-export function adjustGcra(policy: Policy, stored: GcraState | undefined, units: number, at: number, now: number, unleased = false): GcraState {
+export function adjustGcra(policy: Policy, stored: GcraState | undefined, units: number, at: number, now: number, owedAtMost = Number.POSITIVE_INFINITY): GcraState {
   const change = units * policy.periodMs;
   if (change <= 0) {
     const ref = stored ? Math.max(now, stored.updatedAt) : now;
@@ -57,9 +57,7 @@ export function adjustGcra(policy: Policy, stored: GcraState | undefined, units:
   }
   const when = takenAt(stored, at, now);
   const debt = debtAt(policy, stored, when);
-  // One period's pay-off past the tolerance: a unit then waits one period.
-  const ceiling = unleased ? capacity(policy) + (policy.limit - 1) * policy.periodMs : Number.POSITIVE_INFINITY;
-  return gcraState(policy.periodMs, Math.max(debt, Math.min(debt + change, ceiling)), when);
+  return gcraState(policy.periodMs, Math.max(debt, Math.min(debt + change, owedAtMost * policy.periodMs)), when);
 }
 
 /** Units TAT lies ahead of `now`, rounded up: what a change of rule carries over. */

@@ -54,9 +54,17 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
 }
 
 /**
+ * The most units what `onError` admitted while the object could not be reached may leave a token
+ * bucket or GCRA owing: all it holds and one period's refill more, less the one unit that then
+ * waits one period. A window forgets what it admitted a period ago; a bucket in debt would not.
+ */
+export function mostOwed(policy: Pick<Policy, "algorithm" | "limit" | "burst">): number {
+  return largestCost(policy) + policy.limit - 1;
+}
+
+/**
  * Counts `units` taken at `at` (negative: given back) with no decision; see each algorithm's adjust.
- * Units `unleased`, admitted by `onError` while the object could not be reached, leave a token
- * bucket or GCRA at most one period's wait.
+ * A token bucket or GCRA is left owing at most `owedAtMost` units by the take (see {@link mostOwed}).
  */
 export function adjust(
   policy: Policy,
@@ -64,19 +72,19 @@ export function adjust(
   units: number,
   at: number,
   now: number,
-  unleased = false,
+  owedAtMost = Number.POSITIVE_INFINITY,
 ): LimiterState {
   switch (policy.algorithm) {
     case "sliding-window":
       return adjustSlidingWindow(policy, state?.algorithm === "sliding-window" ? state : undefined, units, at, now);
     case "token-bucket":
-      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, at, now, unleased);
+      return adjustTokenBucket(policy, state?.algorithm === "token-bucket" ? state : undefined, units, at, now, owedAtMost);
     case "fixed-window":
       return adjustFixedWindow(policy, state?.algorithm === "fixed-window" ? state : undefined, units, at, now);
     case "sliding-log":
       return adjustSlidingLog(policy, state?.algorithm === "sliding-log" ? state : undefined, units, at, now);
     case "gcra":
-      return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, at, now, unleased);
+      return adjustGcra(policy, state?.algorithm === "gcra" ? state : undefined, units, at, now, owedAtMost);
     case "concurrency":
       return adjustConcurrency(policy, state?.algorithm === "concurrency" ? state : undefined, units, at, now);
   }
@@ -171,8 +179,8 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
 type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets">;
 
 /**
- * A token bucket's or GCRA's units are filed by the tick of this fraction of its period they were
- * taken in: a report then says when its units went, within a tick, at up to this many entries a period.
+ * A token bucket's units are filed by the tick of this fraction of its period they were taken in:
+ * a report then says when its units went, within a tick, at up to this many entries a period.
  */
 const TOKEN_TICKS_PER_PERIOD = 64;
 
@@ -180,9 +188,9 @@ const TOKEN_TICKS_PER_PERIOD = 64;
  * Where units taken at `t` are filed when they are reported later: the start of `t`'s bucket for a
  * sliding window and of its window for a fixed window, so that reports from one bucket add up to
  * one entry; `t` itself for a sliding log, which places every unit at its exact time; for a token
- * bucket or GCRA, the last millisecond of `t`'s tick (see TOKEN_TICKS_PER_PERIOD), the latest it
- * may have been taken, since units taken later than they went free less; a concurrency rule, whose
- * slots have no time, files every `t` under 0.
+ * bucket, the last millisecond of `t`'s tick (see TOKEN_TICKS_PER_PERIOD), the latest it may have
+ * been taken, since a bucket that takes units later than they went refills less; GCRA and a
+ * concurrency rule, both strict-only, file every `t` under 0.
  */
 export function slotOf(policy: Slots, t: number): number {
   switch (policy.algorithm) {
@@ -192,8 +200,7 @@ export function slotOf(policy: Slots, t: number): number {
       return windowStartOf(policy, t);
     case "sliding-log":
       return t;
-    case "token-bucket":
-    case "gcra": {
+    case "token-bucket": {
       const tick = tokenTickMs(policy);
       return Math.floor(t / tick) * tick + tick - 1;
     }
@@ -205,8 +212,8 @@ export function slotOf(policy: Slots, t: number): number {
 /**
  * The latest time units filed under `slot` (see {@link slotOf}) may have been taken at: the last
  * millisecond of a sliding window's bucket or of a fixed window's window, the slot itself for a
- * sliding log, a token bucket or GCRA, and any time at all for slot 0 of those two, which is how
- * an isolate of an earlier version filed every unit of them.
+ * sliding log or a token bucket, and any time at all for GCRA, which files every unit under 0, or
+ * for a token bucket's slot 0, which is how an isolate of an earlier version filed every unit.
  */
 export function slotEnd(policy: Slots, slot: number): number {
   switch (policy.algorithm) {
@@ -217,7 +224,6 @@ export function slotEnd(policy: Slots, slot: number): number {
     case "sliding-log":
       return slot;
     case "token-bucket":
-    case "gcra":
       return slot === 0 ? Number.POSITIVE_INFINITY : slot;
     default:
       return Number.POSITIVE_INFINITY;
@@ -251,7 +257,6 @@ function slotShape(policy: Slots): string {
     case "sliding-log":
       return "times";
     case "token-bucket":
-    case "gcra":
       return `ticks of ${tokenTickMs(policy)} ms`;
     default:
       return "none";

@@ -48,12 +48,11 @@ export function tokenBucket(
  *
  * Units taken at `at`, before now (an isolate's report), are taken then, or when the state was last
  * changed if that is later (see {@link takenAt}): the bucket is kept as of that time, so that the
- * next report's units are taken at theirs. Units `unleased`, admitted by `onError` while the object
- * could not be reached, never leave more debt than one period's refill, as a window forgets what it
- * admitted a period ago: a flood `onError: allow` let through costs the key at most a period's wait
- * once the object is back (a lease's units are counted in full: they were granted). Given back, or
- * in a warming bucket, units count at `now`, the cautious side: given back early, they could refill
- * a bucket past what it held (a warmup is strict-only, so no isolate reports units to one late).
+ * next report's units are taken at theirs. A take leaves the bucket short of full by at most
+ * `owedAtMost` units, and never less short than it was: what `onError` admitted while the object
+ * was away costs at most a period's wait (see `mostOwed`). Given back, or in a warming bucket,
+ * units count at `now`, the cautious side: given back early, they could refill a bucket past what
+ * it held (a warmup is strict-only, so no isolate reports units to one late).
  */
 export function adjustTokenBucket(
   policy: Policy,
@@ -61,7 +60,7 @@ export function adjustTokenBucket(
   units: number,
   at: number,
   now: number,
-  unleased = false,
+  owedAtMost = Number.POSITIVE_INFINITY,
 ): TokenBucketState | WarmingBucketState {
   if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
   const stored = plain(kept, now);
@@ -69,8 +68,7 @@ export function adjustTokenBucket(
   if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - taken), now);
   const when = takenAt(stored, at, now);
   const level = levelAt(policy, stored, when);
-  // One period's refill short of one token: a unit then waits one period.
-  const floor = unleased ? (1 - policy.limit) * policy.periodMs : Number.NEGATIVE_INFINITY;
+  const floor = capacity(policy) - owedAtMost * policy.periodMs;
   return { algorithm: "token-bucket", periodMs: policy.periodMs, burst: policy.burst, level: Math.min(level, Math.max(level - taken, floor)), updatedAt: when };
 }
 

@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
+import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -202,19 +202,20 @@ export function grantLease(
   let pins: Pin[] = peers.peers.get(sync.isolate)?.pins ?? [];
   // Every other peer's pins: whole units, so taking the caller's from the total is exact.
   const othersPinned = peers.pinned - pinnedUnits(pins);
-  const counted: Spent[] = [];
+  const counted: Spent[][] = [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
     // A lease already settled (counted in full) or never granted: its report would count twice.
     if (!pin) continue;
-    counted.push(...report.spent);
+    counted.push(report.spent);
     const settledUnits = report.spent.reduce((sum, s) => sum + s.units, report.unspent);
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  counted.push(...(sync.refunds ?? []).map((s) => ({ at: s.at, units: -s.units })));
-  state = countSpent(policy, state, counted, sync.unleased ?? [], filedAt(askedPolicy, policy, now, sync.sentAt), now);
+  counted.push((sync.refunds ?? []).map((s) => ({ at: s.at, units: -s.units })));
+  const owed = Math.max(mostOwed(policy), mostOwed(askedPolicy));
+  state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
@@ -279,8 +280,9 @@ export function grantLease(
 
 /**
  * Counts what an isolate reported, `spent` from leases (negative: given back) and `unleased`
- * admitted by `onError`, each entry where `place` puts it (undefined: not at all). Units taken at
- * a time (see `takenAtATime`) are taken in the order they went, since each take keeps the state as
+ * admitted by `onError`, each entry where `place` puts it (undefined: not at all); the unleased
+ * leave a token bucket or GCRA owing at most `owedAtMost` units (see `mostOwed`). Units taken at a
+ * time (see `takenAtATime`) are taken in the order they went, since each take keeps the state as
  * of its time, and an earlier one taken after it would count as late as it; the units given back
  * come last, as they are given back now.
  */
@@ -289,15 +291,19 @@ export function countSpent(
   state: LimiterState | undefined,
   spent: readonly Spent[],
   unleased: readonly Spent[],
+  owedAtMost: number,
   place: (spent: Spent) => number | undefined,
   now: number,
 ): LimiterState | undefined {
-  const placed = [...spent.map((s) => ({ s, unleased: false })), ...unleased.map((s) => ({ s, unleased: true }))].flatMap(({ s, unleased }) => {
+  const placed: { at: number; units: number; owed: number }[] = [];
+  const add = (s: Spent, owed: number) => {
     const at = place(s);
-    return at === undefined ? [] : [{ at, units: s.units, unleased }];
-  });
+    if (at !== undefined) placed.push({ at, units: s.units, owed });
+  };
+  for (const s of spent) add(s, Number.POSITIVE_INFINITY);
+  for (const s of unleased) add(s, owedAtMost);
   if (takenAtATime(policy)) placed.sort((a, b) => Number(a.units < 0) - Number(b.units < 0) || a.at - b.at);
-  return placed.reduce<LimiterState | undefined>((from, s) => adjust(policy, from, s.units, s.at, now, s.unleased), state);
+  return placed.reduce<LimiterState | undefined>((from, s) => adjust(policy, from, s.units, s.at, now, s.owed), state);
 }
 
 /**
@@ -307,18 +313,18 @@ export function countSpent(
  * every unit under 0, which a window dropped as long gone, and the next lease handed the units out
  * again). Units given back (negative) under other slots cannot be placed where they were counted:
  * undefined, and they stay counted. A token bucket (or GCRA) takes units at a time, not in a slot,
- * and gives any back now: at that latest time (now for a slot of no time), moved onto the object's
- * clock by the sync's `sentAt`. Read on the isolate's own clock, an isolate a second behind had a
- * burst it spent just before its sync credited a second's refill it never had (2.5 tokens of a
- * bucket of 10 per 4 s); read as how long before the sync it was, it can only be later than it was.
+ * and gives any back now: at that latest time (now for a slot of no time). Both latest times are
+ * moved onto the object's clock by the sync's `sentAt`. Read on the isolate's own clock, an isolate
+ * a second behind had a burst it spent just before its sync credited a second's refill it never
+ * had (2.5 tokens of a bucket of 10 per 4 s), and a token bucket's units spent at the start of a
+ * fixed window counted in the window before; read as how long before the sync they were, they can
+ * only be later than they were. Units filed alike stay in their slot, on the isolate's clock.
  */
 export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: number): (spent: Spent) => number | undefined {
-  if (takenAtATime(policy)) {
-    const toObject = sentAt === undefined ? 0 : now - sentAt;
-    return (spent) => Math.min(now, slotEnd(asked, spent.at) + toObject);
-  }
+  const toObject = sentAt === undefined ? 0 : now - sentAt;
+  if (takenAtATime(policy)) return (spent) => Math.min(now, slotEnd(asked, spent.at) + toObject);
   if (sameSlots(asked, policy)) return (spent) => spent.at;
-  return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at)));
+  return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at) + toObject));
 }
 
 /**

@@ -346,6 +346,15 @@ describe("leases of a token bucket", () => {
     expect(peek(bucket, settled.state, until + REPORT_GRACE_MS + 1_000).remaining).toBe(2);
   });
 
+  it("reads the times a token bucket's units were spent at by how long before the sync they were under another version's fixed window too", () => {
+    // The isolate runs a second behind: five spent 500 ms into the object's window, told 100 ms later, belong to that window.
+    const fixed: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+    const start = T0 - (T0 % 60_000) + 60_000;
+    const behind = 1_000;
+    const place = filedAt(bucket, fixed, start + 600, start + 600 - behind);
+    expect(place({ at: slotOf(bucket, start + 500 - behind), units: 5 })).toBeGreaterThanOrEqual(start + 500);
+  });
+
   it("gives back a token bucket isolate's refund when the object leases under another version's gcra", () => {
     const gcra: Policy = { algorithm: "gcra", limit: 10, periodMs: 4_000, burst: 10, buckets: 1 };
     expect(filedAt(bucket, gcra, T0 + 1_000, T0 + 1_000)({ at: slotOf(bucket, T0), units: -2 })).toBe(slotOf(bucket, T0));
@@ -371,31 +380,42 @@ describe("leases of a token bucket", () => {
 
 describe("leases after an outage", () => {
   // Ten minutes without the object, one unit admitted each second by onError at a key of 60 a minute.
+  const bucket: Policy = { algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 };
   const outage = (policy: Policy) => {
     const unleased: Spent[] = [];
-    for (let s = 1; s <= 600; s++) record(unleased, slotOf(policy, T0 + s * 1_000), 1);
+    for (let s = 1; s <= 600; s++) record(unleased, slotOf(bucket, T0 + s * 1_000), 1);
     const now = T0 + 601_000;
-    const first = grantLease(policy, undefined, indexPeers(), sync({ need: 0 }), T0);
-    const back = grantLease(policy, first.state, first.peers, sync({ seq: 2, need: 1, unleased, sentAt: now }), now, 0, first.cursor);
-    return { back, now };
+    const first = grantLease(policy, undefined, indexPeers(), sync({ need: 0 }), T0, 0, Number.NEGATIVE_INFINITY, bucket);
+    return grantLease(policy, first.state, first.peers, sync({ seq: 2, need: 1, unleased, sentAt: now }), now, 0, first.cursor, bucket);
   };
 
   it("counts a token bucket's outage admissions at the rule's rate in the ticks they went: the key is free when the object is back", () => {
-    const bucket: Policy = { algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 };
-    const { back } = outage(bucket);
+    const back = outage(bucket);
     expect(back.lease.standing.allowed).toBe(true);
     expect(back.lease.units).toBeGreaterThanOrEqual(1);
   });
 
-  it("counts a gcra key's outage admissions at its rate in the ticks they went: the key is free when the object is back", () => {
-    const gcra: Policy = { algorithm: "gcra", limit: 60, periodMs: 60_000, burst: 5, buckets: 1 };
-    const { back } = outage(gcra);
+  it("counts them so under another live version's gcra too", () => {
+    const back = outage({ algorithm: "gcra", limit: 60, periodMs: 60_000, burst: 5, buckets: 1 });
     expect(back.lease.standing.allowed).toBe(true);
     expect(back.lease.units).toBeGreaterThanOrEqual(1);
+  });
+
+  it("leaves the looser of two live versions no more room after onError's flood than had it leased alone", () => {
+    // Version A: 1,000 a minute; version B, live at once, 10 a minute, so the object leases under B.
+    const a: Policy = { algorithm: "token-bucket", limit: 1_000, periodMs: 60_000, burst: 1_000, buckets: 1 };
+    const b: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+    const flood = [{ at: slotOf(a, T0 + 10_000), units: 6_000 }];
+    const reported = (under: Policy) => {
+      const first = grantLease(under, undefined, indexPeers(), sync({ need: 0 }), T0, 0, Number.NEGATIVE_INFINITY, a);
+      return grantLease(under, first.state, first.peers, sync({ seq: 2, need: 0, unleased: flood, sentAt: T0 + 20_000 }), T0 + 20_000, 0, first.cursor, a).state;
+    };
+    // Read by A once B's isolates have gone quiet.
+    const readAt = T0 + 20_000 + PEER_TTL_MS + 1;
+    expect(peek(a, reported(b), readAt).remaining).toBeLessThanOrEqual(peek(a, reported(a), readAt).remaining);
   });
 
   it("leaves a token bucket flooded by onError allow at most a period's wait", () => {
-    const bucket: Policy = { algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60, buckets: 1 };
     const first = grantLease(bucket, undefined, indexPeers(), sync({ need: 0 }), T0);
     const unleased = [{ at: slotOf(bucket, T0 + 10_000), units: 6_000 }];
     const back = grantLease(bucket, first.state, first.peers, sync({ seq: 2, need: 1, unleased, sentAt: T0 + 20_000 }), T0 + 20_000, 0, first.cursor);

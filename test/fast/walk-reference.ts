@@ -2,11 +2,11 @@
  * The object's lease functions as they were before the peer index (src/fast/peer-index.ts): each
  * sync walks every peer. Kept as the reference the index is proved against, verbatim but for two
  * changes: the active peers' demand is summed exactly and rounded once, as the index must (a float
- * sum depends on the order of its terms), and a call's most, an isolate's rate and a standing under
- * another version's policy are lease.ts's own `fairShare`, `demandRate` and `soonerUnderOthers`,
- * which the index does not touch.
+ * sum depends on the order of its terms), and a call's most, an isolate's rate, a standing under
+ * another version's policy and the counting of what a sync reports are lease.ts's own `fairShare`,
+ * `demandRate`, `soonerUnderOthers` and `countSpent`, which the index does not touch.
  */
-import { adjust, decide, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
+import { adjust, decide, mostOwed, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
 import { countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
@@ -42,18 +42,19 @@ export function grantLease(
   const settled = settlePins(policy, stored, peers, now);
   let state = settled.state;
   let pins = settled.peers.get(sync.isolate)?.pins ?? [];
-  const counted: Spent[] = [];
+  const counted: Spent[][] = [];
   for (const report of sync.reports) {
     const pin = pins.find((p) => p.lease === report.lease);
     // A lease already settled (counted in full) or never granted: its report would count twice.
     if (!pin) continue;
-    counted.push(...report.spent);
+    counted.push(report.spent);
     const settledUnits = report.spent.reduce((sum, s) => sum + s.units, report.unspent);
     // Whatever the isolate has not accounted for stays pinned until REPORT_GRACE_MS settles it.
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  state = countSpent(policy, state, counted, sync.unleased ?? [], filedAt(askedPolicy, policy, now, sync.sentAt), now);
+  const owed = Math.max(mostOwed(policy), mostOwed(askedPolicy));
+  state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
