@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
+import { adjust, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -250,7 +250,7 @@ export function grantLease(
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
-  const asked = granted >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  const asked = peek(policy, view, now);
   // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;

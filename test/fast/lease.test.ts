@@ -367,6 +367,14 @@ describe("leases of a token bucket", () => {
     expect(undated.lease.units).toBe(0);
   });
 
+  it("tells the requests a grant cannot cover when the next token comes, not when all of them together could pass", () => {
+    // 10 a minute: thirty waiting at a fresh key take all ten, and one more comes 6 s on.
+    const tenAMinute: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+    const crowd = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30 }), T0);
+    expect(crowd.lease.units).toBe(10);
+    expect(crowd.lease.standing).toMatchObject({ allowed: false, reason: "limit", retryAfter: 6_000 });
+  });
+
   it("counts units reported out of the order they went in that order: five at T0 and five told before them at T0 + 2 s leave five", () => {
     const unleased = [
       { at: slotOf(bucket, T0 + 2_000), units: 5 },

@@ -6,7 +6,7 @@
  * another version's policy and the counting of what a sync reports are lease.ts's own `fairShare`,
  * `demandRate`, `soonerUnderOthers` and `countSpent`, which the index does not touch.
  */
-import { adjust, decide, mostOwed, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
+import { adjust, mostOwed, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
 import { countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
@@ -91,7 +91,7 @@ export function grantLease(
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
-  const asked = granted >= sync.need || sync.need === 0 ? peek(policy, view, now) : decide(policy, view, sync.need, now).decision;
+  const asked = peek(policy, view, now);
   // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
   const units = block === undefined ? granted : 0;
