@@ -54,8 +54,8 @@ interface Entry {
   /** the sync in flight, which waiting requests join rather than start another, and when it began */
   inflight: Promise<void> | null;
   inflightSince: number;
-  /** units of the requests waiting for a sync: the next one asks for all of them, not only its starter's */
-  waiting: number;
+  /** the costs of the requests waiting for a sync: the next one asks for all of them, not only its starter's */
+  waiting: number[];
 }
 
 /** What a fast decision needs from the request it serves. */
@@ -93,7 +93,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
   const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
-  entry.waiting += cost;
+  entry.waiting.push(cost);
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       await withTimeout(sync(context, entry, cost), rule.timeoutMs);
@@ -102,7 +102,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
       if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
     }
   } finally {
-    entry.waiting -= cost;
+    entry.waiting.splice(entry.waiting.indexOf(cost), 1);
     observeWait(rule, now);
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
@@ -221,7 +221,7 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
     known.rule = rule;
     return known;
   }
-  const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: 0 };
+  const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: [] };
   table.set(objectName, entry);
   return entry;
 }
@@ -239,7 +239,8 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
-    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, entry.waiting), Date.now(), release);
+    const waiting = entry.waiting.reduce((sum, units) => sum + units, 0);
+    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, waiting), Date.now(), release, Math.max(need, ...entry.waiting));
     try {
       const { rule, objectName } = entry;
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.

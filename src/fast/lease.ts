@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
+import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -31,6 +31,13 @@ export interface SyncRequest {
   elapsedMs: number;
   /** units the requests waiting on this key need now, together; 0 when none waits */
   need: number;
+  /**
+   * the units of the costliest of them, when they are more than one request: those the grant cannot
+   * cover are told when a request of that cost would pass, not all of them together (a crowd of 30
+   * at a token bucket of 10 a minute was told a period); absent, `need` (one request), or 1 from an
+   * isolate of an earlier version, which says nothing of it
+   */
+  costliest?: number;
   /** how long the lease should last: one sync interval, or several for a key the isolate saw far from its limit */
   horizonMs: number;
   /**
@@ -214,7 +221,8 @@ export function grantLease(
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
   counted.push((sync.refunds ?? []).map((s) => ({ at: s.at, units: -s.units })));
-  const owed = Math.max(mostOwed(policy), mostOwed(askedPolicy));
+  // A window owes nothing past its period: only a bucket's own allowance is kept for it.
+  const owed = Math.max(mostOwed(policy), takenAtATime(askedPolicy) ? mostOwed(askedPolicy) : 0);
   state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
@@ -250,9 +258,10 @@ export function grantLease(
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
-  const asked = peek(policy, view, now);
-  // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
-  const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
+  const short = granted < sync.need;
+  const asked = short ? decide(policy, view, Math.min(sync.costliest ?? sync.need, sync.need), now).decision : peek(policy, view, now);
+  // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
+  const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
   const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);

@@ -231,7 +231,7 @@ const ROOMY_HORIZON = 10;
  * give back, and the demand gathered since. A `release` sync only settles: the key is leaving, or
  * idle, and wants no new lease.
  */
-export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number, now: number, release = false): SyncRequest {
+export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number, now: number, release = false, costliest = need): SyncRequest {
   key.sentAt = now;
   if (key.outbox) return key.outbox;
   expireLots(key, now);
@@ -251,6 +251,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
     demand: key.demand,
     elapsedMs: Math.max(0, now - key.since),
     need,
+    ...(costliest < need ? { costliest } : {}),
     horizonMs: rule.syncMs,
     held,
     ...(window ? { roomyHorizonMs: ROOMY_HORIZON * rule.syncMs } : {}),

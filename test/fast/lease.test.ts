@@ -367,12 +367,27 @@ describe("leases of a token bucket", () => {
     expect(undated.lease.units).toBe(0);
   });
 
-  it("tells the requests a grant cannot cover when the next token comes, not when all of them together could pass", () => {
-    // 10 a minute: thirty waiting at a fresh key take all ten, and one more comes 6 s on.
-    const tenAMinute: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
-    const crowd = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30 }), T0);
+  // 10 a minute: one token every 6 s.
+  const tenAMinute: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+
+  it("tells a crowd a grant cannot cover when its costliest request would pass, not when all of them together could", () => {
+    // Thirty waiting at a fresh key take all ten: one more comes 6 s on, three 18 s on.
+    const crowd = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30, costliest: 1 }), T0);
     expect(crowd.lease.units).toBe(10);
     expect(crowd.lease.standing).toMatchObject({ allowed: false, reason: "limit", retryAfter: 6_000 });
+    expect(grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30, costliest: 3 }), T0).lease.standing.retryAfter).toBe(18_000);
+  });
+
+  it("tells a lone waiting request the grant cannot cover when a request of its cost would pass", () => {
+    const drained = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 10 }), T0);
+    const costly = grantLease(tenAMinute, drained.state, drained.peers, sync({ isolate: "b", need: 5 }), T0);
+    expect(costly.lease.units).toBe(0);
+    expect(costly.lease.standing.retryAfter).toBe(30_000);
+  });
+
+  it("leases a crowd larger than the burst what fits at a rule with a block, as strict mode admits it", () => {
+    const blocking: Policy = { ...tenAMinute, blockMs: 60_000 };
+    expect(grantLease(blocking, undefined, indexPeers(), sync({ need: 30, costliest: 1 }), T0).lease.units).toBe(10);
   });
 
   it("counts units reported out of the order they went in that order: five at T0 and five told before them at T0 + 2 s leave five", () => {
@@ -421,6 +436,15 @@ describe("leases after an outage", () => {
     // Read by A once B's isolates have gone quiet.
     const readAt = T0 + 20_000 + PEER_TTL_MS + 1;
     expect(peek(a, reported(b), readAt).remaining).toBeLessThanOrEqual(peek(a, reported(a), readAt).remaining);
+  });
+
+  it("leaves a token bucket another version leases by at most its own period's wait after a flood a window version let through", () => {
+    // A window owes nothing past its period: its isolates' flood costs the bucket only the bucket's own allowance.
+    const strict: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+    const asked: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 60_000, burst: 100, buckets: 1 };
+    const flood = [{ at: slotOf(asked, T0 - 1_000), units: 1_000 }];
+    const after = grantLease(strict, undefined, indexPeers(), sync({ need: 0, unleased: flood, sentAt: T0 }), T0, 0, Number.NEGATIVE_INFINITY, asked);
+    expect(peek(strict, after.state, T0).retryAfter).toBeLessThanOrEqual(60_000);
   });
 
   it("leaves a token bucket flooded by onError allow at most a period's wait", () => {

@@ -294,6 +294,11 @@ describe("a fast key in one isolate", () => {
     expect(key.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 1 }], unspent: 5 }]);
   });
 
+  it("tells the object the units of the costliest of several waiting requests, and nothing more for one", () => {
+    expect(nextSync(freshKey(T0), fast, from, 30, T0, false, 1).costliest).toBe(1);
+    expect(nextSync(freshKey(T0), fast, from, 5, T0, false, 5)).not.toHaveProperty("costliest");
+  });
+
   it("reports what onError admitted without a lease with the next sync, in the bucket it was admitted in", () => {
     const key = freshKey(T0);
     admittedUnleased(key, fast, 2, T0);

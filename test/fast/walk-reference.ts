@@ -6,7 +6,7 @@
  * another version's policy and the counting of what a sync reports are lease.ts's own `fairShare`,
  * `demandRate`, `soonerUnderOthers` and `countSpent`, which the index does not touch.
  */
-import { adjust, mostOwed, peek, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
+import { adjust, decide, mostOwed, peek, takenAtATime, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
 import { countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
@@ -53,7 +53,8 @@ export function grantLease(
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  const owed = Math.max(mostOwed(policy), mostOwed(askedPolicy));
+  // A window owes nothing past its period: only a bucket's own allowance is kept for it.
+  const owed = Math.max(mostOwed(policy), takenAtATime(askedPolicy) ? mostOwed(askedPolicy) : 0);
   state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
@@ -91,9 +92,10 @@ export function grantLease(
   const blocked = now < blockedUntil;
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
-  const asked = peek(policy, view, now);
-  // A denial of the waiting requests (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
-  const block = blocked ? blockedUntil : granted < sync.need ? blockStart(policy, asked, now) : undefined;
+  const short = granted < sync.need;
+  const asked = short ? decide(policy, view, Math.min(sync.costliest ?? sync.need, sync.need), now).decision : peek(policy, view, now);
+  // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
+  const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
   const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);

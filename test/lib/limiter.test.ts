@@ -244,6 +244,23 @@ describe("limiter", () => {
     expect(peeked).toMatchObject({ success: true, retryAfter: 0 });
   });
 
+  it("tells a fast token bucket's costlier call, denied by its object, when a call of its cost passes", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0);
+    const api = limiter(namespace, { name: "lib-fast-costlier", algorithm: "token-bucket", limit: 10, period: "1m", mode: "fast" });
+    const ctx = createExecutionContext();
+    expect((await api.limit("k", { ctx, cost: 10 })).success).toBe(true);
+    await waitOnExecutionContext(ctx);
+    const denied = await api.limit("k", { ctx: createExecutionContext(), cost: 5 });
+    vi.setSystemTime(t0 + denied.retryAfter);
+    const again = await api.limit("k", { ctx: createExecutionContext(), cost: 5 });
+    vi.useRealTimers();
+    expect(denied).toMatchObject({ success: false });
+    expect(denied.retryAfter).toBeGreaterThanOrEqual(30_000);
+    expect(again.success).toBe(true);
+  });
+
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
