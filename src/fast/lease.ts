@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, takenAtATime } from "../algorithms";
+import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, slotOf, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
@@ -263,7 +263,7 @@ export function grantLease(
   // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
+  const standing = block === undefined ? soonerUnderOthers(asFiled(asked, askedPolicy, policy, now), stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
@@ -334,6 +334,19 @@ export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: num
   if (takenAtATime(policy)) return (spent) => Math.min(now, slotEnd(asked, spent.at) + toObject);
   if (sameSlots(asked, policy)) return (spent) => spent.at;
   return (spent) => (spent.units < 0 ? undefined : Math.min(now, slotEnd(asked, spent.at) + toObject));
+}
+
+/**
+ * A standing as the isolate will find it once it reports what it spends now: a token bucket (or
+ * GCRA) takes those units at the end of their tick (see `slotOf`, {@link filedAt}), so what frees
+ * them comes that much later than their pins, taken now, say. Told without it, a client denied at a
+ * bucket of 10 a minute came back at its 6 s and was refused, and passed at 7 s.
+ */
+export function asFiled(standing: Decision, asked: Policy, policy: Policy, now: number): Decision {
+  const filed = slotEnd(asked, slotOf(asked, now));
+  if (!takenAtATime(policy) || !Number.isFinite(filed) || filed <= now) return standing;
+  const later = filed - now;
+  return { ...standing, moreAt: standing.moreAt + later, retryAfter: standing.allowed ? 0 : standing.retryAfter + later };
 }
 
 /**

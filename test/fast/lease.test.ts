@@ -367,22 +367,23 @@ describe("leases of a token bucket", () => {
     expect(undated.lease.units).toBe(0);
   });
 
-  // 10 a minute: one token every 6 s.
+  // 10 a minute: one token every 6 s, counted from the end of the 937 ms tick the leased units are spent in.
   const tenAMinute: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
+  const tickLeft = slotOf(tenAMinute, T0) - T0;
 
   it("tells a crowd a grant cannot cover when its costliest request would pass, not when all of them together could", () => {
     // Thirty waiting at a fresh key take all ten: one more comes 6 s on, three 18 s on.
     const crowd = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30, costliest: 1 }), T0);
     expect(crowd.lease.units).toBe(10);
-    expect(crowd.lease.standing).toMatchObject({ allowed: false, reason: "limit", retryAfter: 6_000 });
-    expect(grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30, costliest: 3 }), T0).lease.standing.retryAfter).toBe(18_000);
+    expect(crowd.lease.standing).toMatchObject({ allowed: false, reason: "limit", retryAfter: 6_000 + tickLeft });
+    expect(grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 30, costliest: 3 }), T0).lease.standing.retryAfter).toBe(18_000 + tickLeft);
   });
 
   it("tells a lone waiting request the grant cannot cover when a request of its cost would pass", () => {
     const drained = grantLease(tenAMinute, undefined, indexPeers(), sync({ need: 10 }), T0);
     const costly = grantLease(tenAMinute, drained.state, drained.peers, sync({ isolate: "b", need: 5 }), T0);
     expect(costly.lease.units).toBe(0);
-    expect(costly.lease.standing.retryAfter).toBe(30_000);
+    expect(costly.lease.standing.retryAfter).toBe(30_000 + tickLeft);
   });
 
   it("leases a crowd larger than the burst what fits at a rule with a block, as strict mode admits it", () => {

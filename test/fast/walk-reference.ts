@@ -9,7 +9,7 @@
 import { adjust, decide, mostOwed, peek, takenAtATime, type Decision, type LimiterState, type Policy } from "../../src/algorithms";
 import { blockedDecision, blockStart } from "../../src/algorithms/block";
 import { addExact, emptySum, roundSum } from "../../src/fast/exact-sum";
-import { countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
+import { asFiled, countSpent, demandRate, fairShare, filedAt, isRoomy, soonerUnderOthers, type Lease, type Spent, type SyncRequest } from "../../src/fast/lease";
 import { isLive, pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer } from "../../src/fast/peer";
 import { bookSync, isSaturated } from "../../src/fast/schedule";
 
@@ -97,7 +97,7 @@ export function grantLease(
   // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? soonerUnderOthers(asked, stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
+  const standing = block === undefined ? soonerUnderOthers(asFiled(asked, askedPolicy, policy, now), stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that

@@ -261,6 +261,19 @@ describe("limiter", () => {
     expect(again.success).toBe(true);
   });
 
+  it("tells a fast token bucket's caller denied after a burst a wait after which it passes: the burst is counted from the end of its tick", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart() + 7_000;
+    vi.setSystemTime(t0);
+    const api = limiter(namespace, { name: "lib-fast-tick", algorithm: "token-bucket", limit: 10, period: "1m", mode: "fast" });
+    const burst = await Promise.all(Array.from({ length: 11 }, () => api.limit("k", { ctx: createExecutionContext() })));
+    const denied = burst.find((r) => !r.success)!;
+    vi.setSystemTime(t0 + denied.retryAfter);
+    const again = await api.limit("k", { ctx: createExecutionContext() });
+    vi.useRealTimers();
+    expect(again.success).toBe(true);
+  });
+
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
