@@ -2,7 +2,7 @@
 import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, slotOf, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
-import { pinnedUnits, stricter, type Peer, type Pin } from "./peer";
+import { pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer, type Pin } from "./peer";
 import { demand, putPeer, settlePins, type PeerIndex } from "./peer-index";
 import { bookSync, isSaturated, sustainedRate } from "./schedule";
 
@@ -263,7 +263,8 @@ export function grantLease(
   // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? soonerUnderOthers(asFiled(asked, askedPolicy, policy, now), stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
+  const toldAs = (until?: number) => soonerUnderOthers(asFiled(asked, askedPolicy, policy, now, until), stricter(policy, askedPolicy), now, sync.horizonMs);
+  const standing = block === undefined ? toldAs() : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
@@ -277,11 +278,13 @@ export function grantLease(
   const topsUp = sync.held !== undefined;
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
+  // Told as the object will count this isolate's pins if they are still unreported when the client comes back.
+  const told = block === undefined && pins.length > 0 ? toldAs(Math.max(...pins.map((p) => p.until))) : standing;
   // A grant cut short by what is free leaves the key nothing to spare until it frees more: units
   // freed before this isolate's booked call belong to the isolates whose calls come first, and
   // asking for them sooner would only make its next request wait on a call to be refused.
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing: told, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
   putPeer(peers, sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy }, now);
   const changed = [...settled.before.keys()].filter((id) => id !== sync.isolate).concat(sync.isolate);
   return { state, peers, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor, changed };
@@ -340,13 +343,31 @@ export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: num
  * A standing as the isolate will find it once it reports what it spends now: a token bucket (or
  * GCRA) takes those units at the end of their tick (see `slotOf`, {@link filedAt}), so what frees
  * them comes that much later than their pins, taken now, say. Told without it, a client denied at a
- * bucket of 10 a minute came back at its 6 s and was refused, and passed at 7 s.
+ * bucket of 10 a minute came back at its 6 s and was refused, and passed at 7 s. With `until`, when
+ * the isolate's last pin ends: a time told at or after that pin is settled (REPORT_GRACE_MS past
+ * its end) is moved by how much later the object then counts the units (see `pinSpentAt`, ./peer),
+ * since an isolate whose lease ran dry makes no call until its client comes back, and by then the
+ * report is too late to place them where they went. Told from pins taken now, a crowd at a fast
+ * sliding window of 10 a minute was told 60.1 s and refused then for a second more (its pins were
+ * settled in the bucket of their lease's end), and a sliding log's for a second and a half.
  */
-export function asFiled(standing: Decision, asked: Policy, policy: Policy, now: number): Decision {
+export function asFiled(standing: Decision, asked: Policy, policy: Policy, now: number, until?: number): Decision {
   const filed = slotEnd(asked, slotOf(asked, now));
-  if (!takenAtATime(policy) || !Number.isFinite(filed) || filed <= now) return standing;
-  const later = filed - now;
-  return { ...standing, moreAt: standing.moreAt + later, retryAfter: standing.allowed ? 0 : standing.retryAfter + later };
+  const onTime = takenAtATime(policy) && Number.isFinite(filed) && filed > now ? filed - now : 0;
+  const settled = until === undefined ? 0 : placedLater(policy, now, pinSpentAt(policy, { lease: 0, units: 0, until }, Number.POSITIVE_INFINITY));
+  const moved = (at: number) => (until !== undefined && at + onTime >= until + REPORT_GRACE_MS ? Math.max(onTime, settled) : onTime);
+  const moreAt = standing.moreAt + moved(standing.moreAt);
+  return { ...standing, moreAt, retryAfter: standing.allowed ? 0 : standing.retryAfter + moved(now + standing.retryAfter) };
+}
+
+/**
+ * How much later units taken at `to` free what they hold than the same units taken at `from`
+ * (`from` ≤ `to`): the time between for an algorithm that takes them at a time, the distance
+ * between their slots for one that counts them in slots.
+ */
+function placedLater(policy: Policy, from: number, to: number): number {
+  if (!(to > from)) return 0;
+  return takenAtATime(policy) ? to - from : slotOf(policy, to) - slotOf(policy, from);
 }
 
 /**

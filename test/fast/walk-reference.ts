@@ -97,7 +97,8 @@ export function grantLease(
   // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
   const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
   const units = block === undefined ? granted : 0;
-  const standing = block === undefined ? soonerUnderOthers(asFiled(asked, askedPolicy, policy, now), stricter(policy, askedPolicy), now, sync.horizonMs) : blockedDecision(policy, state, block, now);
+  const toldAs = (until?: number) => soonerUnderOthers(asFiled(asked, askedPolicy, policy, now, until), stricter(policy, askedPolicy), now, sync.horizonMs);
+  const standing = block === undefined ? toldAs() : blockedDecision(policy, state, block, now);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that
@@ -110,8 +111,9 @@ export function grantLease(
   const topsUp = sync.held !== undefined;
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];
+  const told = block === undefined && pins.length > 0 ? toldAs(Math.max(...pins.map((p) => p.until))) : standing;
   const exhausted = !sync.release && units < wanted;
-  const lease: Lease = { seq: sync.seq, units, expiresAt, standing, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
+  const lease: Lease = { seq: sync.seq, units, expiresAt, standing: told, peers: active, algorithm: policy.algorithm, nextSyncAt: booking.nextSyncAt, saturated: saturated || exhausted, ...(revoke ? { revoke } : {}), ...(topsUp ? { topsUp } : {}) };
   const next = new Map(settled.peers);
   next.set(sync.isolate, { rate, basis, seenAt: now, lease, pins, asked: askedPolicy, under: policy });
   return { state, peers: next, lease, blockedUntil: block ?? blockedUntil, cursor: booking.cursor };

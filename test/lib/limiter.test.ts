@@ -274,6 +274,25 @@ describe("limiter", () => {
     expect(again.success).toBe(true);
   });
 
+  // A crowd at a fresh key of 10 a period: its isolate spends the whole lease at once and calls no
+  // more until the client comes back, by when (past the lease's end and the report grace) the object
+  // has counted the unreported units at the lease's end, not when they went.
+  for (const [algorithm, period] of [["token-bucket", "1m"], ["sliding-window", "1m"], ["fixed-window", "1m"], ["sliding-log", "1m"], ["token-bucket", "10m"], ["sliding-log", "10m"]] as const) {
+    it(`tells a fast ${algorithm} of 10 per ${period}'s crowd a wait after which a retry passes`, async () => {
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const t0 = frozenStart() + 7_000;
+      vi.setSystemTime(t0);
+      const api = limiter(namespace, { name: `lib-crowd-${algorithm}-${period}`, algorithm, limit: 10, period, mode: "fast" });
+      const crowd = await Promise.all(Array.from({ length: 30 }, () => api.limit("k", { ctx: createExecutionContext() })));
+      const told = Math.min(...crowd.filter((r) => !r.success).map((r) => r.retryAfter));
+      vi.setSystemTime(t0 + told);
+      const again = await api.limit("k", { ctx: createExecutionContext() });
+      vi.useRealTimers();
+      expect(crowd.filter((r) => r.success)).toHaveLength(10);
+      expect(again).toMatchObject({ success: true, retryAfter: 0 });
+    });
+  }
+
   it("denies a cost beyond a fast rule's capacity with that reason and a period's wait, consuming nothing", async () => {
     const window = limiter(namespace, { name: "lib-fast-cap", limit: 5, period: "1m", mode: "fast" });
     const bucket = limiter(namespace, { name: "lib-fast-cap-tb", algorithm: "token-bucket", limit: 5, period: "1m", burst: 8, mode: "fast" });
