@@ -34,8 +34,8 @@ export interface SyncRequest {
   /**
    * the units of the costliest of them, when they are more than one request: those the grant cannot
    * cover are told when a request of that cost would pass, not all of them together (a crowd of 30
-   * at a token bucket of 10 a minute was told a period); absent, `need` (one request), or 1 from an
-   * isolate of an earlier version, which says nothing of it
+   * at a token bucket of 10 a minute was told a period); absent for one request, and from an isolate
+   * of an earlier version: then the denial is for `need`
    */
   costliest?: number;
   /** how long the lease should last: one sync interval, or several for a key the isolate saw far from its limit */
