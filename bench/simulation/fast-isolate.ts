@@ -40,7 +40,8 @@ interface Entry {
   inflight: Flight | null;
   inflightSince: number;
   inflightCause: WaitCause;
-  waiting: number;
+  /** the costs of the requests waiting for a sync (index.ts's `waiting`) */
+  waiting: number[];
   synced: boolean;
 }
 
@@ -85,7 +86,7 @@ export class FastIsolate extends IsolateBase {
     const wait = Math.max(entry.key.retryAt - now, this.breaker.waitFor(now));
     if (wait > 0) return done({ decision: this.onErrorCounted(entry, cost, now), waited: false, error: "unavailable" });
     const cause = this.waitCause(entry, ended > 0, now);
-    entry.waiting += cost;
+    entry.waiting.push(cost);
     this.attempt(entry, rule, cost, 0, cause, done);
   }
 
@@ -104,7 +105,7 @@ export class FastIsolate extends IsolateBase {
     let settled = false;
     const finish = (decision: Decision, error?: SyncError): void => {
       settled = true;
-      entry.waiting -= cost;
+      entry.waiting.splice(entry.waiting.indexOf(cost), 1);
       done({ decision: this.alive ? decision : null, waited: true, cause, ...(error ? { error } : {}) });
     };
     flight.waiters.push((ok, error) => {
@@ -148,7 +149,7 @@ export class FastIsolate extends IsolateBase {
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
     const known = this.table.get(objectName);
     if (known) return known;
-    const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, inflightCause: "first", waiting: 0, synced: false };
+    const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, inflightCause: "first", waiting: [], synced: false };
     this.table.set(objectName, entry);
     return entry;
   }
@@ -172,7 +173,8 @@ export class FastIsolate extends IsolateBase {
     entry.inflightCause = !entry.synced ? "first" : kind === "waiting" ? "behindWait" : kind === "release" ? "behindRelease" : booked ? "behindBookedCall" : "behindTopUp";
     clock.soon(() => {
       if (!this.alive) return;
-      const built = nextSync(entry.key, entry.rule, this.sender, Math.max(need, entry.waiting), clock.now, release);
+      const waiting = entry.waiting.reduce((sum, units) => sum + units, 0);
+      const built = nextSync(entry.key, entry.rule, this.sender, Math.max(need, waiting), clock.now, release, entry.waiting.reduce((most, units) => Math.max(most, units), need));
       this.calls++;
       const why: CallKind = entry.synced ? kind : "first";
       entry.synced = true;

@@ -240,7 +240,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
     const waiting = entry.waiting.reduce((sum, units) => sum + units, 0);
-    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, waiting), Date.now(), release, Math.max(need, ...entry.waiting));
+    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, waiting), Date.now(), release, entry.waiting.reduce((most, units) => Math.max(most, units), need));
     try {
       const { rule, objectName } = entry;
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.
