@@ -354,7 +354,7 @@ export function filedAt(asked: Policy, policy: Policy, now: number, sentAt?: num
 export function asFiled(standing: Decision, asked: Policy, policy: Policy, now: number, until?: number): Decision {
   const filed = slotEnd(asked, slotOf(asked, now));
   const onTime = takenAtATime(policy) && Number.isFinite(filed) && filed > now ? filed - now : 0;
-  const settled = until === undefined ? 0 : placedLater(policy, now, pinSpentAt(policy, { lease: 0, units: 0, until }, Number.POSITIVE_INFINITY));
+  const settled = until === undefined ? 0 : placedLater(policy, now, pinSpentAt(policy, until, Number.POSITIVE_INFINITY));
   const moved = (at: number) => (until !== undefined && at + onTime >= until + REPORT_GRACE_MS ? Math.max(onTime, settled) : onTime);
   const moreAt = standing.moreAt + moved(standing.moreAt);
   return { ...standing, moreAt, retryAfter: standing.allowed ? 0 : standing.retryAfter + moved(now + standing.retryAfter) };

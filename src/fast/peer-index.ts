@@ -94,7 +94,7 @@ export function settlePins(policy: Policy, stored: LimiterState | undefined, ind
   for (const id of ids) {
     const peer = index.peers.get(id)!;
     const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
-    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin, now), now);
+    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin.until, now), now);
     before.set(id, peer);
     putPeer(index, id, { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) }, now);
   }

@@ -68,11 +68,11 @@ export function pinnedUnits(pins: readonly Pin[]): number {
 }
 
 /**
- * When a pin its isolate never reported is counted as spent: at the lease's end, by which the
- * isolate stopped spending it. An algorithm that takes units at a time (see `takenAtATime`; a
- * token bucket refills for the time since) takes them a grace later: the isolate stopped by its
- * own clock, which may run behind the object's.
+ * When a pin its isolate never reported, whose lease ended at `until`, is counted as spent: then,
+ * by when the isolate stopped spending it. An algorithm that takes units at a time (see
+ * `takenAtATime`; a token bucket refills for the time since) takes them a grace later: the isolate
+ * stopped by its own clock, which may run behind the object's.
  */
-export function pinSpentAt(policy: Policy, pin: Pin, now: number): number {
-  return takenAtATime(policy) ? Math.min(now, pin.until + REPORT_GRACE_MS) : pin.until;
+export function pinSpentAt(policy: Policy, until: number, now: number): number {
+  return takenAtATime(policy) ? Math.min(now, until + REPORT_GRACE_MS) : until;
 }

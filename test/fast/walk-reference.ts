@@ -130,7 +130,7 @@ export function settlePins(
   const next = new Map<string, Peer>();
   for (const [id, peer] of peers) {
     const late = peer.pins.filter((p) => every || p.until + REPORT_GRACE_MS <= now);
-    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin, now), now);
+    for (const pin of late) if (pin.units > 0) state = adjust(policy, state, pin.units, pinSpentAt(policy, pin.until, now), now);
     next.set(id, late.length ? { ...peer, pins: peer.pins.filter((p) => !late.includes(p)) } : peer);
   }
   return { state, peers: next };
