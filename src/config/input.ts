@@ -1,4 +1,5 @@
 /** The rule format users write, as types: what `limiter`, `createGate` and `rateLimit` accept, checked again at run time by the parser, which names the field. */
+import type { Aggregate, Mode, OnError } from "./types";
 
 /** Seconds as a number, or a positive integer then `ms`, `s`, `m`, `h` or `d`: `500ms`, `10s`, `5m`, `1h`, `1d`. */
 export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
@@ -13,17 +14,17 @@ interface CommonFields {
   /** a positive integer: what it limits depends on the algorithm */
   limit: number;
   /** "strict" (default): each decision is the key's object's; "fast": the isolate decides from leased units */
-  mode?: "strict" | "fast";
+  mode?: Mode;
   /** units one request takes: a positive integer (default 1), or `header:<name>` to read it from each request */
   cost?: number | `header:${string}`;
   /** what decides when the key's object fails or is slower than `timeout` (default "local") */
-  onError?: "local" | "allow" | "deny";
+  onError?: OnError;
   /** how long a decision waits for the object (default "1s") */
   timeout?: Duration;
   /** fast mode: how often an isolate reconciles with the object (default "1s") */
   sync?: Duration;
   /** fast mode: whether a key's syncs go through a relay per continent or location (default "auto") */
-  aggregate?: "auto" | "none" | "location" | "continent";
+  aggregate?: "none" | Aggregate;
   /** caps how many keys of the rule one isolate starts tracking per second */
   newKeysPerSecond?: number;
   /** shadow mode: counts would-be denials, never denies */
