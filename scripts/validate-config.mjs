@@ -73,7 +73,7 @@ function check(validators, env, config, top, allowDemo) {
   } else {
     try {
       origin = parseOrigin(vars.ORIGIN_URL);
-      if (origin.demo && !allowDemo) {
+      if (origin.kind === "demo" && !allowDemo) {
         problems.push(`demo origin: ORIGIN_URL is "demo", the built-in echo, which answers every request itself and reaches no API; set ORIGIN_URL = "https://api.example.com" in ${section}, or deploy the demo on purpose: FLOODGATE_ALLOW_DEMO=1 npm run deploy${env === undefined ? "" : ` -- --env ${env}`}`);
       }
     } catch (error) {
@@ -109,7 +109,7 @@ function check(validators, env, config, top, allowDemo) {
         : `no migration creates RateLimiter: add [[migrations]] with tag = "v1" and new_sqlite_classes = ["RateLimiter"]`,
     );
   }
-  const shown = vars.ORIGIN_URL === "demo" ? "demo (allowed on purpose)" : vars.ORIGIN_URL;
+  const shown = vars.ORIGIN_URL === "demo" ? "demo (allowed on purpose)" : vars.ORIGIN_URL === "none" ? "none (service binding and admin API only)" : vars.ORIGIN_URL;
   return { problems, summary: `${rules.length} rule(s) valid, origin ${shown}, LIMITER bound` };
 }
 

@@ -8,7 +8,7 @@ import { check, refusal, refused } from "./gate/check";
 import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
 import { failureResponse } from "./http/failure";
-import { HttpProblem } from "./http/problem";
+import { HttpProblem, notFound } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
@@ -44,9 +44,11 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   const { origin } = settings;
   // Only the proxy needs an origin: the service binding and the admin API work without one.
   if (origin instanceof ConfigError) throw origin;
+  // A binding-only deployment is no proxy: nothing is counted, nothing forwarded, and nothing said of what exists.
+  if (origin.kind === "none") return notFound().toResponse();
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
-  const send = () => (origin.demo ? demoOrigin(request) : forward(request, url, origin.url));
+  const send = () => (origin.kind === "demo" ? demoOrigin(request) : forward(request, url, origin.url));
   // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
   const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {
     if (error instanceof HttpProblem) return error.toResponse();

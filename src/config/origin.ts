@@ -1,25 +1,30 @@
-/** Reads ORIGIN_URL: the one origin floodgate forwards to, or the built-in demo when it says "demo". */
+/** Reads ORIGIN_URL: the one origin floodgate forwards to, the built-in demo when it says "demo", or none for a binding-only deployment. */
 import { ConfigError } from "./errors";
 
-/** Where allowed requests go: a fixed http(s) origin, or the demo echo when ORIGIN_URL is "demo". */
-export type Origin = { demo: true } | { demo: false; url: URL };
+/**
+ * Where allowed requests go: a fixed http(s) origin, the demo echo when ORIGIN_URL is "demo", or
+ * nowhere when it is "none" (a deployment that serves its service binding and admin API only).
+ */
+export type Origin = { kind: "url"; url: URL } | { kind: "demo" } | { kind: "none" };
 
 /**
  * Validates ORIGIN_URL once. It must be an absolute http(s) URL with no query or fragment; a path
  * is kept as a prefix (`https://api.example.com/v1` + `/users` → `/v1/users`). `"demo"` selects the
- * built-in echo origin, on purpose only: absent or empty is an error, so a deployment that lost
- * its [vars] answers 500 instead of serving the echo.
+ * built-in echo origin and `"none"` no proxy at all, each on purpose only: absent or empty is an
+ * error, so a deployment that lost its [vars] answers 500 instead of serving the echo.
  *
  * @example
- * parseOrigin("https://api.example.com"); // { demo: false, url: URL }
- * parseOrigin("demo"); // { demo: true }
+ * parseOrigin("https://api.example.com"); // { kind: "url", url: URL }
+ * parseOrigin("demo"); // { kind: "demo" }
+ * parseOrigin("none"); // { kind: "none" }
  * parseOrigin(undefined); // throws: ORIGIN_URL: not set; write ORIGIN_URL = "https://api.example.com" …
  */
 export function parseOrigin(raw: unknown): Origin {
-  if (raw === "demo") return { demo: true };
+  if (raw === "demo") return { kind: "demo" };
+  if (raw === "none") return { kind: "none" };
   const fail = (why: string) => ConfigError.topLevel(why, "ORIGIN_URL");
   if (raw === undefined || raw === "") {
-    throw fail(`not set; write ORIGIN_URL = "https://api.example.com" (your API) in [vars], or "demo" for the built-in echo origin in local runs`);
+    throw fail(`not set; write ORIGIN_URL = "https://api.example.com" (your API) in [vars], "none" when floodgate serves only its service binding, or "demo" for the built-in echo origin in local runs`);
   }
   if (typeof raw !== "string") throw fail(`expected a URL like "https://api.example.com", got ${typeof raw}`);
   let url: URL;
@@ -33,5 +38,5 @@ export function parseOrigin(raw: unknown): Origin {
     throw fail("must not carry a query or fragment; the request's own are forwarded");
   }
   if (url.username || url.password) throw fail("must not carry credentials; use a header at the origin instead");
-  return { demo: false, url };
+  return { kind: "url", url };
 }

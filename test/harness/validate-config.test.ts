@@ -98,6 +98,13 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect((await validate({ toml }, { args: ["--allow-demo"] })).code).toBe(0);
   });
 
+  it("passes ORIGIN_URL = \"none\", a deployment that serves only its service binding and admin API", async () => {
+    const toml = `${TOP}\n[vars]\nORIGIN_URL = "none"\nRATE_LIMIT_RULES = '[{"name": "per-user", "limit": 5, "period": "1m"}]'\n`;
+    const passed = await validate({ toml });
+    expect(passed, passed.stderr).toMatchObject({ code: 0, stderr: "" });
+    expect(passed.stdout).toContain("origin none (service binding and admin API only)");
+  });
+
   it("lets the demo opt-in allow only the demo: zero rules and a missing binding are still refused", async () => {
     const toml = `name = "floodgate"\ncompatibility_date = "2026-04-20"\n\n[vars]\nORIGIN_URL = "demo"\nRATE_LIMIT_RULES = "[]"\n`;
     const run = await validate({ toml }, { allowDemo: "1" });

@@ -220,6 +220,21 @@ describe("proxying an allowed request", () => {
     for (const value of Object.values(secrets)) expect(text).not.toContain(value);
   });
 
+  it("proxies nothing when ORIGIN_URL is none: a 404 that says nothing of what exists, no rule counted, no origin reached", async () => {
+    const none = [{ name: "proxy-none", key: "ip", limit: 1, period: "1h" }];
+    const request = () => new Request("http://floodgate.test/origin-none/x", { headers: { "CF-Connecting-IP": "198.51.100.61" } });
+    const first = await send(request(), { rules: none, ORIGIN_URL: "none" });
+    const second = await send(request(), { rules: none, ORIGIN_URL: "none" });
+
+    expect([first.status, second.status]).toEqual([404, 404]);
+    expect(first.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(first.headers.has("RateLimit-Policy")).toBe(false);
+    expect(await first.json()).toEqual({ type: "about:blank", title: "Not Found", status: 404, detail: "There is nothing here." });
+    expect(await originLog("origin-none")).toEqual([]);
+    // The rule's key was never counted: the same address through a real origin still has its one request.
+    expect((await send(request(), { rules: none })).status).toBe(200);
+  });
+
   it("answers a configuration error when ORIGIN_URL is absent or empty, never the demo", async () => {
     for (const origin of [undefined, ""]) {
       const res = await send(new Request("http://floodgate.test/demo/absent"), { rules, ORIGIN_URL: origin });
