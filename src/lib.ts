@@ -16,6 +16,7 @@ export { RateLimiter } from "./durable-object/rate-limiter";
 /** What `limiter`, `createGate` and `rateLimit` throw for a rule set they cannot apply: `field`, `rule` and `problem` say where and what. */
 export { ConfigError } from "./config/errors";
 export type { LimitResult } from "./limiter/result";
+export { ipKey } from "./limiter/ip-key";
 export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */

@@ -6,9 +6,9 @@ import type { KeyPart } from "./types";
 const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
 const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
 /** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
-const DEFAULT_IPV6_PREFIX = 56;
+export const DEFAULT_IPV6_PREFIX = 56;
 /** Shorter prefixes than this would group whole providers, longer than 128 bits there are none. */
-const IPV6_PREFIX_RANGE = [32, 128] as const;
+export const IPV6_PREFIX_RANGE = [32, 128] as const;
 
 export function parseKey(value: unknown, at: RuleRef): KeyPart[] {
   if (value === undefined) return [{ source: "ip" }];

@@ -16,6 +16,7 @@ import { limitResult, type LimitResult } from "../limiter/result";
 import { keyPart, trimOws } from "../routing/key";
 
 export type { LimitResult } from "../limiter/result";
+export { ipKey } from "../limiter/ip-key";
 export type { Duration, LimiterRule } from "../config/input";
 
 declare module "hono" {

@@ -92,6 +92,20 @@ describe("examples/hono-app", () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect(await elsewhere.json()).toEqual({ ok: true, remaining: 2 });
   });
+
+  it("limits /login per IPv6 network: a client rotating through the addresses of its /56 gets no fresh attempts", async () => {
+    const { config, built } = await example("hono-app");
+    running = await run([workerOptions(config, built.path)]);
+
+    const statuses: number[] = [];
+    for (const address of ["2001:db8:abcd:1200::1", "2001:db8:abcd:1200::2", "2001:db8:abcd:12ab::3", "2001:db8:abcd:12ff:ffff:ffff:ffff:4"]) {
+      statuses.push((await running.fetch("/login", { method: "POST", headers: { "cf-connecting-ip": address } })).status);
+    }
+    const nextNetwork = await running.fetch("/login", { method: "POST", headers: { "cf-connecting-ip": "2001:db8:abcd:1300::1" } });
+
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(await nextNetwork.json()).toEqual({ ok: true, remaining: 2 });
+  });
 });
 
 describe("examples/service-binding", () => {

@@ -31,7 +31,7 @@ const PROXY_RULES = [{ name: "api", match: { path: "/api/*" }, key: "header:x-ap
 
 /** Type probes compiled in the fresh project: each `@ts-expect-error` fails the check if the packed types were `any`. */
 const PROBE = `import { RateLimiter, createGate, limiter, type Checked, type LimitResult, type RuleInput } from "floodgate";
-import { rateLimit } from "floodgate/hono";
+import { ipKey, rateLimit } from "floodgate/hono";
 import { Hono, type Context } from "hono";
 
 declare const namespace: DurableObjectNamespace<RateLimiter>;
@@ -57,9 +57,12 @@ export async function probe(request: Request): Promise<boolean> {
   limiter(namespace, { name: "api", algorithm: "concurrency", limit: 5, period: "1m" });
   // @ts-expect-error: not a duration
   createGate(namespace, { rules: [{ name: "per-ip", limit: 10, period: "ten" }] });
+  const grouped: string | undefined = ipKey(request.headers.get("cf-connecting-ip"), 64);
+  // @ts-expect-error: a prefix length is a number
+  ipKey("2001:db8::1", "/64");
   const typed: RuleInput[] = [{ name: "login", match: { path: "/login", methods: ["POST"] }, key: ["ip", "header:x-user"], algorithm: "gcra", limit: 5, period: 60, burst: 2, delay: 1 }];
   createGate(namespace, typed);
-  return result.success && checked.allowed && reset === "" && header === 0;
+  return result.success && checked.allowed && reset === "" && header === 0 && grouped !== "";
 }
 
 type Plain = { Bindings: { LIMITER: DurableObjectNamespace } };

@@ -1,5 +1,5 @@
 /** A Hono app limited by floodgate's middleware and library, with the RateLimiter Durable Object in this Worker. */
-import { RateLimiter, limiter } from "floodgate";
+import { RateLimiter, ipKey, limiter } from "floodgate";
 import { rateLimit } from "floodgate/hono";
 import { Hono } from "hono";
 
@@ -13,10 +13,11 @@ const app = new Hono<Env>()
   .use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))
   // What the middleware decided for this request: { success, limit, remaining, reset, retryAfter, rule }.
   .get("/api/quota", (c) => c.json(c.get("rateLimit")))
-  // The library without the middleware: 3 attempts, refilled one every 20 s, per client address.
+  // The library without the middleware: 3 attempts, refilled one every 20 s, per client address
+  // (an IPv6 client by its /56, as the proxy keys it: the addresses of one client's network share one quota).
   .post("/login", async (c) => {
     const attempts = limiter(c.env.LIMITER, { name: "login", algorithm: "token-bucket", limit: 3, period: "1m" });
-    const result = await attempts.limit(c.req.header("cf-connecting-ip") ?? "unknown", { ctx: c.executionCtx });
+    const result = await attempts.limit(ipKey(c.req.header("cf-connecting-ip")) ?? "unknown", { ctx: c.executionCtx });
     if (!result.success) return c.json({ error: "too many attempts", retryAfterMs: result.retryAfter }, 429);
     return c.json({ ok: true, remaining: result.remaining });
   });
