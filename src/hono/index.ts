@@ -58,6 +58,22 @@ export interface RateLimitOptions<C extends Context = Context> {
    * that throws fails the request, as a key function does.
    */
   skip?: (c: C) => boolean | Promise<boolean>;
+  /**
+   * answers a request the rule denies instead of the proxy's 429 problem+json, e.g. `(c, result) =>
+   * c.json({ error: "slow down", retryAfterMs: result.retryAfter }, 429)`; its response gets the
+   * rate-limit headers and `Retry-After` unless it sets a `Retry-After` of its own. A handler that
+   * throws fails the request, never letting it through; one that returns no Response is an error.
+   */
+  handler?: (c: C, result: LimitResult) => Response | Promise<Response>;
+  /** gives back what a request took when its response failed (as `requestWasSuccessful` says): only successes count; default false */
+  skipFailedRequests?: boolean;
+  /**
+   * gives back what a request took when its response succeeded: only failures count, as for login
+   * attempts, where a success should not use up the next attempts; default false
+   */
+  skipSuccessfulRequests?: boolean;
+  /** what succeeded means for the two skips above; default: the response's status is below 400 */
+  requestWasSuccessful?: (c: C) => boolean | Promise<boolean>;
   /** the RateLimit fields sent: "draft-10" (default), "draft-7", "draft-6" or "none" */
   headers?: HeaderForm;
   /** whether to send X-RateLimit-*; default true */
@@ -81,10 +97,14 @@ export interface RateLimitOptions<C extends Context = Context> {
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   checkOptions(options, OPTIONS, "rateLimit", REQUIRED);
   const rule = parseStandaloneRule(options.rule, { requests: true });
-  const { binding, key, skip } = options;
+  const { binding, key, skip, handler, requestWasSuccessful = succeeded } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
   if (skip !== undefined && typeof skip !== "function") throw new TypeError(`rateLimit: skip must be a function of the context returning true for a request the rule does not apply to, got ${typeof skip}`);
+  if (handler !== undefined && typeof handler !== "function") throw new TypeError(`rateLimit: handler must be a function of the context and the LimitResult returning the denied request's Response, got ${typeof handler}`);
+  if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
+  const skipping = { failed: flag(options.skipFailedRequests, "skipFailedRequests"), successful: flag(options.skipSuccessfulRequests, "skipSuccessfulRequests") };
+  checkSkipping(skipping, options.requestWasSuccessful !== undefined, rule.algorithm);
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
@@ -112,10 +132,14 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     });
     if (!held) return refuse(c, clientClosed().toResponse());
     const { decision, release, refund } = held;
-    c.set("rateLimit", limitResult(rule, decision, release));
+    const result = limitResult(rule, decision, release);
+    c.set("rateLimit", result);
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
-    if (!decision.allowed && !rule.dryRun) return refuse(c, denial([{ rule, decision }], now, forms).response);
+    if (!decision.allowed && !rule.dryRun) {
+      const denied = denial([{ rule, decision }], now, forms);
+      return refuse(c, handler ? withRateLimitHeaders(await answered(handler, c as unknown as C, result, rule.name), denied.headers) : denied.response);
+    }
     // A concurrency rule's slots are held until the handler's response has been sent.
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
       await next();
@@ -123,10 +147,11 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }, c.req.method === "HEAD");
     // rateLimits further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
     const verdict = verdicts.get(c);
-    if (verdict?.refused) {
+    // A request the skips leave uncounted gives its units back, as one that a rateLimit further in refused does.
+    if (verdict?.refused || ((skipping.failed || skipping.successful) && skipping[(await requestWasSuccessful(c as unknown as C)) ? "successful" : "failed"])) {
       const refunded = refund();
       if (!context.waitUntil) await refunded;
-      return;
+      if (verdict?.refused) return;
     }
     const mine = { rule, decision };
     if (rule.dryRun || mostRestrictive([mine, ...(verdict?.shown ? [verdict.shown] : [])]) !== mine) return;
@@ -148,7 +173,32 @@ function refuse(c: Context, response: Response): Response {
   return response;
 }
 
-const OPTIONS = ["binding", "rule", "key", "skip", "headers", "legacyHeaders"];
+/** The default of `requestWasSuccessful`: the response's status, as hono-rate-limiter and express-rate-limit read it. */
+const succeeded = (c: Context) => c.res.status < 400;
+
+/** A boolean option, false when absent. */
+function flag(value: unknown, name: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new TypeError(`rateLimit: ${name} must be true or false, got ${typeof value}`);
+  return value;
+}
+
+/** Refuses response skips that would be ignored, or leave nothing counted. */
+function checkSkipping(skipping: { failed: boolean; successful: boolean }, judged: boolean, algorithm: string): void {
+  const either = skipping.failed || skipping.successful;
+  if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
+  if (judged && !either) throw new TypeError("rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests; add one, or remove it");
+  if (either && algorithm === "concurrency") throw new TypeError("rateLimit: a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests");
+}
+
+/** The handler's answer to a denied request, which must be a Response: anything else would reach the client as Hono's 500 with no word of why. */
+async function answered<C extends Context>(handler: NonNullable<RateLimitOptions<C>["handler"]>, c: C, result: LimitResult, rule: string): Promise<Response> {
+  const response = await handler(c, result);
+  if (!(response instanceof Response)) throw new TypeError(`rateLimit("${rule}"): handler must return a Response for the denied request, got ${response === null ? "null" : typeof response}`);
+  return response;
+}
+
+const OPTIONS = ["binding", "rule", "key", "skip", "handler", "skipFailedRequests", "skipSuccessfulRequests", "requestWasSuccessful", "headers", "legacyHeaders"];
 const REQUIRED = ["binding", "rule", "key"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {

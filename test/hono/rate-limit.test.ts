@@ -17,9 +17,9 @@ function app(options: Partial<Parameters<typeof rateLimit>[0]> & { rule: Limiter
   return hono;
 }
 
-async function get(hono: Hono<App>, path: string, headers: Record<string, string> = {}): Promise<Response> {
+async function get(hono: Hono<App>, path: string, headers: Record<string, string> = {}, method = "GET"): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await hono.request(path, { headers }, env, ctx);
+  const response = await hono.request(path, { method, headers }, env, ctx);
   await waitOnExecutionContext(ctx);
   return response;
 }
@@ -144,7 +144,7 @@ describe("rateLimit (Hono middleware)", () => {
     const plain = new Hono();
     plain.use(rateLimit({ binding: "LIMITER", rule: { name: "hono-typed", limit: 5, period: "1m" }, key: () => "k" }));
     plain.get("/", (c) => c.json({ left: c.get("rateLimit").remaining satisfies number }));
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, skip\?, headers\?, legacyHeaders\?/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, skip\?, handler\?, skipFailedRequests\?, skipSuccessfulRequests\?, requestWasSuccessful\?, headers\?, legacyHeaders\?/);
   });
 
   it("sends the header forms it is given", async () => {
@@ -243,6 +243,71 @@ describe("rateLimit (Hono middleware)", () => {
     expect(metrics.value("floodgate_durable_object_calls_total", { method: "relay" })).toBeGreaterThan(relayed);
   });
 
+  it("answers a denied request with its handler's response, carrying the rate-limit headers and Retry-After", async () => {
+    const hono = app({ rule: { name: "hono-handler", limit: 1, period: "1m" }, handler: (c, result) => c.json({ error: "slow down", rule: result.rule, success: result.success }, 429) });
+    await get(hono, "/api/a", { "x-api-key": "k-handler" });
+    const denied = await get(hono, "/api/b", { "x-api-key": "k-handler" });
+
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("Content-Type")).toMatch(/^application\/json/);
+    expect(await denied.json()).toEqual({ error: "slow down", rule: "hono-handler", success: false });
+    expect(Number(denied.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+    expect(denied.headers.get("RateLimit")).toBe(`"hono-handler";r=0;t=${denied.headers.get("Retry-After")}`);
+    expect(denied.headers.get("X-RateLimit-Remaining")).toBe("0");
+  });
+
+  it("leaves a handler's own Retry-After, and its headers with it", async () => {
+    const hono = app({ rule: { name: "hono-handler-own", limit: 1, period: "1m" }, handler: (c) => c.text("later", 503, { "Retry-After": "120" }) });
+    await get(hono, "/api/a", { "x-api-key": "k-handler-own" });
+    const denied = await get(hono, "/api/b", { "x-api-key": "k-handler-own" });
+    expect([denied.status, denied.headers.get("Retry-After"), denied.headers.get("RateLimit")]).toEqual([503, "120", null]);
+  });
+
+  it("fails a denied request, never letting it through, when the handler returns no Response", async () => {
+    const hono = app({ rule: { name: "hono-handler-none", limit: 1, period: "1m" }, handler: (() => undefined) as never });
+    let thrown: unknown;
+    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
+    await get(hono, "/api/a", { "x-api-key": "k-handler-none" });
+    expect((await get(hono, "/api/b", { "x-api-key": "k-handler-none" })).status).toBe(500);
+    expect(String(thrown)).toBe('TypeError: rateLimit("hono-handler-none"): handler must return a Response for the denied request, got undefined');
+  });
+
+  it("with skipSuccessfulRequests counts only failed requests: a success gives its unit back", async () => {
+    const hono = new Hono<App>();
+    hono.use("/login", rateLimit({ binding: "LIMITER", rule: { name: "hono-failures", limit: 3, period: "1h" }, key: () => "k-failures", skipSuccessfulRequests: true }));
+    hono.post("/login", (c) => (c.req.header("x-password") === "right" ? c.text("welcome") : c.text("no", 401)));
+    const login = (password: string) => get(hono, "/login", { "x-password": password }, "POST");
+
+    const statuses = [];
+    for (const password of ["right", "right", "right", "right", "wrong", "wrong", "right", "wrong", "wrong", "right"]) statuses.push((await login(password)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 401, 401, 200, 401, 429, 429]);
+  });
+
+  it("with skipFailedRequests gives back what a failed response took, a handler's error included", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-successes", limit: 2, period: "1h" }, key: () => "k-successes", skipFailedRequests: true }));
+    hono.get("/api/missing", (c) => c.notFound());
+    hono.get("/api/broken", () => {
+      throw new Error("the handler failed");
+    });
+    hono.get("/api/:id", (c) => c.text("ok"));
+
+    const statuses = [];
+    for (const path of ["/api/missing", "/api/broken", "/api/a", "/api/missing", "/api/b", "/api/c"]) statuses.push((await get(hono, path)).status);
+    expect(statuses).toEqual([404, 500, 200, 404, 200, 429]);
+  });
+
+  it("reads success as requestWasSuccessful says, and gives units back on a fast rule too", async () => {
+    const hono = new Hono<App>();
+    const rule = { name: "hono-judged", limit: 2, period: "1h", mode: "fast" as const };
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule, key: () => "k-judged", skipSuccessfulRequests: true, requestWasSuccessful: (c) => c.res.headers.get("x-outcome") === "ok" }));
+    hono.get("/api/:outcome", (c) => c.text("done", 200, { "x-outcome": c.req.param("outcome") }));
+
+    const statuses = [];
+    for (const outcome of ["ok", "ok", "ok", "bad", "ok", "bad", "bad"]) statuses.push((await get(hono, `/api/${outcome}`)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
+  });
+
   it("checks its options when it is made", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
@@ -250,6 +315,15 @@ describe("rateLimit (Hono middleware)", () => {
     expect(() => rateLimit({ binding: 42 as never, rule: { name: "h", limit: 1, period: "1m" }, key: () => "k" })).toThrow(/binding must be the name/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", headers: "draft-99" as never })).toThrow(/headers/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
+  });
+
+  it("refuses response skips it would ignore or that would count nothing, and a handler that is not a function", () => {
+    const made = (options: Partial<Parameters<typeof rateLimit>[0]>) => () => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", ...options });
+    expect(made({ handler: "slow down" as never })).toThrow(/^rateLimit: handler must be a function/);
+    expect(made({ skipFailedRequests: "yes" as never })).toThrow(/^rateLimit: skipFailedRequests must be true or false, got string$/);
+    expect(made({ skipFailedRequests: true, skipSuccessfulRequests: true })).toThrow(/^rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request/);
+    expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests/);
+    expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit: a concurrency rule's slots come back once each response is sent/);
   });
 
   it("says which binding is missing instead of letting the request through", async () => {
