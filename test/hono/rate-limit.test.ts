@@ -299,7 +299,7 @@ describe("rateLimit (Hono middleware)", () => {
 
   it("reads success as requestWasSuccessful says, and gives units back on a fast rule too", async () => {
     const hono = new Hono<App>();
-    const rule = { name: "hono-judged", limit: 2, period: "1h", mode: "fast" as const };
+    const rule: LimiterRule = { name: "hono-judged", limit: 2, period: "1h", mode: "fast" };
     hono.use("/api/*", rateLimit({ binding: "LIMITER", rule, key: () => "k-judged", skipSuccessfulRequests: true, requestWasSuccessful: (c) => c.res.headers.get("x-outcome") === "ok" }));
     hono.get("/api/:outcome", (c) => c.text("done", 200, { "x-outcome": c.req.param("outcome") }));
 
