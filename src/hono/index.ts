@@ -1,7 +1,6 @@
 /** `floodgate/hono`: Hono middleware that limits each request it guards with floodgate, answering as the proxy does. */
 import type { Context, MiddlewareHandler } from "hono";
-import { parseStandaloneRule } from "../config/rules";
-import type { LimiterRule } from "../config/input";
+import type { Rule } from "../config/types";
 import type { RateLimiterNamespace } from "../lib";
 import { denial } from "../gate/check";
 import { costOf } from "../gate/enforce";
@@ -14,10 +13,12 @@ import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { keyPart, trimOws } from "../routing/key";
+import { ruleOf, type RuleOption } from "./rule-of";
 
 export type { LimitResult } from "../limiter/result";
 export { ipKey } from "../limiter/ip-key";
 export type { Duration, LimiterRule } from "../config/input";
+export type { RuleOption } from "./rule-of";
 
 declare module "hono" {
   interface ContextVariableMap {
@@ -38,9 +39,12 @@ export interface RateLimitOptions<C extends Context = Context> {
   /**
    * one rule, as in RATE_LIMIT_RULES without `match`, `key` and `ipv6Prefix`, e.g. `{ name: "api",
    * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
-   * reads it (absent: 1; not a positive integer: the proxy's 400)
+   * reads it (absent: 1; not a positive integer: the proxy's 400). Or a function of the context
+   * choosing the request's rule, e.g. by plan: `(c) => (c.get("plan") === "pro" ? PRO : FREE)`,
+   * each rule with a name of its own (two different rules under one name fail the request);
+   * each is checked the first time it is returned, and a bad one fails that request.
    */
-  rule: LimiterRule;
+  rule: RuleOption<C>;
   /**
    * the request's key, e.g. `(c) => c.req.header("x-api-key")`, made a key as the proxy makes a
    * header key part: the spaces and tabs around it dropped (a raw client's `K9 ` is `K9`), and `%`,
@@ -96,7 +100,6 @@ export interface RateLimitOptions<C extends Context = Context> {
  */
 export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
   checkOptions(options, OPTIONS, "rateLimit", REQUIRED);
-  const rule = parseStandaloneRule(options.rule, { requests: true });
   const { binding, key, skip, handler, requestWasSuccessful = succeeded } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
@@ -104,12 +107,14 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (handler !== undefined && typeof handler !== "function") throw new TypeError(`rateLimit: handler must be a function of the context and the LimitResult returning the denied request's Response, got ${typeof handler}`);
   if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
   const skipping = { failed: flag(options.skipFailedRequests, "skipFailedRequests"), successful: flag(options.skipSuccessfulRequests, "skipSuccessfulRequests") };
-  checkSkipping(skipping, options.requestWasSuccessful !== undefined, rule.algorithm);
+  checkSkipping(skipping, options.requestWasSuccessful !== undefined);
+  const ruleFor = ruleOf(options.rule, (rule) => checkSkipped(skipping, rule));
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
     if (skip && (await skip(c as unknown as C)) === true) return next();
     const context = contextOf(c as unknown as C, binding);
+    const rule = await ruleFor(c as unknown as C);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
       throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
@@ -184,11 +189,22 @@ function flag(value: unknown, name: string): boolean {
 }
 
 /** Refuses response skips that would be ignored, or leave nothing counted. */
-function checkSkipping(skipping: { failed: boolean; successful: boolean }, judged: boolean, algorithm: string): void {
-  const either = skipping.failed || skipping.successful;
+function checkSkipping(skipping: Skipping, judged: boolean): void {
   if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
-  if (judged && !either) throw new TypeError("rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests; add one, or remove it");
-  if (either && algorithm === "concurrency") throw new TypeError("rateLimit: a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests");
+  if (judged && !skipping.failed && !skipping.successful) throw new TypeError("rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests; add one, or remove it");
+}
+
+/** Refuses response skips on a rule that would ignore them. */
+function checkSkipped(skipping: Skipping, rule: Rule): void {
+  if ((skipping.failed || skipping.successful) && rule.algorithm === "concurrency") {
+    throw new TypeError(`rateLimit("${rule.name}"): a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests`);
+  }
+}
+
+/** Which responses give back what their request took. */
+interface Skipping {
+  failed: boolean;
+  successful: boolean;
 }
 
 /** The handler's answer to a denied request, which must be a Response: anything else would reach the client as Hono's 500 with no word of why. */

@@ -308,6 +308,34 @@ describe("rateLimit (Hono middleware)", () => {
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
   });
 
+  it("applies the rule its rule function picks for each request: each plan its limit, its headers and its own counter", async () => {
+    const free: LimiterRule = { name: "hono-plan-free", limit: 2, period: "1h" };
+    const pro: LimiterRule = { name: "hono-plan-pro", limit: 5, period: "1h" };
+    const hono = app({ rule: (c) => (c.req.header("x-plan") === "pro" ? pro : free) });
+    const statuses = async (plan: string) => {
+      const seen = [];
+      for (let i = 0; i < 6; i++) seen.push((await get(hono, `/api/${i}`, { "x-api-key": "k-plan", "x-plan": plan })).status);
+      return seen;
+    };
+
+    expect(await statuses("free")).toEqual([200, 200, 429, 429, 429, 429]);
+    expect(await statuses("pro")).toEqual([200, 200, 200, 200, 200, 429]);
+    expect((await get(hono, "/api/x", { "x-api-key": "k-plan-2", "x-plan": "pro" })).headers.get("RateLimit-Policy")).toBe('"hono-plan-pro";q=5;w=3600');
+  });
+
+  it("takes a rule its function builds afresh per request as the same rule, and fails a request given a bad rule or two rules under one name", async () => {
+    let thrown: unknown;
+    const hono = app({ rule: (c) => ({ name: "hono-built", limit: Number(c.req.header("x-limit")), period: "1h" }) });
+    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
+
+    expect((await get(hono, "/api/a", { "x-api-key": "k-built", "x-limit": "3" })).headers.get("RateLimit-Policy")).toBe('"hono-built";q=3;w=3600');
+    expect((await get(hono, "/api/b", { "x-api-key": "k-built", "x-limit": "3" })).status).toBe(200);
+    expect((await get(hono, "/api/c", { "x-api-key": "k-built", "x-limit": "30" })).status).toBe(500);
+    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function returned two different rules named "hono-built" (limit 3 and 30, burst 3 and 30); give each its own name, e.g. "hono-built-pro"');
+    expect((await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" })).status).toBe(500);
+    expect(String(thrown)).toMatch(/^ConfigError: rule \("hono-built"\)\.limit: /);
+  });
+
   it("checks its options when it is made", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "ten" } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.period/);
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: "x-api-key" as never })).toThrow(/key must be a function/);
@@ -323,7 +351,7 @@ describe("rateLimit (Hono middleware)", () => {
     expect(made({ skipFailedRequests: "yes" as never })).toThrow(/^rateLimit: skipFailedRequests must be true or false, got string$/);
     expect(made({ skipFailedRequests: true, skipSuccessfulRequests: true })).toThrow(/^rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request/);
     expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests/);
-    expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit: a concurrency rule's slots come back once each response is sent/);
+    expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit\("h"\): a concurrency rule's slots come back once each response is sent/);
   });
 
   it("says which binding is missing instead of letting the request through", async () => {
