@@ -75,6 +75,9 @@ export const plain = new Hono<Plain>().use(
 export const app = new Hono()
   .use(rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))
   .use("/login", rateLimit({ binding: "LIMITER", rule: { name: "login", limit: 5, period: "1h" }, key: (c) => ipKey(c.req.header("cf-connecting-ip")), skipSuccessfulRequests: true, handler: (c, result) => c.json({ retryAfterMs: result.retryAfter }, 429) }))
+  .use("/plans/*", rateLimit({ binding: "LIMITER", rule: (c) => (c.req.header("x-plan") === "pro" ? { name: "pro", limit: 50, period: "1m" } : { name: "free", limit: 5, period: "1m" }), key: () => "k" }))
+  // @ts-expect-error: a rule function returns rules, typed as rules are
+  .use(rateLimit({ binding: "LIMITER", rule: () => ({ name: "api", limit: 5, period: "ten" }), key: () => "k" }))
   // @ts-expect-error: skipFailedRequests is a boolean
   .use(rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: () => "k", skipFailedRequests: "yes" }))
   .get("/", (c) => {

@@ -3,14 +3,14 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
-import { rateLimit, type LimiterRule, type LimitResult } from "../../src/hono";
+import { rateLimit, type LimiterRule, type LimitResult, type RateLimitOptions } from "../../src/hono";
 import { metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
 import { limiter } from "../../src/lib";
 
 type App = { Bindings: Env; Variables: { rateLimit: LimitResult } };
 
-function app(options: Partial<Parameters<typeof rateLimit>[0]> & { rule: LimiterRule }) {
+function app(options: Partial<RateLimitOptions> & Pick<RateLimitOptions, "rule">) {
   const hono = new Hono<App>();
   hono.use("/api/*", rateLimit({ binding: "LIMITER", key: (c) => c.req.header("x-api-key"), ...options }));
   hono.get("/api/:id", (c) => c.json({ id: c.req.param("id"), rateLimit: c.get("rateLimit") }));
