@@ -54,5 +54,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
     if (error instanceof HttpProblem) return error.toResponse();
     throw error;
   });
+  // A rule that counts by response (its `count`) learns how the request ended: the origin's status, or the 502 of none.
+  if (checked.settle) ctx.waitUntil(checked.settle(response.status));
   return withRateLimitHeaders(response, checked.headers);
 }

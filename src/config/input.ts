@@ -1,5 +1,5 @@
 /** The rule format users write, as types: what `limiter`, `createGate` and `rateLimit` accept, checked again at run time by the parser, which names the field. */
-import type { Aggregate, Mode, OnError } from "./types";
+import type { Aggregate, Count, Mode, OnError } from "./types";
 
 /** Seconds as a number, or a positive integer then `ms`, `s`, `m`, `h` or `d`: `500ms`, `10s`, `5m`, `1h`, `1d`. */
 export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
@@ -31,6 +31,8 @@ interface CommonFields {
   dryRun?: boolean;
   /** once the rule denies a key, deny it until this has passed */
   block?: Duration;
+  /** which admitted requests stay counted once their response is known: "all" (default), "failed" (status 400 and up) or "successful" */
+  count?: Count;
 }
 
 /** One rule used from code (`limiter`, `rateLimit`): a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`. */

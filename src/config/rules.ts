@@ -9,17 +9,19 @@ import { pathText, repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
-import type { Aggregate, Config, Mode, OnError, Rule } from "./types";
+import type { Aggregate, Config, Count, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
+  "count",
 ];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
 const MODES: Choices<Mode> = ["strict", "fast"];
 const ON_ERROR: Choices<OnError> = ["local", "allow", "deny"];
 const AGGREGATE: Choices<"none" | Aggregate> = ["auto", "none", "location", "continent"];
+const COUNTS: Choices<Count> = ["all", "failed", "successful"];
 /** How often a fast-mode isolate reconciles with the Durable Object when the rule names nothing else. */
 const DEFAULT_SYNC_MS = 1_000;
 /** How long a concurrency slot is held when its request never gives it back: its isolate vanished. */
@@ -62,6 +64,8 @@ export interface RuleDescription {
   dryRun: boolean;
   /** e.g. "10m"; only when set */
   block?: string;
+  /** "failed" or "successful"; only when set */
+  count?: Count;
 }
 
 /**
@@ -136,6 +140,7 @@ export function describeRule(rule: Rule): RuleDescription {
     ...(hasIpPart(rule.key) ? { ipv6Prefix: rule.ipv6Prefix } : {}),
     ...(rule.newKeysPerSecond !== null ? { newKeysPerSecond: rule.newKeysPerSecond } : {}),
     dryRun: rule.dryRun,
+    ...(rule.count !== "all" ? { count: rule.count } : {}),
     ...(rule.blockMs !== null ? { block: formatDuration(rule.blockMs) } : {}),
   };
 }
@@ -241,7 +246,11 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const newKeysPerSecond = fields.has("newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
   const dryRun = parseBoolean(fields.get("dryRun"), at, "dryRun");
   const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
-  const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs };
+  const count = parseChoice(fields.get("count"), COUNTS, at, "count");
+  if (algorithm === "concurrency" && count !== "all") {
+    fail(at, "count", `a concurrency slot comes back once its response is sent, whatever its status, so there is nothing to give back; remove it`);
+  }
+  const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs, count };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   if (aggregate !== "none") rule.aggregate = aggregate;

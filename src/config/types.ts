@@ -22,6 +22,13 @@ export type Aggregate = "auto" | "location" | "continent";
 /** What a rule decides when its Durable Object fails or is slower than `timeout`. */
 export type OnError = "local" | "allow" | "deny";
 
+/**
+ * Which admitted requests a rule counts, by their response: every one, or only those whose
+ * response failed (status 400 and up: failed logins, say) or succeeded (below 400). The others
+ * give back what they took once the response is known.
+ */
+export type Count = "all" | "failed" | "successful";
+
 export interface Rule {
   name: string;
   match: {
@@ -68,6 +75,8 @@ export interface Rule {
   newKeysPerSecond: number | null;
   /** shadow mode: the rule decides and counts as usual, but its denials only show in metrics and logs */
   dryRun: boolean;
+  /** which admitted requests stay counted once their response is known */
+  count: Count;
   /** once the rule denies a key, every request for it is denied for this long; null: no block */
   blockMs: number | null;
 }

@@ -22,6 +22,13 @@ export interface Admitted {
    * rule's `slotTtl`
    */
   release?: () => Promise<void>;
+  /**
+   * present when a rule that counts by response (its `count`: "failed" or "successful") admitted
+   * the request: call it with the response's status once you have it (or true or false for whether
+   * the request succeeded), and what the request took under a rule that does not count such a
+   * response is given back; never called, the request stays counted
+   */
+  settle?: (outcome: number | boolean) => Promise<void>;
 }
 
 /** A request a rule refuses: send `response` instead. */
@@ -32,6 +39,7 @@ export interface Refused {
   /** the 429 (or the 400 for a malformed cost header) to send, or a 499 when the client went away while the request was held */
   response: Response;
   release?: undefined;
+  settle?: undefined;
 }
 
 /**
@@ -73,7 +81,7 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
   if (!verdict.allowed) return denial(enforced.filter((e) => !e.decision.allowed), now, gate.headers);
   const shown = mostRestrictive(enforced);
   const headers = shown ? rateLimitHeaders(shown.rule, shown.decision, now, gate.headers) : {};
-  return { allowed: true, headers, ...(verdict.release ? { release: verdict.release } : {}) };
+  return { allowed: true, headers, ...(verdict.release ? { release: verdict.release } : {}), ...(verdict.settle ? { settle: verdict.settle } : {}) };
 }
 
 /**

@@ -5,6 +5,7 @@ import { invalidRequest } from "../http/problem";
 import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
+import { settleOf, type Settle } from "../limiter/settle";
 import { hostOf, matchingRules } from "../routing/match";
 import { buildKey, requestCost } from "../routing/key";
 
@@ -25,6 +26,8 @@ export interface Verdict {
   gone?: true;
   /** an allowed request's concurrency slots: call once the request is over (see ../limiter/release) */
   release?: Release;
+  /** when a rule counts by response (its `count`): call with the response's status once it is known (see ../limiter/settle) */
+  settle?: Settle;
 }
 
 /**
@@ -73,7 +76,8 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const released = verdict.entries.some((e) => e.decision.holdMs)
     ? { ...verdict, entries: await Promise.all(verdict.entries.map(async (e, i) => ({ rule: e.rule, decision: await asReleased(asks[i]!, e.decision, context) }))) }
     : verdict;
-  return { ...released, ...releaseOf(asks.map((a, i) => ({ ask: a, taken: taken[i]! })), context) };
+  const admitted = asks.map((a, i) => ({ ask: a, taken: taken[i]! }));
+  return { ...released, ...releaseOf(admitted, context), ...settleOf(admitted, context) };
 }
 
 /** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out. */

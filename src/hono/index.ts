@@ -107,8 +107,8 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (handler !== undefined && typeof handler !== "function") throw new TypeError(`rateLimit: handler must be a function of the context and the LimitResult returning the denied request's Response, got ${typeof handler}`);
   if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
   const skipping = { failed: flag(options.skipFailedRequests, "skipFailedRequests"), successful: flag(options.skipSuccessfulRequests, "skipSuccessfulRequests") };
-  checkSkipping(skipping, options.requestWasSuccessful !== undefined);
-  const ruleFor = ruleOf(options.rule, (rule) => checkSkipped(skipping, rule));
+  if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
+  const ruleFor = ruleOf(options.rule, (rule) => counting(rule, skipping, options.requestWasSuccessful !== undefined));
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
@@ -136,8 +136,8 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       throw error;
     });
     if (!held) return refuse(c, clientClosed().toResponse());
-    const { decision, release, refund } = held;
-    const result = limitResult(rule, decision, release);
+    const { decision, release, refund, settle } = held;
+    const result = limitResult(rule, decision, { release });
     c.set("rateLimit", result);
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
@@ -152,10 +152,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }, c.req.method === "HEAD");
     // rateLimits further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
     const verdict = verdicts.get(c);
-    // A request the skips leave uncounted gives its units back, as one that a rateLimit further in refused does.
-    if (verdict?.refused || ((skipping.failed || skipping.successful) && skipping[(await requestWasSuccessful(c as unknown as C)) ? "successful" : "failed"])) {
-      const refunded = refund();
-      if (!context.waitUntil) await refunded;
+    if (verdict?.refused || settle) {
+      // A rule that counts by response gives back what a request it does not count took, as one a rateLimit further in refused does.
+      const givenBack = verdict?.refused ? refund() : settle!(await requestWasSuccessful(c as unknown as C));
+      if (!context.waitUntil) await givenBack;
       if (verdict?.refused) return;
     }
     const mine = { rule, decision };
@@ -188,17 +188,19 @@ function flag(value: unknown, name: string): boolean {
   return value;
 }
 
-/** Refuses response skips that would be ignored, or leave nothing counted. */
-function checkSkipping(skipping: Skipping, judged: boolean): void {
-  if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
-  if (judged && !skipping.failed && !skipping.successful) throw new TypeError("rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests; add one, or remove it");
-}
-
-/** Refuses response skips on a rule that would ignore them. */
-function checkSkipped(skipping: Skipping, rule: Rule): void {
-  if ((skipping.failed || skipping.successful) && rule.algorithm === "concurrency") {
+/**
+ * The rule as the middleware applies it: the skips are its `count` (skipSuccessfulRequests counts
+ * only failed requests), so one mechanism gives units back. Refuses skips the rule would ignore
+ * or that say twice what its `count` says, and a `requestWasSuccessful` nothing reads.
+ */
+function counting(rule: Rule, skipping: Skipping, judged: boolean): Rule {
+  const skipped = skipping.successful ? "failed" : skipping.failed ? "successful" : undefined;
+  if (skipped && rule.count !== "all") throw new TypeError(`rateLimit("${rule.name}"): the rule's count ("${rule.count}") already says which requests it counts; remove skipFailedRequests and skipSuccessfulRequests`);
+  if (skipped && rule.algorithm === "concurrency") {
     throw new TypeError(`rateLimit("${rule.name}"): a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests`);
   }
+  if (judged && !skipped && rule.count === "all") throw new TypeError(`rateLimit("${rule.name}"): requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule's count; add one, or remove it`);
+  return skipped ? { ...rule, count: skipped } : rule;
 }
 
 /** Which responses give back what their request took. */

@@ -17,14 +17,14 @@ const PARSED_RULES = 256;
 /**
  * The rule of each request. A rule given as it is is parsed now, so a bad one throws when the
  * middleware is made; one a function returns is parsed the first time it is seen (a bad one fails
- * that request), and `checked` runs once on each. A name stands for one rule: a function that
+ * that request), and `adopted` makes each the rule to apply (checking it against the middleware's
+ * other options) once. A name stands for one rule: a function that
  * returns two different rules under one name would have one key's object counted under each in
  * turn, so the second throws, asking for a name of its own.
  */
-export function ruleOf<C extends Context>(option: RuleOption<C>, checked: (rule: Rule) => void): (c: C) => Rule | Promise<Rule> {
+export function ruleOf<C extends Context>(option: RuleOption<C>, adopted: (rule: Rule) => Rule): (c: C) => Rule | Promise<Rule> {
   if (typeof option !== "function") {
-    const rule = parseStandaloneRule(option, { requests: true });
-    checked(rule);
+    const rule = adopted(parseStandaloneRule(option, { requests: true }));
     return () => rule;
   }
   const parsed = new LruTable<Rule>(PARSED_RULES, () => undefined);
@@ -42,9 +42,9 @@ export function ruleOf<C extends Context>(option: RuleOption<C>, checked: (rule:
       const how = differ.map((field) => `${field} ${JSON.stringify(before[field])} and ${JSON.stringify(description[field])}`).join(", ");
       throw new TypeError(`rateLimit: the rule function returned two different rules named "${rule.name}" (${how}); give each its own name, e.g. "${rule.name}-pro"`);
     }
-    checked(rule);
+    const applied = adopted(rule);
     described.set(rule.name, description);
-    parsed.set(text, rule);
-    return rule;
+    parsed.set(text, applied);
+    return applied;
   };
 }

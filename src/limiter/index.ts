@@ -9,6 +9,7 @@ import { waitHold } from "./hold";
 import { admitKey, keyAsPeeked } from "./new-keys";
 import { forgetFallback, onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
+import { settleOf, type Settle } from "./settle";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
@@ -166,6 +167,8 @@ export interface Held {
   release?: Release;
   /** gives back what an admission took, as the proxy does when another rule denies the request (concurrency slots come back through `release`) */
   refund: () => Promise<void>;
+  /** when the rule counts by response (its `count`): gives the units back if the request ended as the rule does not count */
+  settle?: Settle;
 }
 
 /**
@@ -182,7 +185,7 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context) };
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;

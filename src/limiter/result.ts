@@ -35,6 +35,14 @@ export interface LimitResult {
    * `slotTtl`. Only the first call gives anything back. Over the service binding it is an RPC stub.
    */
   release?: () => Promise<void>;
+  /**
+   * present when the rule counts by response (`count`: "failed" or "successful") and granted the
+   * units: call it once you know how the request ended, with the response's HTTP status or
+   * whether it succeeded (true or false), and the units are given back if the rule does not count
+   * such a request (a success, for a rule counting failed logins). Only the first call does
+   * anything; never called, the units stay spent. Over the service binding it is an RPC stub.
+   */
+  settle?: (outcome: number | boolean) => Promise<void>;
 }
 
 /**
@@ -42,7 +50,7 @@ export interface LimitResult {
  * A dry-run rule never denies: its would-be denial is a success with reason "dry-run", so code
  * that reads only `success` (as Cloudflare's binding is read) lets the request through.
  */
-export function limitResult(rule: Rule, decision: Decision, release?: () => Promise<void>): LimitResult {
+export function limitResult(rule: Rule, decision: Decision, { release, settle }: Pick<LimitResult, "release" | "settle"> = {}): LimitResult {
   const wouldDeny = !decision.allowed && rule.dryRun;
   const result: LimitResult = {
     success: decision.allowed || rule.dryRun,
@@ -55,5 +63,6 @@ export function limitResult(rule: Rule, decision: Decision, release?: () => Prom
   if (wouldDeny) result.reason = "dry-run";
   else if (decision.reason !== undefined) result.reason = decision.reason;
   if (release) result.release = release;
+  if (settle) result.settle = settle;
   return result;
 }

@@ -52,6 +52,7 @@ const minimal: Rule = {
   newKeysPerSecond: null,
   dryRun: false,
   blockMs: null,
+  count: "all",
 };
 
 describe("accepted shapes", () => {
@@ -112,6 +113,7 @@ describe("accepted shapes", () => {
         newKeysPerSecond: null,
         dryRun: false,
         blockMs: null,
+        count: "all",
       },
       {
         name: "login",
@@ -131,6 +133,7 @@ describe("accepted shapes", () => {
         newKeysPerSecond: null,
         dryRun: false,
         blockMs: null,
+        count: "all",
       },
     ]);
   });
@@ -664,6 +667,25 @@ describe("rule policies", () => {
     const error = errorFor([rule({ dryRun })]);
     expect(error.field).toBe("rules[0].dryRun");
     expect(error.message).toContain("expected true or false");
+  });
+
+  it("counts every admitted request unless count says failed or successful, and describes count only when set", () => {
+    expect(only([rule()]).count).toBe("all");
+    const failed = only([rule({ count: "failed" })]);
+    expect([failed.count, describeRule(failed).count, describeRule(only([rule()])).count]).toEqual(["failed", "failed", undefined]);
+    expect(only([rule({ count: "successful" })]).count).toBe("successful");
+  });
+
+  it.each(["failures", true, 400, ""])("rejects the count %j, naming the field and the choices", (count) => {
+    const error = errorFor([rule({ count })]);
+    expect(error.field).toBe("rules[0].count");
+    expect(error.message).toContain(`expected "all" or "failed" or "successful" (default "all")`);
+  });
+
+  it("rejects a count on a concurrency rule, whose slots always come back", () => {
+    const error = errorFor([rule({ algorithm: "concurrency", period: undefined, count: "failed" })]);
+    expect(error.field).toBe("rules[0].count");
+    expect(error.message).toContain("a concurrency slot comes back once its response is sent");
   });
 
   it.each(["forever", 0, -1, "10"])("rejects the block %j as a duration", (block) => {

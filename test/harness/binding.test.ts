@@ -13,6 +13,7 @@ const RULES = [
   { name: "slots", match: { path: "/slots/*" }, key: "ip", algorithm: "concurrency", limit: 1 },
   { name: "long-slots", match: { path: "/long-slots/*" }, key: "ip", algorithm: "concurrency", limit: 1, slotTtl: "600ms" },
   { name: "relayed", match: { path: "/relayed/*" }, key: "ip", limit: 3, period: "1h", mode: "fast", aggregate: "location" },
+  { name: "failed-logins", match: { path: "/failed-logins/*" }, key: "ip", limit: 2, period: "1h", count: "failed" },
 ];
 const ADMIN = "binding-test-admin";
 
@@ -49,6 +50,24 @@ export default {
         const again = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
         await again.release();
         return Response.json({ held: held.success, denied: denied.success, again: again.success });
+      }
+      case "/settled": {
+        // Each attempt settled with the status its outcome gives: only the failures count.
+        const limited = [];
+        for (const status of q("statuses").split(",").map(Number)) {
+          const result = await env.FLOODGATE.limit({ rule: "failed-logins", key: q("key") });
+          limited.push(result.success);
+          if (result.success) await result.settle(status);
+        }
+        const checked = [];
+        for (const [i, status] of q("statuses").split(",").map(Number).entries()) {
+          // An API key of its own each time: the "api" rule applies to every path, and its shared #none key is other tests'.
+          const headers = { "CF-Connecting-IP": q("ip"), "x-api-key": q("ip") + "-" + i };
+          const result = await env.FLOODGATE.check(new Request("https://api.example.com/failed-logins/x", { headers }));
+          checked.push(result.allowed);
+          if (result.allowed) await result.settle(status);
+        }
+        return Response.json({ limited, checked });
       }
       case "/long-slots-forgotten": {
         const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
@@ -186,6 +205,13 @@ describe("the Floodgate service binding", () => {
     expect(denied.every((r) => r.retryAfter > 0 && r.remaining === 0)).toBe(true);
   });
 
+  it("settles a rule that counts by response over RPC, for limit and check: only failed attempts count", async () => {
+    expect(await call("/settled?key=198.51.100.70&ip=198.51.100.71&statuses=200,200,401,200,401,200")).toEqual({
+      limited: [true, true, true, true, true, false],
+      checked: [true, true, true, true, true, false],
+    });
+  });
+
   it("takes one object of the key and where it is asked from for limit, peek and reset", async () => {
     expect(await call("/one-options?key=198.51.100.44")).toEqual({ limited: 3, peeked: 3, afterReset: 5 });
   });
@@ -293,7 +319,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/^peek: unknown option "cost"; the options are rule\?, key, location\?, continent\?$/),
       expect.stringMatching(/^reset: location must be a Cloudflare location code/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 7/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 8/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/^limit: rule must be a rule's name, or left out, got null$/),

@@ -29,6 +29,7 @@ export function rule(overrides: RuleOverrides = {}): Rule {
     newKeysPerSecond: null,
     dryRun: false,
     blockMs: null,
+    count: "all",
     // The parser's default for a fast rule; `aggregate: undefined` is its "none".
     ...(rest.mode === "fast" && !("aggregate" in rest) ? { aggregate: "auto" as const } : {}),
     ...rest,

@@ -345,12 +345,23 @@ describe("rateLimit (Hono middleware)", () => {
     expect(() => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m", ipv6Prefix: 64 } as never, key: () => "k" })).toThrow(/^rule \("h"\)\.ipv6Prefix: has no meaning/);
   });
 
+  it("counts by the rule's own count as by the skips: count: failed keeps only failed responses counted", async () => {
+    const hono = new Hono<App>();
+    hono.use("/login", rateLimit({ binding: "LIMITER", rule: { name: "hono-count", limit: 1, period: "1h", count: "failed" }, key: () => "k-count" }));
+    hono.post("/login", (c) => (c.req.header("x-password") === "right" ? c.text("welcome") : c.text("no", 401)));
+    const statuses = [];
+    for (const password of ["right", "right", "wrong", "right"]) statuses.push((await get(hono, "/login", { "x-password": password }, "POST")).status);
+    expect(statuses).toEqual([200, 200, 401, 429]);
+  });
+
   it("refuses response skips it would ignore or that would count nothing, and a handler that is not a function", () => {
     const made = (options: Partial<Parameters<typeof rateLimit>[0]>) => () => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", ...options });
     expect(made({ handler: "slow down" as never })).toThrow(/^rateLimit: handler must be a function/);
     expect(made({ skipFailedRequests: "yes" as never })).toThrow(/^rateLimit: skipFailedRequests must be true or false, got string$/);
     expect(made({ skipFailedRequests: true, skipSuccessfulRequests: true })).toThrow(/^rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request/);
-    expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit: requestWasSuccessful is read only with skipFailedRequests or skipSuccessfulRequests/);
+    expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit\("h"\): requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule.s count/);
+    expect(made({ skipFailedRequests: true, rule: { name: "h", limit: 1, period: "1m", count: "failed" } })).toThrow(/^rateLimit\("h"\): the rule's count \("failed"\) already says which requests it counts/);
+    expect(made({ requestWasSuccessful: () => true, rule: { name: "h", limit: 1, period: "1m", count: "failed" } })).not.toThrow();
     expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit\("h"\): a concurrency rule's slots come back once each response is sent/);
   });
 

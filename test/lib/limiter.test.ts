@@ -373,6 +373,42 @@ describe("limiter with a gcra delay", () => {
   });
 });
 
+describe("limiter with a rule that counts by response", () => {
+  it("gives back what a success took once settled, so only failed attempts count", async () => {
+    const attempts = limiter(namespace, { name: "lib-count", limit: 2, period: "1h", count: "failed" });
+    const ctx = createExecutionContext();
+    const outcomes = [];
+    for (const succeeded of [true, true, true, false, false, true]) {
+      const result = await attempts.limit("k-count", { ctx });
+      outcomes.push(result.success);
+      if (result.success) await result.settle!(succeeded);
+    }
+    await waitOnExecutionContext(ctx);
+
+    expect(outcomes).toEqual([true, true, true, true, true, false]);
+    expect((await attempts.peek("k-count")).remaining).toBe(0);
+  });
+
+  it("gives back only once however often settled, and keeps the units when never settled or settled with a failure", async () => {
+    const attempts = limiter(namespace, { name: "lib-count-once", limit: 3, period: "1h", count: "failed" });
+    const kept = await attempts.limit("k-once");
+    await kept.settle!(401);
+    await (await attempts.limit("k-once")).settle!.call(undefined, 500);
+    const given = await attempts.limit("k-once");
+    await Promise.all([given.settle!(200), given.settle!(204), given.settle!(true)]);
+    expect((await attempts.peek("k-once")).remaining).toBe(1);
+    await expect(given.settle!("ok" as never)).rejects.toThrow(/^settle: expected the response's HTTP status \(100 to 599\) or whether the request succeeded/);
+  });
+
+  it("has no settle for a rule that counts every request, nor for a denial", async () => {
+    const plain = limiter(namespace, { name: "lib-count-all", limit: 1, period: "1h" });
+    expect("settle" in (await plain.limit("k"))).toBe(false);
+    const judged = limiter(namespace, { name: "lib-count-denied", limit: 1, period: "1h", count: "failed" });
+    await judged.limit("k");
+    expect("settle" in (await judged.limit("k"))).toBe(false);
+  });
+});
+
 describe("createGate", () => {
   const rules: RuleInput[] = [{ name: "gate-ip", match: { path: "/gate-lib/*" }, key: "ip", limit: 2, period: "1h", cost: "header:x-cost" }];
   const request = (headers: Record<string, string> = {}) => new Request("http://app.test/gate-lib/x", { headers: { "CF-Connecting-IP": "192.0.2.200", ...headers } });
@@ -404,6 +440,17 @@ describe("createGate", () => {
     const checked = await gate.check(request({ "CF-Connecting-IP": "192.0.2.201", "x-cost": "abc" }), createExecutionContext());
     expect(checked.allowed).toBe(false);
     expect(checked.response?.status).toBe(400);
+  });
+
+  it("admits with settle when a rule counts by response, giving back what a success took once told the status", async () => {
+    const gate = createGate(namespace, [{ name: "gate-count", match: { path: "/gate-count/*" }, key: "ip", limit: 1, period: "1h", count: "failed" }]);
+    const attempt = () => gate.check(new Request("http://app.test/gate-count/login", { headers: { "CF-Connecting-IP": "192.0.2.205" } }), createExecutionContext());
+    const first = await attempt();
+    await first.settle!(200);
+    const second = await attempt();
+    await second.settle!(401);
+
+    expect([first.allowed, second.allowed, (await attempt()).allowed]).toEqual([true, true, false]);
   });
 
   it("sends the header forms it is given", async () => {

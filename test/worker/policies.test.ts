@@ -231,3 +231,35 @@ describe("IP lists", () => {
     expect(((await response.json()) as { detail: string }).detail).toMatch(/^DENY_IPS: "10\.0\.0\.1\/8" has bits set after its \/8 prefix/);
   });
 });
+
+describe("count", () => {
+  const login = (status: number) => new Request(`http://floodgate.test/count-failed/login?status=${status}`, { method: "POST", headers: { "CF-Connecting-IP": "192.0.2.170" } });
+
+  it("with count: failed, counts only the requests the origin answered with a failure: successes give their unit back", async () => {
+    const rules = [{ name: "count-failed", match: { path: "/count-failed/*" }, limit: 2, period: "1h", count: "failed" }];
+    const seen = [];
+    for (const status of [200, 302, 200, 401, 200, 401, 401, 200]) seen.push((await send(login(status), { rules })).status);
+
+    expect(seen).toEqual([200, 302, 200, 401, 200, 401, 429, 429]);
+    expect(await originLog("count-failed")).toHaveLength(6);
+  });
+
+  it("with count: successful, gives back what a request took when the origin failed or could not be reached", async () => {
+    const rules = [{ name: "count-ok", limit: 2, period: "1h", count: "successful" }];
+    const request = (status: number) => get(`/count-ok/x?status=${status}`, "192.0.2.171");
+    const down = await send(get("/count-ok/x", "192.0.2.171"), { rules, ORIGIN_URL: "http://127.0.0.1:1" });
+    const seen = [];
+    for (const status of [500, 503, 200, 404, 200, 200]) seen.push((await send(request(status), { rules })).status);
+
+    expect(down.status).toBe(502);
+    expect(seen).toEqual([500, 503, 200, 404, 200, 429]);
+  });
+
+  it("keeps a dry-run rule's state as if enforced: a success it does not count is given back there too", async () => {
+    const rules = [{ name: "count-dry", limit: 1, period: "1h", count: "failed", dryRun: true }];
+    await send(get("/count-dry/x?status=200", "192.0.2.172"), { rules });
+    expect((await peek("count-dry/192.0.2.172", 1, 3_600_000)).remaining).toBe(1);
+    await send(get("/count-dry/x?status=403", "192.0.2.172"), { rules });
+    expect((await peek("count-dry/192.0.2.172", 1, 3_600_000)).remaining).toBe(0);
+  });
+});
