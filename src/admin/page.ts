@@ -148,7 +148,7 @@ function renderRules() {
   select.replaceChildren();
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
-    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", "onError " + r.onError].filter(Boolean).join(", ");
+    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", "onError " + r.onError].filter(Boolean).join(", ");
     body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + (r.period ? " / " + r.period : " in flight"), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
     const option = el("option", r.name);
     option.value = r.name;
