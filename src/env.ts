@@ -18,6 +18,8 @@ export interface Env {
   RATE_LIMIT_HEADERS?: string;
   /** whether responses carry `X-RateLimit-Limit`, `-Remaining` and `-Reset`: "true" (the default) or "false"; a TOML boolean too */
   LEGACY_HEADERS?: string | boolean;
+  /** "true" puts every rule in shadow mode, as `dryRun: true` on each: "false" (the default) or unset enforces them as written; a TOML boolean too */
+  DRY_RUN?: string | boolean;
   /** addresses and CIDRs (comma-separated, v4 and v6) never limited by any rule */
   ALLOW_IPS?: string;
   /** addresses and CIDRs (comma-separated, v4 and v6) answered 403 before anything else; wins over ALLOW_IPS */

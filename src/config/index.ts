@@ -33,7 +33,7 @@ export interface IpLists {
 
 /** The bindings besides the rules that the settings are read from, compared as they are. */
 const VARS = [
-  "ORIGIN_URL", "FAST_MAX_KEYS", "RATE_LIMIT_HEADERS", "LEGACY_HEADERS", "ALLOW_IPS", "DENY_IPS", "ANALYTICS", "ANALYTICS_SAMPLE", "ANALYTICS_HASH_KEY",
+  "ORIGIN_URL", "FAST_MAX_KEYS", "RATE_LIMIT_HEADERS", "LEGACY_HEADERS", "ALLOW_IPS", "DENY_IPS", "ANALYTICS", "ANALYTICS_SAMPLE", "ANALYTICS_HASH_KEY", "DRY_RUN",
 ] as const;
 
 let cached: { rules: unknown; vars: unknown[]; rulesText: string; result: Settings | ConfigError } | undefined;
@@ -57,11 +57,13 @@ export function loadSettings(env: Env): Settings {
 
 function parse(env: Env): Settings | ConfigError {
   try {
+    const { rules } = parseConfig(env.RATE_LIMIT_RULES);
     return {
-      ...parseConfig(env.RATE_LIMIT_RULES),
+      // The whole rule set in shadow mode, to roll floodgate out in front of an API: each rule counts, none denies.
+      rules: parseFlag(env.DRY_RUN, "DRY_RUN", false) ? rules.map((rule) => ({ ...rule, dryRun: true })) : rules,
       origin: originOrError(env.ORIGIN_URL),
       fastMaxKeys: parseMaxKeys(env.FAST_MAX_KEYS),
-      headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseLegacy(env.LEGACY_HEADERS) },
+      headers: { form: parseHeaderForm(env.RATE_LIMIT_HEADERS), legacy: parseFlag(env.LEGACY_HEADERS, "LEGACY_HEADERS", DEFAULT_HEADERS.legacy) },
       ips: { allow: parseIpVar(env.ALLOW_IPS, "ALLOW_IPS"), deny: parseIpVar(env.DENY_IPS, "DENY_IPS") },
       ...parseAnalytics(env),
     };
@@ -91,11 +93,11 @@ function parseHeaderForm(raw: unknown): HeaderForm {
 }
 
 // wrangler passes a TOML boolean as a boolean, and a string as it is.
-function parseLegacy(raw: unknown): boolean {
-  if (raw === undefined || raw === "") return DEFAULT_HEADERS.legacy;
+function parseFlag(raw: unknown, name: string, unset: boolean): boolean {
+  if (raw === undefined || raw === "") return unset;
   if (raw === true || raw === "true") return true;
   if (raw === false || raw === "false") return false;
-  throw ConfigError.topLevel(`expected "true" (the default) or "false", got ${show(raw)}`, "LEGACY_HEADERS");
+  throw ConfigError.topLevel(`expected ${unset ? `"true" (the default) or "false"` : `"true" or "false" (the default)`}, got ${show(raw)}`, name);
 }
 
 /** `ANALYTICS_HASH_KEY` when it is set: log lines' key hashes are keyed with it. */

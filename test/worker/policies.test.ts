@@ -85,6 +85,27 @@ describe("dryRun", () => {
     expect(lines).toEqual([expect.objectContaining({ event: "dry_run_denied", rule: "dry-log", reason: "limit" })]);
     expect(JSON.stringify(lines)).not.toContain("192.0.2.164");
   });
+
+  it("puts every rule in shadow mode under DRY_RUN = true: each counts its would-be denials, none denies or adds a header", async () => {
+    const rules = [
+      { name: "dry-all-a", limit: 1, period: "1m" },
+      { name: "dry-all-b", limit: 2, period: "1m", key: "header:x-api-key" },
+    ];
+    const before = metrics.value("floodgate_decisions_total", { rule: "dry-all-a", decision: "dry_run_denied" });
+    const responses = [];
+    for (let i = 0; i < 3; i++) responses.push(await send(get("/dry-all/x", "192.0.2.163", { "x-api-key": "k" }), { rules, DRY_RUN: "true" }));
+
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(responses.every((r) => !r.headers.has("RateLimit"))).toBe(true);
+    expect(metrics.value("floodgate_decisions_total", { rule: "dry-all-a", decision: "dry_run_denied" }) - before).toBe(2);
+    expect((await send(get("/dry-all/x", "192.0.2.164"), { rules: [{ name: "dry-all-c", limit: 1, period: "1m" }], DRY_RUN: false })).headers.has("RateLimit")).toBe(true);
+  });
+
+  it("answers 500 naming DRY_RUN when it is neither true nor false", async () => {
+    const response = await send(get("/dry-bad/x", "192.0.2.165"), { rules: [{ name: "dry-bad", limit: 1, period: "1m" }], DRY_RUN: "yes" });
+    expect(response.status).toBe(500);
+    expect(((await response.json()) as { detail: string }).detail).toBe('DRY_RUN: expected "true" or "false" (the default), got "yes"');
+  });
 });
 
 describe("block", () => {
