@@ -31,6 +31,10 @@ interface CommonFields {
   dryRun?: boolean;
   /** once the rule denies a key, deny it until this has passed */
   block?: Duration;
+}
+
+/** What every algorithm but concurrency (whose slots come back whatever the response) takes besides. */
+interface CountedFields {
   /** which admitted requests stay counted once their response is known: "all" (default), "failed" (status 400 and up) or "successful" */
   count?: Count;
 }
@@ -38,11 +42,11 @@ interface CommonFields {
 /** One rule used from code (`limiter`, `rateLimit`): a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`. */
 export type LimiterRule = CommonFields &
   (
-    | { algorithm?: "sliding-window"; period: Duration; buckets?: number }
-    | { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration }
-    | { algorithm: "fixed-window"; period: Duration }
-    | { algorithm: "sliding-log"; period: Duration }
-    | { algorithm: "gcra"; period: Duration; burst?: number; delay?: number }
+    | (CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
+    | (CountedFields & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
+    | (CountedFields & { algorithm: "fixed-window"; period: Duration })
+    | (CountedFields & { algorithm: "sliding-log"; period: Duration })
+    | (CountedFields & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
     | { algorithm: "concurrency"; slotTtl?: Duration }
   );
 

@@ -13,6 +13,7 @@ import { isNamespace } from "../durable-object/stub";
 import { checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { keyPart, trimOws } from "../routing/key";
+import { countError } from "../metrics/log";
 import { ruleOf, type RuleOption } from "./rule-of";
 
 export type { LimitResult } from "../limiter/result";
@@ -108,7 +109,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
   const skipping = { failed: flag(options.skipFailedRequests, "skipFailedRequests"), successful: flag(options.skipSuccessfulRequests, "skipSuccessfulRequests") };
   if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
-  const ruleFor = ruleOf(options.rule, (rule) => counting(rule, skipping, options.requestWasSuccessful !== undefined));
+  const ruleFor = ruleOf(options.rule, (rule, fixed) => counting(rule, skipping, options.requestWasSuccessful !== undefined, fixed));
   const forms = headerOptions(options, "rateLimit");
   return async function rateLimitMiddleware(c, next) {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
@@ -143,7 +144,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
     if (!decision.allowed && !rule.dryRun) {
       const denied = denial([{ rule, decision }], now, forms);
-      return refuse(c, handler ? withRateLimitHeaders(await answered(handler, c as unknown as C, result, rule.name), denied.headers) : denied.response);
+      if (!handler) return refuse(c, denied.response);
+      // Noted first: the rateLimits around give their units back even when the handler throws (an HTTPException, say).
+      verdicts.set(c, { refused: true });
+      return withRateLimitHeaders(await answered(handler, c as unknown as C, result, rule.name), denied.headers);
     }
     // A concurrency rule's slots are held until the handler's response has been sent.
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
@@ -152,11 +156,17 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     }, c.req.method === "HEAD");
     // rateLimits further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
     const verdict = verdicts.get(c);
-    if (verdict?.refused || settle) {
-      // A rule that counts by response gives back what a request it does not count took, as one a rateLimit further in refused does.
-      const givenBack = verdict?.refused ? refund() : settle!(await requestWasSuccessful(c as unknown as C));
-      if (!context.waitUntil) await givenBack;
-      if (verdict?.refused) return;
+    if (verdict?.refused) {
+      const refunded = refund();
+      if (!context.waitUntil) await refunded;
+      return;
+    }
+    // A rule that counts by response gives back what a request it does not count took; the response stands whatever happens.
+    const succeeded = settle ? await judged(requestWasSuccessful, c as unknown as C, rule.name) : undefined;
+    if (settle && succeeded !== undefined) {
+      const settled = settle(succeeded).catch(countError("refund", rule));
+      if (context.waitUntil) context.waitUntil(settled);
+      else await settled;
     }
     const mine = { rule, decision };
     if (rule.dryRun || mostRestrictive([mine, ...(verdict?.shown ? [verdict.shown] : [])]) !== mine) return;
@@ -190,17 +200,39 @@ function flag(value: unknown, name: string): boolean {
 
 /**
  * The rule as the middleware applies it: the skips are its `count` (skipSuccessfulRequests counts
- * only failed requests), so one mechanism gives units back. Refuses skips the rule would ignore
- * or that say twice what its `count` says, and a `requestWasSuccessful` nothing reads.
+ * only failed requests), so one mechanism gives units back. For the rule the middleware was given
+ * (`fixed`), refuses skips the rule would ignore (a concurrency rule's) or that say twice what its
+ * own `count` says, and a `requestWasSuccessful` nothing reads. A rule function's rules take the
+ * skips where they apply: a rule with a `count` of its own keeps it, a concurrency rule has none.
  */
-function counting(rule: Rule, skipping: Skipping, judged: boolean): Rule {
+function counting(rule: Rule, skipping: Skipping, judged: boolean, fixed: boolean): Rule {
   const skipped = skipping.successful ? "failed" : skipping.failed ? "successful" : undefined;
-  if (skipped && rule.count !== "all") throw new TypeError(`rateLimit("${rule.name}"): the rule's count ("${rule.count}") already says which requests it counts; remove skipFailedRequests and skipSuccessfulRequests`);
-  if (skipped && rule.algorithm === "concurrency") {
-    throw new TypeError(`rateLimit("${rule.name}"): a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests`);
+  const misfit =
+    skipped && rule.count !== "all"
+      ? `the rule's count ("${rule.count}") already says which requests it counts; remove skipFailedRequests and skipSuccessfulRequests`
+      : skipped && rule.algorithm === "concurrency"
+        ? "a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests"
+        : judged && !skipped && rule.count === "all"
+          ? "requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule's count; add one, or remove it"
+          : undefined;
+  if (misfit && fixed) throw new TypeError(`rateLimit("${rule.name}"): ${misfit}`);
+  return skipped && !misfit ? { ...rule, count: skipped } : rule;
+}
+
+/**
+ * Whether the request succeeded, as `requestWasSuccessful` says: true or false. Anything else, or
+ * a throw, is counted and logged, and undefined: the request's units stay spent (a forgotten
+ * return never gives units back) and its response stands.
+ */
+async function judged<C extends Context>(requestWasSuccessful: (c: C) => boolean | Promise<boolean>, c: C, rule: string): Promise<boolean | undefined> {
+  try {
+    const said: unknown = await requestWasSuccessful(c);
+    if (typeof said === "boolean") return said;
+    throw new TypeError(`rateLimit("${rule}"): requestWasSuccessful must return true or false, got ${said === null ? "null" : typeof said}; the request stays counted`);
+  } catch (error) {
+    countError("request_was_successful", { name: rule })(error);
+    return undefined;
   }
-  if (judged && !skipped && rule.count === "all") throw new TypeError(`rateLimit("${rule.name}"): requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule's count; add one, or remove it`);
-  return skipped ? { ...rule, count: skipped } : rule;
 }
 
 /** Which responses give back what their request took. */

@@ -1,6 +1,7 @@
 // The Hono middleware in a Hono app, with the real RateLimiter object: the limit, the proxy's 429, c.get("rateLimit"), and bad keys.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { rateLimit, type LimiterRule, type LimitResult, type RateLimitOptions } from "../../src/hono";
@@ -263,6 +264,19 @@ describe("rateLimit (Hono middleware)", () => {
     expect([denied.status, denied.headers.get("Retry-After"), denied.headers.get("RateLimit")]).toEqual([503, "120", null]);
   });
 
+  it("gives back the units of the rateLimits around when the handler throws, as for its own 429", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-throw-outer", limit: 10, period: "1h" }, key: () => "k-throw" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-throw-inner", limit: 1, period: "1h" }, key: () => "k-throw", handler: () => { throw new HTTPException(429, { message: "slow down" }); } }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get(hono, `/api/${i}`)).status);
+
+    expect(statuses).toEqual([200, 429, 429, 429]);
+    const outer = limiter((env as unknown as Env).LIMITER, { name: "hono-throw-outer", limit: 10, period: "1h" });
+    expect((await outer.peek("k-throw")).remaining).toBe(9);
+  });
+
   it("fails a denied request, never letting it through, when the handler returns no Response", async () => {
     const hono = app({ rule: { name: "hono-handler-none", limit: 1, period: "1m" }, handler: (() => undefined) as never });
     let thrown: unknown;
@@ -323,17 +337,42 @@ describe("rateLimit (Hono middleware)", () => {
     expect((await get(hono, "/api/x", { "x-api-key": "k-plan-2", "x-plan": "pro" })).headers.get("RateLimit-Policy")).toBe('"hono-plan-pro";q=5;w=3600');
   });
 
-  it("takes a rule its function builds afresh per request as the same rule, and fails a request given a bad rule or two rules under one name", async () => {
+  it("takes a rule its function changes under one name as a deploy's change: the key's count carries over, and a bad rule fails its request", async () => {
     let thrown: unknown;
     const hono = app({ rule: (c) => ({ name: "hono-built", limit: Number(c.req.header("x-limit")), period: "1h" }) });
     hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
 
     expect((await get(hono, "/api/a", { "x-api-key": "k-built", "x-limit": "3" })).headers.get("RateLimit-Policy")).toBe('"hono-built";q=3;w=3600');
     expect((await get(hono, "/api/b", { "x-api-key": "k-built", "x-limit": "3" })).status).toBe(200);
-    expect((await get(hono, "/api/c", { "x-api-key": "k-built", "x-limit": "30" })).status).toBe(500);
-    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function returned two different rules named "hono-built" (limit 3 and 30, burst 3 and 30); give each its own name, e.g. "hono-built-pro"');
+    const raised = await get(hono, "/api/c", { "x-api-key": "k-built", "x-limit": "30" });
+    expect([raised.status, raised.headers.get("RateLimit-Policy"), raised.headers.get("X-RateLimit-Remaining")]).toEqual([200, '"hono-built";q=30;w=3600', "27"]);
     expect((await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" })).status).toBe(500);
     expect(String(thrown)).toMatch(/^ConfigError: rule \("hono-built"\)\.limit: /);
+  });
+
+  it("applies a rule function's skips where they fit: a rule with its own count keeps it, and requestWasSuccessful fails no request", async () => {
+    const hono = new Hono<App>();
+    const login: LimiterRule = { name: "hono-mixed-login", limit: 1, period: "1h", count: "failed" };
+    const api: LimiterRule = { name: "hono-mixed-api", limit: 1, period: "1h" };
+    hono.use("/*", rateLimit({ binding: "LIMITER", rule: (c) => (c.req.path === "/login" ? login : api), key: () => "k-mixed", requestWasSuccessful: (c) => c.res.status === 204 }));
+    hono.post("/login", (c) => c.body(null, 204));
+    hono.get("/api", (c) => c.text("ok"));
+
+    const logins = [];
+    for (let i = 0; i < 3; i++) logins.push((await get(hono, "/login", {}, "POST")).status);
+    expect(logins).toEqual([204, 204, 204]);
+    expect([(await get(hono, "/api")).status, (await get(hono, "/api")).status]).toEqual([200, 429]);
+  });
+
+  it("keeps a request counted and its response as it was when requestWasSuccessful throws or says neither true nor false", async () => {
+    const errors = () => metrics.value("floodgate_errors_total", { kind: "request_was_successful" });
+    const before = errors();
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-judge-bad", limit: 2, period: "1h" }, key: () => "k-judge", skipSuccessfulRequests: true, requestWasSuccessful: ((c: { req: { path: string } }) => (c.req.path.endsWith("/throw") ? JSON.parse("{") : "yes")) as never }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+
+    expect([(await get(hono, "/api/throw")).status, (await get(hono, "/api/string")).status, (await get(hono, "/api/again")).status]).toEqual([200, 200, 429]);
+    expect(errors() - before).toBe(2);
   });
 
   it("checks its options when it is made", () => {
