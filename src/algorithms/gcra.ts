@@ -1,5 +1,5 @@
 /** GCRA, the generic cell rate algorithm: one unit every periodMs / limit, with `burst` units of tolerance (nginx limit_req, redis-cell). */
-import { givenBack, takenAt } from "./taken-at";
+import { takenAt } from "./taken-at";
 import type { GcraState, Outcome, Policy } from "./types";
 
 /**
@@ -53,7 +53,7 @@ export function adjustGcra(policy: Policy, stored: GcraState | undefined, units:
   const change = units * policy.periodMs;
   if (change <= 0) {
     const ref = stored ? Math.max(now, stored.updatedAt) : now;
-    return gcraState(policy.periodMs, Math.max(0, debtAt(policy, stored, ref) - givenBack(policy, -units, at, ref)), ref);
+    return gcraState(policy.periodMs, Math.max(0, debtAt(policy, stored, ref) + change), ref);
   }
   const when = takenAt(stored, at, now);
   const debt = debtAt(policy, stored, when);

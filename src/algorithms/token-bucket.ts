@@ -1,7 +1,7 @@
 /** Token bucket: lazy refill of `limit` units per period up to `burst`, in exact fractional tokens. */
 import type { Outcome, Policy, TokenBucketState, WarmingBucketState } from "./types";
-import { givenBack, takenAt } from "./taken-at";
-import { adjustWarmingBucket, levelOfWarming, refundWarmingBucket, usedWarmingBucket, warmFrom, warmingBucket } from "./warmup";
+import { takenAt } from "./taken-at";
+import { adjustWarmingBucket, levelOfWarming, usedWarmingBucket, warmFrom, warmingBucket } from "./warmup";
 
 type Stored = TokenBucketState | WarmingBucketState | undefined;
 
@@ -62,13 +62,10 @@ export function adjustTokenBucket(
   now: number,
   owedAtMost = Number.POSITIVE_INFINITY,
 ): TokenBucketState | WarmingBucketState {
-  if (policy.warmupMs) {
-    const warm = warming(policy, kept, now);
-    return units >= 0 ? adjustWarmingBucket(policy, warm, units, now) : refundWarmingBucket(policy, warm, givenBack(policy, -units, at, now), now);
-  }
+  if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
   const stored = plain(kept, now);
   const taken = units * policy.periodMs;
-  if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) + givenBack(policy, -units, at, now)), now);
+  if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - taken), now);
   const when = takenAt(stored, at, now);
   const level = levelAt(policy, stored, when);
   const floor = capacity(policy) - owedAtMost * policy.periodMs;

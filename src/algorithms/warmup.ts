@@ -56,22 +56,19 @@ export function warmingBucket(
   return { decision: { allowed, limit, remaining, resetAt, moreAt, retryAfter, reason }, state };
 }
 
-/** Takes `units` with no decision: it may leave the bucket in debt, refilled at the key's coldness. */
+/**
+ * Takes `units` (negative: gives them back) with no decision. Taking may leave the bucket in debt,
+ * refilled at the key's coldness; giving back stops at `burst`, and undoes exactly what taking the
+ * same units did, coldness included.
+ */
 export function adjustWarmingBucket(policy: Policy, stored: WarmingBucketState | undefined, units: number, now: number): WarmingBucketState {
   const w = maxCold(policy);
   const { debt, cold, updatedAt } = settle(policy, stored, now);
-  const end = cold - units * policy.periodMs;
-  return stateOf(policy, { debt: debt + climb(w, cold) - climb(w, end), cold: end, updatedAt });
-}
-
-/**
- * Gives `amount` (units × periodMs) back to a warming bucket at `now`: it stops at `burst`, and
- * undoes exactly what taking as much did, coldness included.
- */
-export function refundWarmingBucket(policy: Policy, stored: WarmingBucketState | undefined, amount: number, now: number): WarmingBucketState {
-  const w = maxCold(policy);
-  const { debt, cold, updatedAt } = settle(policy, stored, now);
-  const back = Math.min(amount, missingOf(w, { debt, cold, updatedAt }));
+  if (units >= 0) {
+    const end = cold - units * policy.periodMs;
+    return stateOf(policy, { debt: debt + climb(w, cold) - climb(w, end), cold: end, updatedAt });
+  }
+  const back = Math.min(-units * policy.periodMs, missingOf(w, { debt, cold, updatedAt }));
   // Giving back all that is missing leaves the bucket full, whatever part of a unit was refilling.
   return stateOf(policy, { debt: Math.max(0, debt - (climb(w, cold + back) - climb(w, cold))), cold: cold + back, updatedAt });
 }

@@ -33,7 +33,7 @@ interface CommonFields {
   block?: Duration;
 }
 
-/** What every algorithm but concurrency (whose slots come back whatever the response) takes besides. */
+/** What the windowed algorithms take besides: they give a unit back at the time it was taken, which a bucket cannot. */
 interface CountedFields {
   /** which admitted requests stay counted once their response is known: "all" (default), "failed" (status 400 and up) or "successful" */
   count?: Count;
@@ -43,10 +43,10 @@ interface CountedFields {
 export type LimiterRule = CommonFields &
   (
     | (CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
-    | (CountedFields & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
+    | { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration }
     | (CountedFields & { algorithm: "fixed-window"; period: Duration })
     | (CountedFields & { algorithm: "sliding-log"; period: Duration })
-    | (CountedFields & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
+    | { algorithm: "gcra"; period: Duration; burst?: number; delay?: number }
     | { algorithm: "concurrency"; slotTtl?: Duration }
   );
 

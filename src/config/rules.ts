@@ -247,14 +247,24 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const dryRun = parseBoolean(fields.get("dryRun"), at, "dryRun");
   const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
   const count = parseChoice(fields.get("count"), COUNTS, at, "count");
-  if (algorithm === "concurrency" && count !== "all") {
-    fail(at, "count", `a concurrency slot comes back once its response is sent, whatever its status, so there is nothing to give back; remove it`);
-  }
+  const uncounted = count !== "all" ? uncountable(algorithm) : undefined;
+  if (uncounted) fail(at, "count", uncounted);
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs, count };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   if (aggregate !== "none") rule.aggregate = aggregate;
   return rule;
+}
+
+/**
+ * Why a rule of `algorithm` cannot count by response (its `count`), saying what to do instead;
+ * undefined when it can. Only the windowed algorithms give a unit back at the time it was taken.
+ */
+export function uncountable(algorithm: AlgorithmName): string | undefined {
+  if (algorithm === "concurrency") return `a concurrency slot comes back once its response is sent, whatever its status, so there is nothing to give back; remove it`;
+  if (algorithm !== "token-bucket" && algorithm !== "gcra") return undefined;
+  const why = `a bucket keeps no history, so a unit given back once the response is known cannot be told from one its refill has restored since (one that refilled and was drained while a slow request was in flight would refill twice)`;
+  return `"${algorithm}" cannot count by response: ${why}; use "sliding-window", "fixed-window" or "sliding-log"`;
 }
 
 function parseName(value: unknown, at: RuleRef): string {

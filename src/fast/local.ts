@@ -1,6 +1,5 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
-import { slotOf, takenAtATime, type AlgorithmName, type Decision } from "../algorithms";
-import { givenBack } from "../algorithms/taken-at";
+import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
@@ -362,21 +361,16 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
 }
 
 /**
- * Gives back units a request spent from the lease when another rule denied it, or its response
- * was one the rule does not count: into the newest live lease, reported as a negative spend. A
- * token bucket gets back the units less whole units it has refilled since (see `givenBack`): a
- * bucket that refilled while the request was in flight must not refill twice. When none is live (the request spent the last unit of
+ * Gives back units a request spent from the lease when another rule denied it: into the newest
+ * live lease, reported as a negative spend. When none is live (the request spent the last unit of
  * the lease that paid, which then ended and was reported spent), the next sync gives the units
  * back on their own (`refunds`), as a strict refund does, and until it has, the object's last word
  * (which counted them) denies nothing: the next request asks again. A block stands. The units
  * are given back in the slot they were spent in (`spentAt`): given back in a later bucket, they
  * would stay counted in theirs, which leaves the window first, and the key would admit one more.
  */
-export function refundLocally(key: LocalKey, rule: Rule, taken: number, spentAt: number, now: number): void {
+export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt: number, now: number): void {
   expireLots(key, now);
-  // Rounded up: a refund within a token's refill gives its units back whole, as a strict one all but does.
-  const units = takenAtATime(rule) ? Math.ceil(givenBack(rule, taken, spentAt, now) / rule.periodMs) : taken;
-  if (units <= 0) return;
   const slot = slotOf(rule, Math.min(spentAt, now));
   const newest = key.lots.at(-1);
   if (newest) {

@@ -1,5 +1,6 @@
 /** `floodgate/hono`: Hono middleware that limits each request it guards with floodgate, answering as the proxy does. */
 import type { Context, MiddlewareHandler } from "hono";
+import { uncountable } from "../config/rules";
 import type { Rule } from "../config/types";
 import type { RateLimiterNamespace } from "../lib";
 import { denial } from "../gate/check";
@@ -41,9 +42,10 @@ export interface RateLimitOptions<C extends Context = Context> {
    * one rule, as in RATE_LIMIT_RULES without `match`, `key` and `ipv6Prefix`, e.g. `{ name: "api",
    * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
    * reads it (absent: 1; not a positive integer: the proxy's 400). Or a function of the context
-   * choosing the request's rule, e.g. by plan: `(c) => (c.get("plan") === "pro" ? PRO : FREE)`,
-   * each rule with a name of its own (two different rules under one name fail the request);
-   * each is checked the first time it is returned, and a bad one fails that request.
+   * choosing the request's rule, e.g. by plan: `(c) => (c.get("plan") === "pro" ? PRO : FREE)`;
+   * each is checked the first time it is returned, and a bad one fails that request. A key asked
+   * under a changed rule of the same name carries its count over, as a deploy's change does; a
+   * concurrency rule and a rate rule under one name fail the request.
    */
   rule: RuleOption<C>;
   /**
@@ -201,17 +203,19 @@ function flag(value: unknown, name: string): boolean {
 /**
  * The rule as the middleware applies it: the skips are its `count` (skipSuccessfulRequests counts
  * only failed requests), so one mechanism gives units back. For the rule the middleware was given
- * (`fixed`), refuses skips the rule would ignore (a concurrency rule's) or that say twice what its
- * own `count` says, and a `requestWasSuccessful` nothing reads. A rule function's rules take the
- * skips where they apply: a rule with a `count` of its own keeps it, a concurrency rule has none.
+ * (`fixed`), refuses skips its algorithm cannot count by (see `uncountable`) or that say twice
+ * what its own `count` says, and a `requestWasSuccessful` nothing reads. A rule function's rules
+ * take the skips where they apply: a rule with a `count` of its own keeps it, and a bucket or a
+ * concurrency rule counts every request.
  */
 function counting(rule: Rule, skipping: Skipping, judged: boolean, fixed: boolean): Rule {
   const skipped = skipping.successful ? "failed" : skipping.failed ? "successful" : undefined;
+  const uncounted = skipped && uncountable(rule.algorithm);
   const misfit =
     skipped && rule.count !== "all"
       ? `the rule's count ("${rule.count}") already says which requests it counts; remove skipFailedRequests and skipSuccessfulRequests`
-      : skipped && rule.algorithm === "concurrency"
-        ? "a concurrency rule's slots come back once each response is sent, whatever its status; remove skipFailedRequests and skipSuccessfulRequests"
+      : uncounted
+        ? `skipFailedRequests and skipSuccessfulRequests are the rule's count: ${uncounted}`
         : judged && !skipped && rule.count === "all"
           ? "requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule's count; add one, or remove it"
           : undefined;

@@ -20,7 +20,9 @@ const PARSED_RULES = 256;
  * that request). `adopted` makes each the rule to apply, once, told whether the middleware was
  * given it (`fixed`) or a function chose it. Rules of one name may differ (limits by plan under
  * one name): a key asked under two of them counts over from one to the other, as when a deploy
- * changes a rule.
+ * changes a rule. Not a concurrency rule and a rate rule: a key's object would take one's units
+ * for the other's slots, and a slot released under the rate rule's state is lost, so the second
+ * kind under a name throws.
  */
 export function ruleOf<C extends Context>(option: RuleOption<C>, adopted: (rule: Rule, fixed: boolean) => Rule): (c: C) => Rule | Promise<Rule> {
   if (typeof option !== "function") {
@@ -28,12 +30,18 @@ export function ruleOf<C extends Context>(option: RuleOption<C>, adopted: (rule:
     return () => rule;
   }
   const parsed = new LruTable<Rule>(PARSED_RULES, () => undefined);
+  const slots = new LruTable<boolean>(PARSED_RULES, () => undefined);
   return async (c) => {
     const input = await option(c);
     const text = JSON.stringify(input);
     const known = typeof text === "string" ? parsed.get(text) : undefined;
     if (known) return known;
     const rule = adopted(parseStandaloneRule(input, { requests: true }), false);
+    const concurrency = rule.algorithm === "concurrency";
+    if ((slots.get(rule.name) ?? concurrency) !== concurrency) {
+      throw new TypeError(`rateLimit: the rule function returned a concurrency rule and a rate rule both named "${rule.name}"; a key's object cannot count slots and units at once: give each its own name`);
+    }
+    slots.set(rule.name, concurrency);
     if (typeof text === "string") parsed.set(text, rule);
     return rule;
   };

@@ -95,13 +95,6 @@ describe("gcra", () => {
     expect(decide(p, flooded, 1, T0 + 60_000).decision.allowed).toBe(true);
   });
 
-  it("gives back nothing a whole refill late: a TAT paid off and run up again is not moved back twice", () => {
-    const p = policy(5, 2_000, 4);
-    const { state: spent } = run(p, Array(5).fill(T0));
-    const { state: spentAgain } = { state: Array<number>(5).fill(T0 + 2_300).reduce((state, now) => decide(p, state, 1, now).state, spent) };
-    expect(decide(p, adjust(p, spentAgain, -5, T0, T0 + 2_300), 1, T0 + 2_300).decision.allowed).toBe(false);
-  });
-
   it("moves TAT back for a refund, never behind now", () => {
     const p = policy(10, 1_000, 1);
     const { state } = run(p, [T0, T0]);

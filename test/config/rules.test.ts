@@ -682,6 +682,13 @@ describe("rule policies", () => {
     expect(error.message).toContain(`expected "all" or "failed" or "successful" (default "all")`);
   });
 
+  it.each(["token-bucket", "gcra"])("rejects a count on a %s, which cannot tell a unit given back from its refill, naming the algorithms that can", (algorithm) => {
+    const error = errorFor([rule({ algorithm, count: "failed" })]);
+    expect(error.field).toBe("rules[0].count");
+    expect(error.message).toContain(`"${algorithm}" cannot count by response: a bucket keeps no history`);
+    expect(error.message).toContain(`use "sliding-window", "fixed-window" or "sliding-log"`);
+  });
+
   it("rejects a count on a concurrency rule, whose slots always come back", () => {
     const error = errorFor([rule({ algorithm: "concurrency", period: undefined, count: "failed" })]);
     expect(error.field).toBe("rules[0].count");

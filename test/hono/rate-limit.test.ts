@@ -364,6 +364,18 @@ describe("rateLimit (Hono middleware)", () => {
     expect([(await get(hono, "/api")).status, (await get(hono, "/api")).status]).toEqual([200, 429]);
   });
 
+  it("fails the request when its rule function returns a concurrency rule and a rate rule under one name", async () => {
+    let thrown: unknown;
+    const hono = new Hono<App>();
+    hono.use("/*", rateLimit({ binding: "LIMITER", rule: (c): LimiterRule => (c.req.path === "/upload" ? { name: "hono-one-name", algorithm: "concurrency", limit: 1 } : { name: "hono-one-name", limit: 100, period: "1m" }), key: () => "k-one-name" }));
+    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
+    hono.get("/*", (c) => c.text("ok"));
+
+    // HEAD: the concurrency slot comes back as soon as the response is out, with no body to read.
+    expect([(await get(hono, "/upload", {}, "HEAD")).status, (await get(hono, "/api")).status]).toEqual([200, 500]);
+    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function returned a concurrency rule and a rate rule both named "hono-one-name"; a key\'s object cannot count slots and units at once: give each its own name');
+  });
+
   it("keeps a request counted and its response as it was when requestWasSuccessful throws or says neither true nor false", async () => {
     const errors = () => metrics.value("floodgate_errors_total", { kind: "request_was_successful" });
     const before = errors();
@@ -401,7 +413,8 @@ describe("rateLimit (Hono middleware)", () => {
     expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit\("h"\): requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule.s count/);
     expect(made({ skipFailedRequests: true, rule: { name: "h", limit: 1, period: "1m", count: "failed" } })).toThrow(/^rateLimit\("h"\): the rule's count \("failed"\) already says which requests it counts/);
     expect(made({ requestWasSuccessful: () => true, rule: { name: "h", limit: 1, period: "1m", count: "failed" } })).not.toThrow();
-    expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit\("h"\): a concurrency rule's slots come back once each response is sent/);
+    expect(made({ skipFailedRequests: true, rule: { name: "h", algorithm: "concurrency", limit: 1 } })).toThrow(/^rateLimit\("h"\): skipFailedRequests and skipSuccessfulRequests are the rule's count: a concurrency slot comes back once its response is sent/);
+    expect(made({ skipSuccessfulRequests: true, rule: { name: "h", algorithm: "token-bucket", limit: 1, period: "1m" } })).toThrow(/^rateLimit\("h"\): skipFailedRequests and skipSuccessfulRequests are the rule's count: "token-bucket" cannot count by response/);
   });
 
   it("says which binding is missing instead of letting the request through", async () => {
