@@ -9,7 +9,7 @@ import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
 import { policyOf } from "../config/policy";
 import { ruleBreaker } from "../strict/breaker";
-import { withTimeout } from "../strict/timeout";
+import { TimeoutError, withTimeout } from "../strict/timeout";
 import type { Lease, SyncRequest } from "./lease";
 import { firstThroughRelay, relayFor, syncsThrough, type Whereabouts } from "./relay";
 import {
@@ -96,7 +96,10 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   entry.waiting.push(cost);
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
-      await withTimeout(sync(context, entry, cost), rule.timeoutMs);
+      await withTimeout(sync(context, entry, cost), rule.timeoutMs).catch((error: unknown) => {
+        if (error instanceof TimeoutError) syncLate(entry, Date.now());
+        throw error;
+      });
       const decided = fromLease(entry.key, rule, cost, Date.now());
       // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
       if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
@@ -260,8 +263,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       ruleBreaker(entry.rule.name).succeeded(answeredAt);
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
-      syncFailed(entry.key, entry.rule, Date.now());
-      ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, Date.now());
+      failed(entry, Date.now());
       metrics.count("floodgate_syncs_total", { result: "failed" });
       throw error;
     } finally {
@@ -272,6 +274,28 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
   entry.inflightSince = now;
   context.waitUntil(run.catch(() => undefined));
   return run;
+}
+
+/**
+ * A request stopped waiting for the key's sync at the rule's timeout: a slow object is a failing
+ * one, left alone (the key backs off, the rule's breaker counts it) so that the next requests are
+ * decided by `onError` at once rather than each waiting out the same hung call. The sync runs on;
+ * its answer, if it comes, ends the backoff.
+ */
+function syncLate(entry: Entry, now: number): void {
+  failed(entry, now);
+  metrics.count("floodgate_syncs_total", { result: "late" });
+}
+
+/**
+ * Counts a failed or late sync: the key backs off, and the rule's breaker hears of it. Once only
+ * while the key backs off: requests that waited on one sync together, and that sync failing after
+ * they gave up on it, are one failure, not several.
+ */
+function failed(entry: Entry, now: number): void {
+  if (now < entry.key.retryAt) return;
+  syncFailed(entry.key, entry.rule, now);
+  ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, now);
 }
 
 /**
