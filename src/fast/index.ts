@@ -102,7 +102,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
       });
       const decided = fromLease(entry.key, rule, cost, Date.now());
       // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
-      if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
+      if (decided) return decided.allowed || decided.reason === "blocked" ? decided : asDenied({ ...decided, reason: "limit" }, cost);
     }
   } finally {
     entry.waiting.splice(entry.waiting.indexOf(cost), 1);
@@ -169,7 +169,16 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
   if (!local) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
   if (syncDue(entry.key, rule, now)) void inBackground(entry, () => sync(context, entry, 0));
-  return local;
+  return asDenied(local, cost);
+}
+
+/**
+ * A denial as the client reads it: fewer units left than it asked for. The object may have units
+ * free that this isolate cannot lend the request now (its booked call not yet come, its share
+ * spent); a 429 that said `r=9` would have its client retry at once, for nothing.
+ */
+function asDenied(decision: Decision, cost: number): Decision {
+  return decision.allowed || decision.remaining < cost ? decision : { ...decision, remaining: cost - 1 };
 }
 
 /** Gives back what a fast decision spent at `spentAt`, when another rule denied the request. */

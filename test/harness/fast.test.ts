@@ -56,6 +56,21 @@ describe("fast mode across 8 isolates", () => {
     });
   }
 
+  it("says no unit is left on a 429 of a one-unit request, whichever isolate denies it", async () => {
+    const rules = ["sliding-window", "token-bucket", "fixed-window", "sliding-log"].map((algorithm) => ({ name: `h-r0-${algorithm}`, match: { path: `/r0-${algorithm}/*` }, key: "global", algorithm, limit: 50, period: "10s", mode: "fast" }));
+    const cluster = await harness.start({ isolates: 6, rules });
+    for (const { algorithm } of rules) {
+      const answers = await Promise.all(Array.from({ length: 120 }, async (_, i) => {
+        const response = await cluster.fetch(i % 6, `/r0-${algorithm}/${i}`);
+        await response.arrayBuffer();
+        return { status: response.status, remaining: response.headers.get("X-RateLimit-Remaining") };
+      }));
+      const denied = answers.filter((a) => a.status === 429);
+      expect(denied.length, algorithm).toBeGreaterThan(0);
+      expect(denied.filter((a) => a.remaining !== "0"), algorithm).toEqual([]);
+    }
+  });
+
   it("lets through at the limit nearly as much as strict mode does", async () => {
     const admitted: Record<string, number> = {};
     for (const mode of ["strict", "fast"]) {
