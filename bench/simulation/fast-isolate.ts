@@ -125,6 +125,8 @@ export class FastIsolate extends IsolateBase {
     // whose isolate vanished meanwhile ends here too, lost (finish reports no decision for it).
     clock.deadline(clock.now + rule.timeoutMs, () => {
       if (settled) return;
+      // index.ts `syncLate`: a sync the request gave up on backs the key off as a failed one does.
+      if (syncFailed(entry.key, rule, clock.now)) this.breaker.failed(entry.objectName, rule.timeoutMs, clock.now);
       finish(this.onErrorCounted(entry, cost, clock.now), "timeout");
     });
   }
@@ -195,8 +197,8 @@ export class FastIsolate extends IsolateBase {
           if (!release) this.callWhenBooked(entry, built, at, chain);
           this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
           this.breaker.succeeded(at);
-        } else {
-          syncFailed(entry.key, entry.rule, at);
+        } else if (syncFailed(entry.key, entry.rule, at)) {
+          // index.ts `failed`.
           this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);
         }
         if (entry.inflight === flight) entry.inflight = null;

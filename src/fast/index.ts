@@ -296,15 +296,9 @@ function syncLate(entry: Entry, now: number): void {
   metrics.count("floodgate_syncs_total", { result: "late" });
 }
 
-/**
- * Counts a failed or late sync: the key backs off, and the rule's breaker hears of it. Once only
- * while the key backs off: requests that waited on one sync together, and that sync failing after
- * they gave up on it, are one failure, not several.
- */
+/** Counts a failed or late sync: the key backs off (see `syncFailed`), and then the rule's breaker hears of it. */
 function failed(entry: Entry, now: number): void {
-  if (now < entry.key.retryAt) return;
-  syncFailed(entry.key, entry.rule, now);
-  ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, now);
+  if (syncFailed(entry.key, entry.rule, now)) ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, now);
 }
 
 /**

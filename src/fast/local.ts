@@ -349,8 +349,14 @@ export function admittedUnleased(key: LocalKey, rule: Rule, units: number, now: 
   record(key.unleased, slotOf(rule, now), units);
 }
 
-/** A sync failed: keep everything it carried for the retry, back off, and under `aggregate: "auto"` retry through the relay. */
-export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
+/**
+ * A sync failed, or a request stopped waiting for it at the rule's timeout (a slow object is a
+ * failing one): keep everything it carried for the retry, back off, and under `aggregate: "auto"`
+ * retry through the relay. Once only while the key backs off: requests that gave up on one sync
+ * together, and that sync failing after they did, are one failure. Says whether it counted.
+ */
+export function syncFailed(key: LocalKey, rule: Rule, now: number): boolean {
+  if (now < key.retryAt) return false;
   key.failures++;
   key.retryAt = now + backoffMs(rule.syncMs, key.failures);
   // An object that did not answer may be crowded beyond what its answers said, as at a cold start
@@ -358,6 +364,7 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): void {
   // their first syncs straight, retries through the continents' relays cut onError's answers by a
   // fifth and its admissions by four fifths.
   if (rule.aggregate === "auto") key.relayed = true;
+  return true;
 }
 
 /**
