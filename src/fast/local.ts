@@ -299,7 +299,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
     for (const lot of key.lots) if (lot.expiresAt > now) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
     expireLots(key, now);
   }
-  if (lease.units > 0) key.lots.push({ lease: lease.seq, units: lease.units, expiresAt: lease.expiresAt, spent: [] });
+  // What onError admitted after this sync left is not in the object's grant: spent on top of it, an
+  // outage's admissions were leased out a second time when the object came back (the first answer
+  // then is the retried sync of before the outage). They are held back from it until it ends.
+  const withheld = Math.min(lease.units, key.unleased.reduce((sum, s) => sum + s.units, 0));
+  if (lease.units > withheld) key.lots.push({ lease: lease.seq, units: lease.units - withheld, expiresAt: lease.expiresAt, spent: [], ...(withheld > 0 ? { withheld } : {}) });
+  else if (lease.units > 0) key.reports.push({ lease: lease.seq, spent: [], unspent: lease.units });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
   key.granted = lease.topsUp ? leaseLeft(key) : lease.units;

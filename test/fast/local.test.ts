@@ -307,6 +307,30 @@ describe("a fast key in one isolate", () => {
     expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 3 }]);
   });
 
+  it("holds back from a grant what onError admitted after the answered sync left, and gives it back when the lot ends", () => {
+    // The sync of before the outage is retried and answered: the object granted 10 knowing nothing of the 4 admitted meanwhile.
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, fast, isolate(), 1, T0);
+    admittedUnleased(key, fast, 4, T0 + 500);
+    applyLease(key, fast, lease(seq, 10), T0 + 600);
+
+    expect(leaseLeft(key)).toBe(6);
+    surrender(key);
+    const next = nextSync(key, fast, from, 0, T0 + 700);
+    expect(next.unleased).toEqual([{ at: T0_BUCKET, units: 4 }]);
+    expect(next.reports).toEqual([{ lease: seq, spent: [], unspent: 10 }]);
+  });
+
+  it("gives a grant back whole when onError admitted at least as much after the answered sync left", () => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, fast, isolate(), 1, T0);
+    admittedUnleased(key, fast, 5, T0 + 500);
+    applyLease(key, fast, lease(seq, 3), T0 + 600);
+
+    expect(leaseLeft(key)).toBe(0);
+    expect(nextSync(key, fast, from, 0, T0 + 700).reports).toEqual([{ lease: seq, spent: [], unspent: 3 }]);
+  });
+
   it("reports an outage of any length in at most MOST_ENTRIES entries, every unit in it, none filed sooner than it went", () => {
     const bucket = rule({ name: "f-tb", mode: "fast", algorithm: "token-bucket", limit: 64, periodMs: 1_000, syncMs: 1_000 });
     const key = freshKey(T0);
