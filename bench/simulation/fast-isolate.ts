@@ -25,6 +25,8 @@ type SyncError = Extract<NonNullable<Outcome["error"]>, "timeout" | "overloaded"
 /** A sync in flight for one key, and the requests waiting for it (index.ts's `run` promise). */
 interface Flight {
   waiters: ((ok: boolean, error?: SyncError) => void)[];
+  /** index.ts Entry's `late`: a request gave up on this sync, which counted as one failure */
+  late?: true;
 }
 
 /** What onError is answering for when a sync failed: a relay's full queue, its batch's timeout, or an overloaded object. */
@@ -125,8 +127,11 @@ export class FastIsolate extends IsolateBase {
     // whose isolate vanished meanwhile ends here too, lost (finish reports no decision for it).
     clock.deadline(clock.now + rule.timeoutMs, () => {
       if (settled) return;
-      // index.ts `syncLate`: a sync the request gave up on backs the key off as a failed one does.
-      if (syncFailed(entry.key, rule, clock.now)) this.breaker.failed(entry.objectName, rule.timeoutMs, clock.now);
+      // index.ts `syncLate`: a sync the request gave up on backs the key off as a failed one does, once.
+      if (!flight.late && entry.inflight === flight) {
+        flight.late = true;
+        if (syncFailed(entry.key, rule, clock.now)) this.breaker.failed(entry.objectName, rule.timeoutMs, clock.now);
+      }
       finish(this.onErrorCounted(entry, cost, clock.now), "timeout");
     });
   }
@@ -197,7 +202,7 @@ export class FastIsolate extends IsolateBase {
           if (!release) this.callWhenBooked(entry, built, at, chain);
           this.rulePeers = Math.max(this.rulePeers, reply.lease!.peers);
           this.breaker.succeeded(at);
-        } else if (syncFailed(entry.key, entry.rule, at)) {
+        } else if (!flight.late && syncFailed(entry.key, entry.rule, at)) {
           // index.ts `failed`.
           this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);
         }

@@ -54,6 +54,8 @@ interface Entry {
   /** the sync in flight, which waiting requests join rather than start another, and when it began */
   inflight: Promise<void> | null;
   inflightSince: number;
+  /** the sync in flight once a request gave up on it: one hung sync is one failure, however many requests wait it out */
+  late?: Promise<void>;
   /** the costs of the requests waiting for a sync: the next one asks for all of them, not only its starter's */
   waiting: number[];
 }
@@ -102,7 +104,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
       });
       const decided = fromLease(entry.key, rule, cost, Date.now());
       // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
-      if (decided) return decided.allowed || decided.reason === "blocked" ? decided : asDenied({ ...decided, reason: "limit" }, cost);
+      if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
     }
   } finally {
     entry.waiting.splice(entry.waiting.indexOf(cost), 1);
@@ -169,16 +171,7 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
   if (!local) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
   if (syncDue(entry.key, rule, now)) void inBackground(entry, () => sync(context, entry, 0));
-  return asDenied(local, cost);
-}
-
-/**
- * A denial as the client reads it: fewer units left than it asked for. The object may have units
- * free that this isolate cannot lend the request now (its booked call not yet come, its share
- * spent); a 429 that said `r=9` would have its client retry at once, for nothing.
- */
-function asDenied(decision: Decision, cost: number): Decision {
-  return decision.allowed || decision.remaining < cost ? decision : { ...decision, remaining: cost - 1 };
+  return local;
 }
 
 /** Gives back what a fast decision spent at `spentAt`, when another rule denied the request. */
@@ -272,7 +265,8 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       ruleBreaker(entry.rule.name).succeeded(answeredAt);
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
-      failed(entry, Date.now());
+      // A sync a request gave up on was counted then.
+      if (entry.late !== run) failed(entry, Date.now());
       metrics.count("floodgate_syncs_total", { result: "failed" });
       throw error;
     } finally {
@@ -292,6 +286,8 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
  * its answer, if it comes, ends the backoff.
  */
 function syncLate(entry: Entry, now: number): void {
+  if (!entry.inflight || entry.late === entry.inflight) return;
+  entry.late = entry.inflight;
   failed(entry, now);
   metrics.count("floodgate_syncs_total", { result: "late" });
 }

@@ -101,7 +101,7 @@ export function decideLocally(key: LocalKey, rule: Rule, cost: number, now: numb
  */
 export function beyondCapacity(key: LocalKey, rule: Rule, now: number): Decision {
   expireLots(key, now);
-  return standing(key, rule, false, now, "cost-exceeds-capacity", underBlock(key, now) ? key.blockedUntil : Math.max(now + rule.periodMs, key.blockedUntil));
+  return standing(key, rule, false, now, "cost-exceeds-capacity", underBlock(key, now) ? key.blockedUntil : Math.max(now + rule.periodMs, key.blockedUntil), Number.POSITIVE_INFINITY);
 }
 
 /** Whether the object's block of the key holds for this isolate. */
@@ -138,7 +138,7 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
     return standing(key, rule, true, now, "local");
   }
   const until = cachedUntil(key, rule, now);
-  return now < until ? standing(key, rule, false, now, "cache", toldUntil(key, rule, until, now)) : undefined;
+  return now < until ? standing(key, rule, false, now, "cache", toldUntil(key, rule, until, now), cost) : undefined;
 }
 
 /**
@@ -299,12 +299,13 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
     for (const lot of key.lots) if (lot.expiresAt > now) lot.expiresAt = Math.max(lot.expiresAt, lease.expiresAt);
     expireLots(key, now);
   }
-  // What onError admitted after this sync left is not in the object's grant: spent on top of it, an
-  // outage's admissions were leased out a second time when the object came back (the first answer
-  // then is the retried sync of before the outage). They are held back from it until it ends.
-  const withheld = Math.min(lease.units, key.unleased.reduce((sum, s) => sum + s.units, 0));
-  if (lease.units > withheld) key.lots.push({ lease: lease.seq, units: lease.units - withheld, expiresAt: lease.expiresAt, spent: [], ...(withheld > 0 ? { withheld } : {}) });
-  else if (lease.units > 0) key.reports.push({ lease: lease.seq, spent: [], unspent: lease.units });
+  // What onError admitted after this sync left, and still counts, is not in the object's grant:
+  // spent on top of it, an outage's admissions were leased out a second time when the object came
+  // back (the first answer then is the retried sync of before the outage). As many units of the
+  // grant go back at once, unspent, with the next sync, which reports those admissions too.
+  const withheld = Math.min(lease.units, stillCounting(key.unleased, rule, now));
+  if (withheld > 0) key.reports.push({ lease: lease.seq, spent: [], unspent: withheld });
+  if (lease.units > withheld) key.lots.push({ lease: lease.seq, units: lease.units - withheld, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
   key.granted = lease.topsUp ? leaseLeft(key) : lease.units;
@@ -322,6 +323,15 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   key.blockedUntil = Math.min(key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied, turnsAt(key, rule));
   // Units given back after this sync left (see refundLocally) are not in its answer: the next request asks again.
   if (key.refunds.length > 0 && lease.standing.reason !== "blocked") key.blockedUntil = 0;
+}
+
+/**
+ * Units of `spent` that still count against the key at `now`: filed within a period (a window's),
+ * or within a bucket's refill from empty; older ones the object counts for nothing.
+ */
+function stillCounting(spent: readonly Spent[], rule: Rule, now: number): number {
+  const horizon = rule.algorithm === "token-bucket" ? Math.ceil((rule.periodMs * rule.burst) / rule.limit) : rule.periodMs;
+  return spent.reduce((sum, s) => sum + (s.at > now - horizon ? s.units : 0), 0);
 }
 
 /**
@@ -424,12 +434,16 @@ function lastWord(key: LocalKey, rule: Rule, now: number): Decision | null {
 }
 
 /** A decision in the shared shape, from the lease left and the object's last word; a denial holds until `until`. */
-function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache" | "cost-exceeds-capacity", until = now): Decision {
+function standing(key: LocalKey, rule: Rule, allowed: boolean, now: number, reason: "local" | "cache" | "cost-exceeds-capacity", until = now, cost = 1): Decision {
   const global = lastWord(key, rule, now);
+  const left = leaseLeft(key) + (global?.allowed ? global.remaining : 0);
   const decision: Decision = {
     allowed,
     limit: rule.limit,
-    remaining: leaseLeft(key) + (global?.allowed ? global.remaining : 0),
+    // A denial leaves fewer units than asked for: the object may have units free that this isolate
+    // cannot lend now (its booked call not yet come), and a 429 that said `r=9` had its client
+    // retry at once, for nothing.
+    remaining: allowed ? left : Math.min(left, cost - 1),
     resetAt: Math.max(global?.resetAt ?? now, now),
     // What the object last said; once that has passed, this isolate cannot tell and says "now".
     moreAt: Math.max(global?.moreAt ?? now, now),

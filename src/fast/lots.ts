@@ -8,11 +8,6 @@ export interface Lot {
   units: number;
   expiresAt: number;
   spent: Spent[];
-  /**
-   * units of the grant the isolate will not spend, given back when the lot ends: what `onError`
-   * admitted here after the answered sync left, which the object did not know of when it granted
-   */
-  withheld?: number;
 }
 
 /** Ends every lot: the next sync reports what each spent and gives back the rest. */
@@ -54,7 +49,7 @@ export function spend(key: LocalKey, cost: number, slot: number): void {
 
 /** Queues the lot's final report: what it spent since it last reported, and what it never will. */
 function finish(key: LocalKey, lot: Lot): void {
-  key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units + (lot.withheld ?? 0) });
+  key.reports.push({ lease: lot.lease, spent: lot.spent, unspent: lot.units });
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   deniedLocally,
   freshKey,
   knownShare,
+  localPeek,
   nextSync,
   refundLocally,
   surrender,
@@ -307,7 +308,7 @@ describe("a fast key in one isolate", () => {
     expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 3 }]);
   });
 
-  it("holds back from a grant what onError admitted after the answered sync left, and gives it back when the lot ends", () => {
+  it("gives back at once as much of a grant as onError admitted after the answered sync left, with those admissions", () => {
     // The sync of before the outage is retried and answered: the object granted 10 knowing nothing of the 4 admitted meanwhile.
     const key = freshKey(T0);
     const { seq } = nextSync(key, fast, isolate(), 1, T0);
@@ -315,10 +316,24 @@ describe("a fast key in one isolate", () => {
     applyLease(key, fast, lease(seq, 10), T0 + 600);
 
     expect(leaseLeft(key)).toBe(6);
-    surrender(key);
     const next = nextSync(key, fast, from, 0, T0 + 700);
     expect(next.unleased).toEqual([{ at: T0_BUCKET, units: 4 }]);
-    expect(next.reports).toEqual([{ lease: seq, spent: [], unspent: 10 }]);
+    expect(next.reports).toEqual([{ lease: seq, spent: [], unspent: 4 }]);
+  });
+
+  it("holds back nothing for what onError admitted longer ago than the object counts", () => {
+    const window = rule({ name: "f-10s", mode: "fast", limit: 100, periodMs: 10_000, syncMs: 1_000 });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, window, isolate(), 1, T0);
+    for (let t = 0; t <= 120_000; t += 10_000) admittedUnleased(key, window, 1, T0 + t);
+    applyLease(key, window, lease(seq, 8, { expiresAt: T0 + 130_000 }), T0 + 120_500);
+    expect(leaseLeft(key)).toBe(7);
+  });
+
+  it("says a denial from the cache leaves fewer units than asked for, in a peek too, whatever the object has free", () => {
+    const key = leased(0, { units: 0, saturated: true, standing: { ...NEAR, remaining: 9 }, nextSyncAt: T0 + 15_000 });
+    expect(decideLocally(key, fast, 2, T0 + 1)).toMatchObject({ allowed: false, remaining: 1 });
+    expect(localPeek(key, fast, T0 + 1)).toMatchObject({ allowed: false, remaining: 0 });
   });
 
   it("gives a grant back whole when onError admitted at least as much after the answered sync left", () => {
