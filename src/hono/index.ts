@@ -164,9 +164,9 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       return;
     }
     // A rule that counts by response gives back what a request it does not count took; the response stands whatever happens.
-    const succeeded = settle ? await judged(requestWasSuccessful, c as unknown as C, rule.name) : undefined;
-    if (settle && succeeded !== undefined) {
-      const settled = settle(succeeded).catch(countError("refund", rule));
+    const outcome = settle ? await judged(requestWasSuccessful, c as unknown as C, rule.name) : undefined;
+    if (settle && outcome !== undefined) {
+      const settled = settle(outcome).catch(countError("refund", rule));
       if (context.waitUntil) context.waitUntil(settled);
       else await settled;
     }
