@@ -11,7 +11,7 @@ import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecis
 import { sendHolding } from "../http/in-flight";
 import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { isNamespace } from "../durable-object/stub";
-import { checkOptions } from "../limiter/arguments";
+import { checkFlag, checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { keyPart, trimOws } from "../routing/key";
 import { countError } from "../metrics/log";
@@ -109,7 +109,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (skip !== undefined && typeof skip !== "function") throw new TypeError(`rateLimit: skip must be a function of the context returning true for a request the rule does not apply to, got ${typeof skip}`);
   if (handler !== undefined && typeof handler !== "function") throw new TypeError(`rateLimit: handler must be a function of the context and the LimitResult returning the denied request's Response, got ${typeof handler}`);
   if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
-  const skipping = { failed: flag(options.skipFailedRequests, "skipFailedRequests"), successful: flag(options.skipSuccessfulRequests, "skipSuccessfulRequests") };
+  const skipping = { failed: checkFlag(options.skipFailedRequests, "skipFailedRequests", "rateLimit"), successful: checkFlag(options.skipSuccessfulRequests, "skipSuccessfulRequests", "rateLimit") };
   if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
   const ruleFor = ruleOf(options.rule, (rule, fixed) => counting(rule, skipping, options.requestWasSuccessful !== undefined, fixed));
   const forms = headerOptions(options, "rateLimit");
@@ -192,13 +192,6 @@ function refuse(c: Context, response: Response): Response {
 
 /** The default of `requestWasSuccessful`: the response's status, as hono-rate-limiter and express-rate-limit read it. */
 const succeeded = (c: Context) => c.res.status < 400;
-
-/** A boolean option, false when absent. */
-function flag(value: unknown, name: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== "boolean") throw new TypeError(`rateLimit: ${name} must be true or false, got ${typeof value}`);
-  return value;
-}
 
 /**
  * The rule as the middleware applies it: the skips are its `count` (skipSuccessfulRequests counts

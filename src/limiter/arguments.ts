@@ -73,6 +73,13 @@ export function checkCallContext(options: { ctx?: unknown; signal?: unknown }, w
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${where}: signal must be an AbortSignal (request.signal), got ${describe(signal)}`);
 }
 
+/** A true-or-false option as given, `unset` when absent; a TypeError naming the option for anything else. */
+export function checkFlag(value: unknown, option: string, where: string, unset = false): boolean {
+  if (value === undefined) return unset;
+  if (typeof value !== "boolean") throw new TypeError(`${where}: ${option} must be true or false, got ${describe(value)}`);
+  return value;
+}
+
 /** A request as given to `check`: a Request, or a TypeError naming what came instead. */
 export function checkRequest(request: unknown, where: string): asserts request is Request {
   if (!(request instanceof Request)) throw new TypeError(`${where}: expected a Request, got ${request === null ? "null" : typeof request}`);

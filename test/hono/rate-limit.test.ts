@@ -408,7 +408,7 @@ describe("rateLimit (Hono middleware)", () => {
   it("refuses response skips it would ignore or that would count nothing, and a handler that is not a function", () => {
     const made = (options: Partial<Parameters<typeof rateLimit>[0]>) => () => rateLimit({ binding: "LIMITER", rule: { name: "h", limit: 1, period: "1m" }, key: () => "k", ...options });
     expect(made({ handler: "slow down" as never })).toThrow(/^rateLimit: handler must be a function/);
-    expect(made({ skipFailedRequests: "yes" as never })).toThrow(/^rateLimit: skipFailedRequests must be true or false, got string$/);
+    expect(made({ skipFailedRequests: "yes" as never })).toThrow(/^rateLimit: skipFailedRequests must be true or false, got "yes"$/);
     expect(made({ skipFailedRequests: true, skipSuccessfulRequests: true })).toThrow(/^rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request/);
     expect(made({ requestWasSuccessful: () => true })).toThrow(/^rateLimit\("h"\): requestWasSuccessful is read only with skipFailedRequests, skipSuccessfulRequests or a rule.s count/);
     expect(made({ skipFailedRequests: true, rule: { name: "h", limit: 1, period: "1m", count: "failed" } })).toThrow(/^rateLimit\("h"\): the rule's count \("failed"\) already says which requests it counts/);
