@@ -8,7 +8,7 @@ const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<na
 /** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
 export const DEFAULT_IPV6_PREFIX = 56;
 /** Shorter prefixes than this would group whole providers, longer than 128 bits there are none. */
-export const IPV6_PREFIX_RANGE = [32, 128] as const;
+const IPV6_PREFIX_RANGE = [32, 128] as const;
 
 export function parseKey(value: unknown, at: RuleRef): KeyPart[] {
   if (value === undefined) return [{ source: "ip" }];
@@ -57,12 +57,18 @@ function rejectRepeatedParts(parts: KeyPart[], at: RuleRef): void {
 export function parseIpv6Prefix(value: unknown, key: KeyPart[], at: RuleRef): number {
   if (value === undefined) return DEFAULT_IPV6_PREFIX;
   if (!hasIpPart(key)) fail(at, "ipv6Prefix", `ipv6Prefix applies to rules whose key has an "ip" part; remove it, or add "ip" to the key`);
-  const [min, max] = IPV6_PREFIX_RANGE;
-  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max) {
-    fail(at, "ipv6Prefix", `expected a prefix length from ${min} to ${max} (default ${DEFAULT_IPV6_PREFIX}, a /56), got ${show(value)}`);
-  }
-  return value as number;
+  if (!isIpv6Prefix(value)) fail(at, "ipv6Prefix", `expected ${IPV6_PREFIX_WANTED}, got ${show(value)}`);
+  return value;
 }
+
+/** Whether `value` is a prefix length a rule may group IPv6 clients by. */
+export function isIpv6Prefix(value: unknown): value is number {
+  const [min, max] = IPV6_PREFIX_RANGE;
+  return Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
+}
+
+/** What an ipv6Prefix must be, as its errors say. */
+export const IPV6_PREFIX_WANTED = `a prefix length from ${IPV6_PREFIX_RANGE[0]} to ${IPV6_PREFIX_RANGE[1]} (default ${DEFAULT_IPV6_PREFIX}, a /56)`;
 
 export function hasIpPart(key: readonly KeyPart[]): boolean {
   return key.some((part) => part.source === "ip");

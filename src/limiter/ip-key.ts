@@ -1,5 +1,5 @@
 /** `ipKey`: a client address keyed as the proxy's `ip` key part keys it, for the keys library and middleware users build themselves. */
-import { DEFAULT_IPV6_PREFIX, IPV6_PREFIX_RANGE } from "../config/key-parts";
+import { DEFAULT_IPV6_PREFIX, IPV6_PREFIX_WANTED, isIpv6Prefix } from "../config/key-parts";
 import { ipKey as groupedAddress } from "../routing/ip";
 
 /**
@@ -16,10 +16,7 @@ import { ipKey as groupedAddress } from "../routing/ip";
  * ipKey("::ffff:203.0.113.7");    // "203.0.113.7"
  */
 export function ipKey(address: string | null | undefined, ipv6Prefix: number = DEFAULT_IPV6_PREFIX): string | undefined {
-  const [min, max] = IPV6_PREFIX_RANGE;
-  if (!Number.isSafeInteger(ipv6Prefix) || ipv6Prefix < min || ipv6Prefix > max) {
-    throw new RangeError(`ipKey: ipv6Prefix: expected a prefix length from ${min} to ${max} (default ${DEFAULT_IPV6_PREFIX}, a /56), got ${String(ipv6Prefix)}`);
-  }
+  if (!isIpv6Prefix(ipv6Prefix)) throw new RangeError(`ipKey: ipv6Prefix: expected ${IPV6_PREFIX_WANTED}, got ${String(ipv6Prefix)}`);
   if (typeof address !== "string") return undefined;
   return groupedAddress(address, ipv6Prefix) ?? undefined;
 }
