@@ -259,9 +259,11 @@ export function grantLease(
   const granted = sync.release || blocked ? 0 : Math.min(available, wanted);
   const view = withPinned(policy, state, pinned + granted, now);
   const short = granted < sync.need;
-  const asked = short ? decide(policy, view, Math.min(sync.costliest ?? sync.need, sync.need), now).decision : peek(policy, view, now);
+  const deniedFor = Math.min(sync.costliest ?? sync.need, sync.need);
+  const asked = short ? decide(policy, view, deniedFor, now).decision : peek(policy, view, now);
   // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
-  const block = blocked ? blockedUntil : short ? blockStart(policy, decide(policy, view, sync.need, now).decision, now) : undefined;
+  const together = short && policy.blockMs !== undefined ? (deniedFor === sync.need ? asked : decide(policy, view, sync.need, now).decision) : undefined;
+  const block = blocked ? blockedUntil : together ? blockStart(policy, together, now) : undefined;
   const units = block === undefined ? granted : 0;
   const toldAs = (until?: number) => soonerUnderOthers(asFiled(asked, askedPolicy, policy, now, until), stricter(policy, askedPolicy), now, sync.horizonMs);
   const standing = block === undefined ? toldAs() : blockedDecision(policy, state, block, now);
