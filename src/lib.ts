@@ -89,8 +89,8 @@ export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter
       options.signal?.throwIfAborted();
       if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
       const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
-      const { decision, release, settle } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...from }, parsed, checked, cost, options.signal);
-      return limitResult(parsed, decision, { release, settle });
+      const { decision, release, settle, charge } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...from }, parsed, checked, cost, options.signal);
+      return limitResult(parsed, decision, { release, settle, charge });
     },
     async peek(key) {
       checkNoMore(arguments, 1, where("peek"), "a key");

@@ -54,8 +54,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key, from } = this.#resolve(options, arguments, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, rule, "limit");
-    const { decision, release, settle } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
-    return limitResult(rule, decision, { release, settle });
+    const { decision, release, settle, charge } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
+    return limitResult(rule, decision, { release, settle, charge });
   }
 
   /**

@@ -262,9 +262,14 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
  */
 export function uncountable(algorithm: AlgorithmName): string | undefined {
   if (algorithm === "concurrency") return `a concurrency slot comes back once its response is sent, whatever its status, so there is nothing to give back; remove it`;
+  const why = givesNothingBackLate(algorithm);
+  return why && `"${algorithm}" cannot count by response: ${why}; use "sliding-window", "fixed-window" or "sliding-log"`;
+}
+
+/** Why a rule of `algorithm` cannot give back units once a request is over (a token bucket or gcra); undefined when it can. */
+export function givesNothingBackLate(algorithm: AlgorithmName): string | undefined {
   if (algorithm !== "token-bucket" && algorithm !== "gcra") return undefined;
-  const why = `a bucket keeps no history, so a unit given back once the response is known cannot be told from one its refill has restored since (one that refilled and was drained while a slow request was in flight would refill twice)`;
-  return `"${algorithm}" cannot count by response: ${why}; use "sliding-window", "fixed-window" or "sliding-log"`;
+  return `a bucket keeps no history, so a unit given back once the response is known cannot be told from one its refill has restored since (one that refilled and was drained while a slow request was in flight would refill twice)`;
 }
 
 function parseName(value: unknown, at: RuleRef): string {

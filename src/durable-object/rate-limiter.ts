@@ -186,6 +186,18 @@ export class RateLimiter extends DurableObject<Env> {
   }
 
   /**
+   * Takes units a request turned out to cost once it was over (a LimitResult's `charge`): counted
+   * now, with no decision, so the key may owe and deny until they age out or refill. Counted as a
+   * decision's units are, another live version's algorithm included.
+   */
+  charge(policy: Policy, units: number): void {
+    const now = Date.now();
+    const state = adjust(policy, stateFor(this.stored, policy, now), units, now, now);
+    const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
+    this.save(policy, state, now, before ? { before } : {});
+  }
+
+  /**
    * Moves the slots a concurrency request holds to `to` (see renewConcurrency): its isolate renews
    * them while the request is in flight, so only a vanished isolate's slots run out `slotTtl` after
    * their last renewal. `from`: where they were last known to be, and where renewals whose answers

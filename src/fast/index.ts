@@ -16,6 +16,7 @@ import {
   admittedUnleased,
   applyLease,
   beyondCapacity,
+  chargeLocally,
   decideLocally,
   deniedLocally,
   freshKey,
@@ -178,6 +179,19 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
 export function refundFast(objectName: string, units: number, spentAt: number): void {
   const entry = table.get(objectName);
   if (entry) refundLocally(entry.key, entry.rule, units, spentAt, Date.now());
+}
+
+/**
+ * Takes `units` more for a request a fast key admitted (see `charge` on LimitResult): from this
+ * isolate's lease, and what it cannot pay the object hears of now rather than at the key's next
+ * call, after the sync in flight if one is (it left without them). Resolves once a sync carried
+ * them, or failed to, or at once while the key backs off: then a later sync carries them.
+ */
+export async function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): Promise<void> {
+  const entry = entryFor(rule, objectName, Date.now());
+  chargeLocally(entry.key, rule, units, Date.now());
+  // A key backing off after failures is left alone: its retry carries them.
+  for (let round = 0; round < 2 && entry.key.refunds.length > 0 && syncDue(entry.key, rule, Date.now()); round++) await inBackground(entry, () => sync(context, entry, 0));
 }
 
 /**

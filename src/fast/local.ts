@@ -50,7 +50,7 @@ export interface LocalKey {
   saturated: boolean;
   /** units `onError` admitted while the object could not be reached, for the next sync to report */
   unleased: Spent[];
-  /** units given back after the report that counted them left, for the next sync to give back (see {@link refundLocally}) */
+  /** units given back after the report that counted them left, for the next sync to give back (see {@link refundLocally}); negative: charged past the lease (see {@link chargeLocally}) */
   refunds: Spent[];
   /** after a failed sync, none is tried before then */
   retryAt: number;
@@ -402,6 +402,20 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt:
   }
   record(key.refunds, slot, units);
   if (key.standing?.reason !== "blocked") key.blockedUntil = Math.min(key.blockedUntil, now);
+}
+
+/**
+ * Takes `units` more for a request the key admitted (see `charge` on LimitResult), at `now`: spent
+ * from the lease while it lasts, as a request would spend them, and the rest owed to the object,
+ * which the next sync takes as a refund taken back (`refunds`, negative): never denied, so the key
+ * may owe past its limit, and the object leases nothing until the debt is paid.
+ */
+export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: number): void {
+  expireLots(key, now);
+  const slot = slotOf(rule, now);
+  const paid = Math.min(units, leaseLeft(key));
+  if (paid > 0) spend(key, paid, slot);
+  if (units > paid) record(key.refunds, slot, paid - units);
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */

@@ -139,8 +139,8 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       throw error;
     });
     if (!held) return refuse(c, clientClosed().toResponse());
-    const { decision, release, refund, settle } = held;
-    const result = limitResult(rule, decision, { release });
+    const { decision, release, refund, settle, charge } = held;
+    const result = limitResult(rule, decision, { release, charge });
     c.set("rateLimit", result);
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.

@@ -9,6 +9,7 @@ import { waitHold } from "./hold";
 import { admitKey, keyAsPeeked } from "./new-keys";
 import { forgetFallback, onErrorDecision, releaseLocal } from "./on-error";
 import { releaseOf, type Release } from "./release";
+import { chargeOf, type Charge } from "./charge";
 import { settleOf, type Settle } from "./settle";
 import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/analytics";
 import { countError, log } from "../metrics/log";
@@ -149,16 +150,30 @@ const capacityViews = new LruTable<{ at: number; decision: Decision }>(1_000, ()
  * rule's slots once the request is over (see ./release). Resolves once they are back; a failure
  * is counted, never thrown.
  */
-export function giveBack(ask: Ask, { decision, countedAt, spentAt }: Taken, context: LimiterContext): Promise<void> {
-  if (!decision.allowed) return Promise.resolve();
+export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units = ask.cost): Promise<void> {
+  const { decision, countedAt, spentAt } = taken;
+  const back = Math.min(units, unreturned(ask, taken));
+  if (!decision.allowed || back <= 0) return Promise.resolve();
+  returned.set(taken, (returned.get(taken) ?? 0) + back);
   if (decision.reason === "error") {
-    if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, ask.cost, Date.now());
+    if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, back, Date.now());
     return Promise.resolve();
   }
-  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, ask.cost, spentAt ?? Date.now()));
-  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, ask.cost, countedAt).catch(countError("refund", ask.rule));
+  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, back, spentAt ?? Date.now()));
+  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, back, countedAt).catch(countError("refund", ask.rule));
   context.waitUntil?.(refund);
   return refund;
+}
+
+/**
+ * Units of each admission given back so far: however many ways they come back (another rule's
+ * denial, `settle`, a negative `charge`), an admission never gives back more than it took.
+ */
+const returned = new WeakMap<Taken, number>();
+
+/** Units of the admission not yet given back. */
+export function unreturned(ask: Ask, taken: Taken): number {
+  return ask.cost - (returned.get(taken) ?? 0);
 }
 
 /** A decision, and when it took concurrency slots, the one way to give them back. */
@@ -169,6 +184,8 @@ export interface Held {
   refund: () => Promise<void>;
   /** when the rule counts by response (its `count`): gives the units back if the request ended as the rule does not count */
   settle?: Settle;
+  /** when a rule of units (not concurrency) admitted the request: corrects what it is counted at once its real cost is known */
+  charge?: Charge;
 }
 
 /**
@@ -185,7 +202,7 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const taken = cached ? { decision: cached } : await decide(ask, context);
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context) };
+  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;
@@ -266,7 +283,8 @@ export function countRefusal(ask: Pick<Ask, "rule" | "key">, context: LimiterCon
   countDecision({ ...ask, cost: 0 }, refusal, context);
 }
 
-function fastContext(context: LimiterContext): FastContext {
+/** The context a fast rule decides in: it needs `waitUntil` for its background syncs, or throws. */
+export function fastContext(context: LimiterContext): FastContext {
   const { namespace, waitUntil, location, continent } = context;
   if (!waitUntil) throw new TypeError("a fast rule needs the request's ExecutionContext (ctx) for its background syncs");
   return { namespace, waitUntil, ...(location !== undefined ? { location } : {}), ...(continent !== undefined ? { continent } : {}) };

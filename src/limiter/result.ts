@@ -43,14 +43,25 @@ export interface LimitResult {
    * anything; never called, the units stay spent. Over the service binding it is an RPC stub.
    */
   settle?: (outcome: number | boolean) => Promise<void>;
+  /**
+   * present when a rule of units (every algorithm but concurrency) granted them: call it once the
+   * request's real cost is known (the tokens an LLM call used, say) with the difference. Positive
+   * units are taken now and never denied, so the key may owe: later requests are denied until they
+   * have aged out or refilled. Negative units give back some of what `limit` took, under a
+   * windowed rule only (a token bucket or gcra rejects them: take the least a request can cost up
+   * front, and charge the rest). A failure of the object is counted and logged, never thrown; bad
+   * units reject with a TypeError. Over the service binding it is an RPC stub.
+   */
+  charge?: (units: number) => Promise<void>;
 }
 
 /**
- * The one translation from the internal Decision, with the release of the slots it took, if any.
+ * The one translation from the internal Decision, with the release of the slots it took, if any,
+ * and the ways to settle or charge it.
  * A dry-run rule never denies: its would-be denial is a success with reason "dry-run", so code
  * that reads only `success` (as Cloudflare's binding is read) lets the request through.
  */
-export function limitResult(rule: Rule, decision: Decision, { release, settle }: Pick<LimitResult, "release" | "settle"> = {}): LimitResult {
+export function limitResult(rule: Rule, decision: Decision, { release, settle, charge }: Pick<LimitResult, "release" | "settle" | "charge"> = {}): LimitResult {
   const wouldDeny = !decision.allowed && rule.dryRun;
   const result: LimitResult = {
     success: decision.allowed || rule.dryRun,
@@ -64,5 +75,6 @@ export function limitResult(rule: Rule, decision: Decision, { release, settle }:
   else if (decision.reason !== undefined) result.reason = decision.reason;
   if (release) result.release = release;
   if (settle) result.settle = settle;
+  if (charge) result.charge = charge;
   return result;
 }

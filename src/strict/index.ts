@@ -129,6 +129,16 @@ export async function refundStrict(
 }
 
 /**
+ * Takes `units` more at the named object for a request it admitted (see `charge` on LimitResult),
+ * within the rule's timeout. Rejects like any call; a denial cached here stays true: a charge only
+ * takes.
+ */
+export function chargeStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number): Promise<void> {
+  metrics.count("floodgate_durable_object_calls_total", { method: "charge" });
+  return withTimeout(limiterStub(namespace, objectName).charge(policyOf(rule), units), rule.timeoutMs);
+}
+
+/**
  * Moves a concurrency request's slots at the named object to `to`, finding them at exactly one of
  * the times in `from`; resolves with `to`, or 0 when the object no longer held them. Rejects like
  * any call past the rule's timeout.

@@ -296,6 +296,14 @@ describe("leases at scale", () => {
     expect(remaining({ state: after.state, peers: indexPeers() }, T0 + 2)).toBe(95);
   });
 
+  it("counts units charged past an isolate's lease, a refund taken back, past the limit: the key owes", () => {
+    const first = grantLease(window, undefined, indexPeers(), sync({ need: 0 }), T0);
+    const after = grantLease(window, first.state, first.peers, sync({ seq: 2, need: 1, refunds: [{ at: T0, units: -130 }] }), T0 + 1);
+    expect(remaining({ state: after.state, peers: indexPeers() }, T0 + 1)).toBe(0);
+    expect(after.lease.units).toBe(0);
+    expect(after.lease.standing.allowed).toBe(false);
+  });
+
   it("tells the isolates of a saturated key to wait for their booked call once their lease is spent", () => {
     const busy = grantLease(window, undefined, indexPeers(), sync({ need: 100 }), T0);
     const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);

@@ -4,6 +4,7 @@ import {
   admittedUnleased,
   applyLease,
   beyondCapacity,
+  chargeLocally,
   COLD_REFUSAL_MS,
   decideLocally,
   deniedLocally,
@@ -264,6 +265,26 @@ describe("a fast key in one isolate", () => {
     nextSync(key, fast, from, 0, T0_BUCKET + 59_995);
     refundLocally(key, fast, 1, T0_BUCKET + 59_990, T0_BUCKET + 60_010);
     expect(key.refunds).toEqual([{ at: T0_BUCKET, units: 1 }]);
+  });
+
+  it("charges a unit the lease can pay from the lease, spent as a request would spend it", () => {
+    const key = leased(5);
+    decideLocally(key, fast, 1, T0 + 10);
+    chargeLocally(key, fast, 3, T0 + 20);
+    expect(leaseLeft(key)).toBe(1);
+    expect(key.refunds).toEqual([]);
+    expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 4 }], unspent: 0 }]);
+  });
+
+  it("owes the object what the lease cannot pay, sent with the next sync as a refund taken back", () => {
+    const key = leased(2);
+    decideLocally(key, fast, 1, T0 + 10);
+    chargeLocally(key, fast, 6, T0 + 20);
+    expect(leaseLeft(key)).toBe(0);
+    expect(syncDue(key, fast, T0 + 20)).toBe(true);
+    const sent = nextSync(key, fast, from, 0, T0 + 20);
+    expect(sent.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 0 }]);
+    expect(sent.refunds).toEqual([{ at: T0_BUCKET, units: -5 }]);
   });
 
   it("backs off after a failed sync", () => {

@@ -69,6 +69,18 @@ export default {
         }
         return Response.json({ limited, checked });
       }
+      case "/charged": {
+        // A call that used 5 units in all: 1 taken up front, 4 charged once known; then 2 given back of a call of 3.
+        const first = await env.FLOODGATE.limit({ key: q("key") });
+        await first.charge(4);
+        const afterCharge = (await env.FLOODGATE.peek({ key: q("key") })).remaining;
+        const denied = await env.FLOODGATE.limit({ key: q("key") });
+        await env.FLOODGATE.reset({ key: q("key") });
+        const second = await env.FLOODGATE.limit({ key: q("key"), cost: 3 });
+        await second.charge(-2);
+        const bad = await settle(second.charge(-2));
+        return Response.json({ afterCharge, denied: denied.success, deniedCharge: typeof denied.charge, afterGiveBack: (await env.FLOODGATE.peek({ key: q("key") })).remaining, bad });
+      }
       case "/long-slots-forgotten": {
         const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
         return Response.json({ held: held.success });
@@ -209,6 +221,16 @@ describe("the Floodgate service binding", () => {
     expect(await call("/settled?key=198.51.100.70&ip=198.51.100.71&statuses=200,200,401,200,401,200")).toEqual({
       limited: [true, true, true, true, true, false],
       checked: [true, true, true, true, true, false],
+    });
+  });
+
+  it("charges a request's real cost over RPC: more units after the fact, or some given back", async () => {
+    expect(await call("/charged?key=198.51.100.72")).toEqual({
+      afterCharge: 0,
+      denied: false,
+      deniedCharge: "undefined",
+      afterGiveBack: 4,
+      bad: { ok: false, error: 'charge ("login"): cannot give back 2 units: the request took 3, and 2 of them came back already' },
     });
   });
 

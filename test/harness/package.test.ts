@@ -44,6 +44,9 @@ export async function probe(request: Request): Promise<boolean> {
   const reset: string = result.reset;
   // @ts-expect-error: a key is a string
   await api.limit(42);
+  await result.charge?.(120);
+  // @ts-expect-error: units are a number
+  await result.charge?.("120");
   const checked: Checked = await createGate(namespace, [{ name: "per-ip", key: "ip", limit: 10, period: "10s" }], { headers: "draft-7" }).check(request, ctx);
   // @ts-expect-error: headers is an object of strings
   const header: number | undefined = checked.headers["RateLimit"];

@@ -35,6 +35,23 @@ describe("rateLimit (Hono middleware)", () => {
     expect(body.rateLimit).toMatchObject({ success: true, limit: 4, rule: "hono-exact" });
   });
 
+  it("lets the handler charge what the request really cost, once known, through c.get('rateLimit')", async () => {
+    const hono = new Hono<App>();
+    hono.use("/llm/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-tokens", limit: 1_000, period: "1h" }, key: (c) => c.req.header("x-api-key") }));
+    hono.post("/llm/complete", async (c) => {
+      const used = Number(c.req.header("x-tokens-used"));
+      await c.get("rateLimit").charge!(used - 1);
+      return c.json({ used });
+    });
+    const post = (tokens: number) => hono.request("/llm/complete", { method: "POST", headers: { "x-api-key": "k-tokens", "x-tokens-used": String(tokens) } }, env, createExecutionContext());
+
+    expect((await post(600)).status).toBe(200);
+    expect((await post(600)).status).toBe(200);
+    const over = await post(1);
+    expect(over.status).toBe(429);
+    expect(over.headers.get("RateLimit")).toMatch(/^"hono-tokens";r=0;t=\d+$/);
+  });
+
   it("answers the 429 with the proxy's problem+json and headers", async () => {
     const hono = app({ rule: { name: "hono-same", limit: 1, period: "1m" } });
     await get(hono, "/api/a", { "x-api-key": "k-same" });

@@ -492,3 +492,89 @@ describe("createGate", () => {
     await expect(extra).rejects.toThrow(/^createGate\(…\)\.check: takes a Request and the request's ExecutionContext, got 3 arguments$/);
   });
 });
+
+describe("limiter's charge: a request's real cost once known", () => {
+  it("takes units past the limit after the fact, so the key owes and denies until they leave the window", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-sw", limit: 100, period: "1h" });
+    const call = await tokens.limit("k", { cost: 10 });
+    await call.charge!(140);
+
+    const next = await tokens.limit("k");
+    expect(next).toMatchObject({ success: false, remaining: 0, reason: "limit" });
+    expect((await tokens.peek("k")).remaining).toBe(0);
+  });
+
+  it("leaves a token bucket in debt that its refill pays before anything more is admitted", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-tb", algorithm: "token-bucket", limit: 10, period: "1m" });
+    const call = await tokens.limit("k");
+    await call.charge!(19);
+
+    const next = await tokens.limit("k");
+    expect(next.success).toBe(false);
+    // 10 - 20 leaves the bucket 10 tokens short of empty: 11 tokens at one each 6 s, less what refilled meanwhile.
+    expect(next.retryAfter).toBeGreaterThan(60_000);
+    expect(next.retryAfter).toBeLessThanOrEqual(66_000);
+  });
+
+  it("gives back part of what a windowed rule's admission took", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-back", algorithm: "fixed-window", limit: 100, period: "1h" });
+    const call = await tokens.limit("k", { cost: 40 });
+    await call.charge!(-30);
+
+    expect((await tokens.peek("k")).remaining).toBe(90);
+  });
+
+  it("never gives back more than the admission took, settle and refunds included", async () => {
+    const judged = limiter(namespace, { name: "lib-charge-settled", limit: 10, period: "1h", count: "failed" });
+    const call = await judged.limit("k", { cost: 4 });
+    await call.charge!(-3);
+    await expect(call.charge!(-2)).rejects.toThrow(/^charge \("lib-charge-settled"\): cannot give back 2 units: the request took 4, and 3 of them came back already$/);
+    await call.settle!(200);
+    await expect(call.charge!(-1)).rejects.toThrow(/took 4, and 4 of them came back already/);
+
+    expect((await judged.peek("k")).remaining).toBe(10);
+  });
+
+  it("refuses to give back under a token bucket or gcra, and changes nothing", async () => {
+    for (const algorithm of ["token-bucket", "gcra"] as const) {
+      const tokens = limiter(namespace, { name: `lib-charge-no-${algorithm}`, algorithm, limit: 10, period: "1m", burst: 5 });
+      const call = await tokens.limit("k", { cost: 3 });
+      await expect(call.charge!(-1)).rejects.toThrow(new RegExp(`^charge \\("lib-charge-no-${algorithm}"\\): a "${algorithm}" rule cannot give units back: a bucket keeps no history.*; take the least a request can cost up front, and charge the rest once it is known$`));
+      // gcra holds burst + 1.
+      expect((await tokens.peek("k")).remaining).toBe(algorithm === "token-bucket" ? 2 : 3);
+    }
+  });
+
+  it("rejects units that are not a whole number, naming the rule, and charges nothing", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-bad", limit: 10, period: "1m" });
+    const call = await tokens.limit("k");
+    for (const units of [1.5, Number.NaN, "3", undefined, 2 ** 53]) {
+      await expect(call.charge!(units as never)).rejects.toThrow(/^charge \("lib-charge-bad"\): expected a whole number of units \(negative to give some back\), at most 150119987579 either way for a period of 60000ms, got /);
+    }
+    await call.charge!(0);
+    expect((await tokens.peek("k")).remaining).toBe(9);
+  });
+
+  it("has no charge for a denial, nor for a concurrency rule, whose slots come back by release", async () => {
+    const one = limiter(namespace, { name: "lib-charge-denied", limit: 1, period: "1h" });
+    expect("charge" in (await one.limit("k"))).toBe(true);
+    expect("charge" in (await one.limit("k"))).toBe(false);
+    const slots = limiter(namespace, { name: "lib-charge-slots", algorithm: "concurrency", limit: 2 });
+    const held = await slots.limit("k");
+    expect("charge" in held).toBe(false);
+    await held.release!();
+  });
+
+  it("takes a fast key's charge from the isolate's lease, and what the lease cannot pay at its object", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-fast", algorithm: "token-bucket", limit: 10, period: "1m", mode: "fast" });
+    const ctx = createExecutionContext();
+    const call = await tokens.limit("k", { ctx });
+    await call.charge!(19);
+    await waitOnExecutionContext(ctx);
+
+    const next = await tokens.limit("k", { ctx: createExecutionContext() });
+    expect(next.success).toBe(false);
+    // Owed at the object, the 20 units leave the bucket 10 short of empty: a lease alone would have said 6 s.
+    expect(next.retryAfter).toBeGreaterThan(60_000);
+  });
+});
