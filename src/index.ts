@@ -50,11 +50,14 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (checked.response) return checked.response;
   const send = () => (origin.kind === "demo" ? demoOrigin(request) : forward(request, url, origin.url));
   // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
+  let unreached = false;
   const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {
-    if (error instanceof HttpProblem) return error.toResponse();
-    throw error;
+    if (!(error instanceof HttpProblem)) throw error;
+    unreached = true;
+    return error.toResponse();
   });
-  // A rule that counts by response (its `count`) learns how the request ended: the origin's status, or the 502 of none.
-  if (checked.settle) ctx.waitUntil(checked.settle(response.status));
+  // A rule that counts by response (its `count`) learns how the request ended: the origin's status, or the 502 of none;
+  // one that reads its cost from the response (`responseCost`), the origin's headers (with none, it stays at its cost).
+  if (checked.settle) ctx.waitUntil(unreached ? checked.settle(response.status) : checked.settle(response.status, response.headers));
   return withRateLimitHeaders(response, checked.headers);
 }

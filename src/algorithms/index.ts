@@ -54,6 +54,18 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
 }
 
 /**
+ * The most units a charge (a request's cost known after the fact, see `charge` on LimitResult)
+ * may leave a token bucket or GCRA owing: all it holds and a year's refill, within exact
+ * arithmetic. Unbounded, one charge on a rule of one unit a day left the key owing for millennia,
+ * past the dates an object's alarm takes.
+ */
+export function mostCharged(policy: Pick<Policy, "algorithm" | "limit" | "burst" | "periodMs">): number {
+  return Math.min(largestCost(policy) + Math.floor((CHARGE_DEBT_MS * policy.limit) / policy.periodMs), Math.floor(Number.MAX_SAFE_INTEGER / policy.periodMs));
+}
+
+const CHARGE_DEBT_MS = 365 * 24 * 3_600_000;
+
+/**
  * The most units what `onError` admitted while the object could not be reached may leave a token
  * bucket or GCRA owing: all it holds and one period's refill more, less the one unit that then
  * waits one period. A window forgets what it admitted a period ago; a bucket in debt would not.

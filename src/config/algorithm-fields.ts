@@ -99,6 +99,18 @@ export function capacityOf(algorithm: AlgorithmName, limit: number, burst: numbe
   }
 }
 
+/**
+ * `responseCost`: "header:<name>", the response header that says what a request really cost; none
+ * when absent. A concurrency rule counts requests in flight, not units, and refuses it.
+ */
+export function parseResponseCost(value: unknown, algorithm: AlgorithmName, at: RuleRef): { header: string } | undefined {
+  if (value === undefined) return undefined;
+  if (algorithm === "concurrency") fail(at, "responseCost", `a concurrency rule counts requests in flight, not units, so there is no cost to correct; remove it`);
+  const header = typeof value === "string" && /^header:(.+)$/.exec(value)?.[1];
+  if (!header || !TOKEN.test(header)) fail(at, "responseCost", `expected "header:<name>", the origin's response header that says what the request cost, like "header:x-tokens-used", got ${show(value)}`);
+  return { header: header.toLowerCase() };
+}
+
 export function parseCost(value: unknown, capacity: Capacity, at: RuleRef): Cost {
   if (value === undefined) return { units: 1 };
   const header = typeof value === "string" && /^header:(.+)$/.exec(value)?.[1];

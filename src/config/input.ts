@@ -33,6 +33,12 @@ interface CommonFields {
   block?: Duration;
 }
 
+/** What every algorithm of units takes besides (all but concurrency, which counts requests in flight). */
+interface UnitFields {
+  /** `header:<name>`: the response header that says what the request really cost; it is charged the difference from `cost` once the response is known */
+  responseCost?: `header:${string}`;
+}
+
 /** What the windowed algorithms take besides: they give a unit back at the time it was taken, which a bucket cannot. */
 interface CountedFields {
   /** which admitted requests stay counted once their response is known: "all" (default), "failed" (status 400 and up) or "successful" */
@@ -42,11 +48,11 @@ interface CountedFields {
 /** One rule used from code (`limiter`, `rateLimit`): a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`. */
 export type LimiterRule = CommonFields &
   (
-    | (CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
-    | { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration }
-    | (CountedFields & { algorithm: "fixed-window"; period: Duration })
-    | (CountedFields & { algorithm: "sliding-log"; period: Duration })
-    | { algorithm: "gcra"; period: Duration; burst?: number; delay?: number }
+    | (UnitFields & CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
+    | (UnitFields & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
+    | (UnitFields & CountedFields & { algorithm: "fixed-window"; period: Duration })
+    | (UnitFields & CountedFields & { algorithm: "sliding-log"; period: Duration })
+    | (UnitFields & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
     | { algorithm: "concurrency"; slotTtl?: Duration }
   );
 

@@ -2,7 +2,7 @@
 import { MAX_SLOTS } from "../algorithms/concurrency";
 import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
 import type { AlgorithmName } from "../algorithms/types";
-import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
+import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseResponseCost, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { pathText, repeatedMember, type Repeated } from "./json";
@@ -14,7 +14,7 @@ import type { Aggregate, Config, Count, Mode, OnError, Rule } from "./types";
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
-  "count",
+  "count", "responseCost",
 ];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
@@ -66,6 +66,8 @@ export interface RuleDescription {
   block?: string;
   /** "failed" or "successful"; only when set */
   count?: Count;
+  /** "header:<name>"; only when set */
+  responseCost?: string;
 }
 
 /**
@@ -92,8 +94,9 @@ const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.inc
 /**
  * Validates one rule used from code (the library's `limiter`, the Hono middleware): the fields of
  * a `RATE_LIMIT_RULES` rule, with the same defaults and messages, except `match`, `key` and
- * `ipv6Prefix`, which are errors there, and a header `cost` unless the rule decides requests
- * (`{ requests: true }`: the middleware reads it from each request as the proxy does). Throws a
+ * `ipv6Prefix`, which are errors there, and a header `cost` or a `responseCost` unless the rule
+ * decides requests (`{ requests: true }`: the middleware reads them from each request and its
+ * response as the proxy does). Throws a
  * {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
  *
  * @example
@@ -108,6 +111,9 @@ export function parseStandaloneRule(value: unknown, { requests = false } = {}): 
   const rule = parseRule(value, undefined, STANDALONE_FIELDS);
   if (!requests && "header" in rule.cost) {
     fail({ name: rule.name }, "cost", `a header cost needs a request, and limit is given a key, not a request; pass { cost } to limit instead`);
+  }
+  if (!requests && rule.responseCost) {
+    fail({ name: rule.name }, "responseCost", `a response cost needs a response, and limit never sees one; call charge(units) on limit's result once the cost is known instead`);
   }
   return rule;
 }
@@ -141,6 +147,7 @@ export function describeRule(rule: Rule): RuleDescription {
     ...(rule.newKeysPerSecond !== null ? { newKeysPerSecond: rule.newKeysPerSecond } : {}),
     dryRun: rule.dryRun,
     ...(rule.count !== "all" ? { count: rule.count } : {}),
+    ...(rule.responseCost ? { responseCost: `header:${rule.responseCost.header}` } : {}),
     ...(rule.blockMs !== null ? { block: formatDuration(rule.blockMs) } : {}),
   };
 }
@@ -249,10 +256,12 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const count = parseChoice(fields.get("count"), COUNTS, at, "count");
   const uncounted = count !== "all" ? uncountable(algorithm) : undefined;
   if (uncounted) fail(at, "count", uncounted);
+  const responseCost = parseResponseCost(fields.get("responseCost"), algorithm, at);
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs, count };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   if (aggregate !== "none") rule.aggregate = aggregate;
+  if (responseCost) rule.responseCost = responseCost;
   return rule;
 }
 

@@ -77,6 +77,8 @@ export interface Rule {
   dryRun: boolean;
   /** which admitted requests stay counted once their response is known */
   count: Count;
+  /** the header of the origin's response that says what the request really cost (lower-cased): it is charged the difference from `cost` */
+  responseCost?: { header: string };
   /** once the rule denies a key, every request for it is denied for this long; null: no block */
   blockMs: number | null;
 }

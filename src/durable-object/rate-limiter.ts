@@ -1,6 +1,6 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, peek } from "../algorithms";
+import { adjust, mostCharged, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
 import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
@@ -39,6 +39,9 @@ interface Row {
  * loses nothing; an alarm deletes it once the key has fully recovered, so storage does not grow
  * without bound.
  */
+/** How far ahead an object sets its alarm at most: a key owing for longer is looked at again then. */
+const MAX_ALARM_AHEAD_MS = 30 * 24 * 3_600_000;
+
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
   /** fast-mode isolates: their demand, and their last lease for retried syncs, with the figures a sync reads (built from their rows) */
@@ -187,14 +190,16 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Takes units a request turned out to cost once it was over (a LimitResult's `charge`): counted
-   * now, with no decision, so the key may owe and deny until they age out or refill. Counted as a
-   * decision's units are, another live version's algorithm included.
+   * now, with no decision, so the key may owe and deny until they age out or refill (a bucket owes
+   * at most `mostCharged`). Counted as a decision's units are, another live version's algorithm
+   * included. Returns when they were counted, for a refund to find them.
    */
-  charge(policy: Policy, units: number): void {
+  charge(policy: Policy, units: number): number {
     const now = Date.now();
-    const state = adjust(policy, stateFor(this.stored, policy, now), units, now, now);
+    const state = adjust(policy, stateFor(this.stored, policy, now), units, now, now, mostCharged(policy));
     const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
     this.save(policy, state, now, before ? { before } : {});
+    return now;
   }
 
   /**
@@ -352,7 +357,8 @@ export class RateLimiter extends DurableObject<Env> {
   /** Sets the alarm for `at`, later by this object's own spread (see `alarmSpread`). */
   private schedule(at: number): void {
     this.spreadMs ??= alarmSpread(this.ctx.id.toString());
-    this.alarmAt = at + this.spreadMs;
+    // An alarm that comes early looks again; one past what the runtime takes (2189) was refused, and the key never forgotten.
+    this.alarmAt = Math.min(at, Date.now() + MAX_ALARM_AHEAD_MS) + this.spreadMs;
     void this.ctx.storage.setAlarm(this.alarmAt);
   }
 }

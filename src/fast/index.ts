@@ -185,13 +185,16 @@ export function refundFast(objectName: string, units: number, spentAt: number): 
  * Takes `units` more for a request a fast key admitted (see `charge` on LimitResult): from this
  * isolate's lease, and what it cannot pay the object hears of now rather than at the key's next
  * call, after the sync in flight if one is (it left without them). Resolves once a sync carried
- * them, or failed to, or at once while the key backs off: then a later sync carries them.
+ * them, or failed to, or at once while the key backs off: then a later sync carries them. Resolves
+ * with when they were spent, for a refund to find their slot.
  */
-export async function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): Promise<void> {
-  const entry = entryFor(rule, objectName, Date.now());
-  chargeLocally(entry.key, rule, units, Date.now());
+export async function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): Promise<number> {
+  const now = Date.now();
+  const entry = entryFor(rule, objectName, now);
+  chargeLocally(entry.key, rule, units, now);
   // A key backing off after failures is left alone: its retry carries them.
   for (let round = 0; round < 2 && entry.key.refunds.length > 0 && syncDue(entry.key, rule, Date.now()); round++) await inBackground(entry, () => sync(context, entry, 0));
+  return now;
 }
 
 /**

@@ -1,5 +1,5 @@
 /** How a key's Durable Object shares its headroom among isolates: demand-sized leases, reserved when granted, counted when reported. */
-import { adjust, decide, mostOwed, peek, sameSlots, slotEnd, slotOf, takenAtATime } from "../algorithms";
+import { adjust, decide, mostCharged, mostOwed, peek, sameSlots, slotEnd, slotOf, takenAtATime } from "../algorithms";
 import type { AlgorithmName, Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockStart } from "../algorithms/block";
 import { pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer, type Pin } from "./peer";
@@ -220,10 +220,13 @@ export function grantLease(
     const rest = pin.units - settledUnits;
     pins = pins.flatMap((p) => (p !== pin ? [p] : rest > 0 ? [{ ...p, units: rest }] : []));
   }
-  counted.push((sync.refunds ?? []).map((s) => ({ at: s.at, units: -s.units })));
+  const refunds = sync.refunds ?? [];
+  counted.push(refunds.filter((s) => s.units > 0).map((s) => ({ at: s.at, units: -s.units })));
+  // A negative refund is a charge the isolate's lease could not pay (see `chargeLocally`).
+  const charged = refunds.filter((s) => s.units < 0).map((s) => ({ at: s.at, units: -s.units }));
   // A window owes nothing past its period: only a bucket's own allowance is kept for it.
   const owed = Math.max(mostOwed(policy), takenAtATime(askedPolicy) ? mostOwed(askedPolicy) : 0);
-  state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now);
+  state = countSpent(policy, state, counted.flat(), sync.unleased ?? [], owed, filedAt(askedPolicy, policy, now, sync.sentAt), now, charged);
   const under = known?.under;
   // Its pins stay until it reports them, so what it gives up now is counted as taken until then.
   const revoke = pins.length > 0 && under !== undefined && stricter(policy, under);
@@ -293,9 +296,10 @@ export function grantLease(
 }
 
 /**
- * Counts what an isolate reported, `spent` from leases (negative: given back) and `unleased`
- * admitted by `onError`, each entry where `place` puts it (undefined: not at all); the unleased
- * leave a token bucket or GCRA owing at most `owedAtMost` units (see `mostOwed`). Units taken at a
+ * Counts what an isolate reported, `spent` from leases (negative: given back), `unleased`
+ * admitted by `onError` and `charged` past its lease, each entry where `place` puts it (undefined:
+ * not at all); the unleased leave a token bucket or GCRA owing at most `owedAtMost` units (see
+ * `mostOwed`), the charged at most `mostCharged`. Units taken at a
  * time (see `takenAtATime`) are taken in the order they went, since each take keeps the state as
  * of its time, and an earlier one taken after it would count as late as it; the units given back
  * come last, as they are given back now.
@@ -308,6 +312,7 @@ export function countSpent(
   owedAtMost: number,
   place: (spent: Spent) => number | undefined,
   now: number,
+  charged: readonly Spent[] = [],
 ): LimiterState | undefined {
   const placed: { at: number; units: number; owed: number }[] = [];
   const add = (s: Spent, owed: number) => {
@@ -316,6 +321,7 @@ export function countSpent(
   };
   for (const s of spent) add(s, Number.POSITIVE_INFINITY);
   for (const s of unleased) add(s, owedAtMost);
+  for (const s of charged) add(s, mostCharged(policy));
   if (takenAtATime(policy)) placed.sort((a, b) => Number(a.units < 0) - Number(b.units < 0) || a.at - b.at);
   return placed.reduce<LimiterState | undefined>((from, s) => adjust(policy, from, s.units, s.at, now, s.owed), state);
 }

@@ -165,7 +165,7 @@ function cachedUntil(key: LocalKey, rule: Rule, now: number): number {
  * back that the object has not heard of (see {@link refundLocally}). 0 when not held.
  */
 function heldUntil(key: LocalKey, rule: Rule, now: number): number {
-  return key.saturated && key.refunds.length === 0 && key.blockedUntil <= key.nextSyncAt && onItsWay(key, now) ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
+  return key.saturated && !givesBack(key) && key.blockedUntil <= key.nextSyncAt && onItsWay(key, now) ? Math.min(key.nextSyncAt + rule.timeoutMs, turnsAt(key, rule)) : 0;
 }
 
 /**
@@ -322,7 +322,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
   key.blockedUntil = Math.min(key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied, turnsAt(key, rule));
   // Units given back after this sync left (see refundLocally) are not in its answer: the next request asks again.
-  if (key.refunds.length > 0 && lease.standing.reason !== "blocked") key.blockedUntil = 0;
+  if (givesBack(key) && lease.standing.reason !== "blocked") key.blockedUntil = 0;
+}
+
+/** Whether the isolate holds units to give back that the object has not heard of; a charge it owes (a negative refund) frees nothing. */
+function givesBack(key: LocalKey): boolean {
+  return key.refunds.some((s) => s.units > 0);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { IpLists } from "../config";
 import { clientClosed, forbidden, HttpProblem, rateLimited } from "../http/problem";
 import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
+import type { ResponseHeaders } from "../limiter/result";
 import { enforce, type Enforced } from "./enforce";
 import { keyHash } from "../metrics/analytics";
 import { log } from "../metrics/log";
@@ -23,12 +24,15 @@ export interface Admitted {
    */
   release?: () => Promise<void>;
   /**
-   * present when a rule that counts by response (its `count`: "failed" or "successful") admitted
-   * the request: call it with the response's status once you have it (or true or false for whether
-   * the request succeeded), and what the request took under a rule that does not count such a
-   * response is given back; never called, the request stays counted
+   * present when a rule that counts by response (its `count`: "failed" or "successful") or reads
+   * the request's real cost from it (`responseCost`) admitted the request: call it with the
+   * response's status once you have it (or true or false for whether the request succeeded), and
+   * its headers for `responseCost` (over the service binding as a plain object,
+   * `Object.fromEntries(response.headers)`); what the request took under a rule that does not
+   * count such a response is given back, and a `responseCost` rule charged the difference its
+   * header says; never called, the request stays counted at its cost
    */
-  settle?: (outcome: number | boolean) => Promise<void>;
+  settle?: (outcome: number | boolean, headers?: ResponseHeaders) => Promise<void>;
 }
 
 /** A request a rule refuses: send `response` instead. */

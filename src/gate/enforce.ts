@@ -26,7 +26,7 @@ export interface Verdict {
   gone?: true;
   /** an allowed request's concurrency slots: call once the request is over (see ../limiter/release) */
   release?: Release;
-  /** when a rule counts by response (its `count`): call with the response's status once it is known (see ../limiter/settle) */
+  /** when a rule counts by response (its `count`) or reads its cost from it (`responseCost`): call with the response's status and headers once they are known (see ../limiter/settle) */
   settle?: Settle;
 }
 

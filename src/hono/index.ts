@@ -166,7 +166,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     // A rule that counts by response gives back what a request it does not count took; the response stands whatever happens.
     const outcome = settle ? await judged(requestWasSuccessful, c as unknown as C, rule.name) : undefined;
     if (settle && outcome !== undefined) {
-      const settled = settle(outcome).catch(countError("refund", rule));
+      const settled = settle(outcome, c.res.headers).catch(countError("refund", rule));
       if (context.waitUntil) context.waitUntil(settled);
       else await settled;
     }

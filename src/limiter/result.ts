@@ -2,6 +2,9 @@
 import type { Decision, Reason } from "../algorithms";
 import type { Rule } from "../config/types";
 
+/** A response's headers as `settle` takes them: `response.headers`, or a plain object of names to values (what crosses the service binding). */
+export type ResponseHeaders = Headers | Record<string, string> | [string, string][];
+
 /**
  * The answer to `limit` and `peek`. A superset of Cloudflare's `RateLimitOutcome` (`{ success }`),
  * so code written for Cloudflare's rate-limiting binding reads it unchanged.
@@ -36,13 +39,16 @@ export interface LimitResult {
    */
   release?: () => Promise<void>;
   /**
-   * present when the rule counts by response (`count`: "failed" or "successful") and granted the
-   * units: call it once you know how the request ended, with the response's HTTP status or
-   * whether it succeeded (true or false), and the units are given back if the rule does not count
-   * such a request (a success, for a rule counting failed logins). Only the first call does
-   * anything; never called, the units stay spent. Over the service binding it is an RPC stub.
+   * present when the rule counts by response (`count`: "failed" or "successful") or reads the
+   * request's real cost from it (`responseCost`, a rule of RATE_LIMIT_RULES named over the
+   * binding) and granted the units: call it once you know how the request ended, with the
+   * response's HTTP status or whether it succeeded (true or false), and for `responseCost` the
+   * response's headers. The units are given back if the rule does not count such a request (a
+   * success, for a rule counting failed logins), and charged the difference the header says. Only
+   * the first call does anything; never called, the units stay spent. Over the service binding it
+   * is an RPC stub: pass the headers as a plain object, `Object.fromEntries(response.headers)`.
    */
-  settle?: (outcome: number | boolean) => Promise<void>;
+  settle?: (outcome: number | boolean, headers?: ResponseHeaders) => Promise<void>;
   /**
    * present when a rule of units (every algorithm but concurrency) granted them: call it once the
    * request's real cost is known (the tokens an LLM call used, say) with the difference. Positive

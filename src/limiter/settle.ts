@@ -1,33 +1,72 @@
-/** A rule's `count`: once a request's response is known, gives back what it took under each rule that does not count such a response. */
+/** Once a request's response is known: gives back what it took under each rule that does not count such a response (`count`), and charges each rule that reads its real cost from the response (`responseCost`). */
+import { givesNothingBackLate } from "../config/rules";
 import type { Count } from "../config/types";
-import { giveBack, type Ask, type LimiterContext, type Taken } from "./index";
+import { countError } from "../metrics/log";
+import { headerUnits } from "../routing/key";
+import { chargeOf, giveAllBack } from "./charge";
+import type { ResponseHeaders } from "./result";
+import type { Ask, LimiterContext, Taken } from "./index";
 
 /**
  * Tells the rules how the request ended: its response's HTTP status (a status below 400 is a
- * success), or true or false for whether it succeeded. A rule counting only failed requests gives
- * back what a success took, one counting only successes what a failure took. Resolves once they
- * are back; only the first call does anything.
+ * success), or true or false for whether it succeeded, and the response's headers for a rule
+ * that reads the request's real cost from one (`responseCost`; without them such a rule keeps the
+ * request at its `cost`). A rule counting only failed requests gives back what a success took, one
+ * counting only successes what a failure took. Resolves once they are back; only the first call
+ * does anything.
  */
-export type Settle = (outcome: number | boolean) => Promise<void>;
+export type Settle = (outcome: number | boolean, headers?: ResponseHeaders) => Promise<void>;
 
 /**
- * `{ settle }` when a rule that counts by response (`count` other than "all") admitted the request,
- * otherwise `{}`: every other rule's units stay spent. A request never settled stays counted.
+ * `{ settle }` when a rule that counts by response (`count` other than "all") or reads its cost
+ * from it (`responseCost`) admitted the request, otherwise `{}`: every other rule's units stay
+ * spent. A request never settled stays counted, at its `cost`.
  */
 export function settleOf(taken: readonly { ask: Ask; taken: Taken }[], context: LimiterContext): { settle?: Settle } {
-  const judged = taken.filter((t) => t.ask.rule.count !== "all" && t.taken.decision.allowed);
+  const judged = taken.filter((t) => (t.ask.rule.count !== "all" || t.ask.rule.responseCost) && t.taken.decision.allowed);
   if (judged.length === 0) return {};
   let settled: Promise<void> | undefined;
-  const settle: Settle = async (outcome) => {
+  const settle: Settle = async (outcome, headers) => {
     const succeeded = succeededBy(outcome);
-    return (settled ??= Promise.all(judged.filter((t) => !counts(t.ask.rule.count, succeeded)).map((t) => giveBack(t.ask, t.taken, context))).then(() => undefined));
+    const read = headers === undefined ? undefined : headersOf(headers);
+    return (settled ??= Promise.all(judged.map((t) => settleOne(t, succeeded, read, context))).then(() => undefined));
   };
   return { settle };
+}
+
+/**
+ * One rule's part: all of it given back when the rule does not count the request (what it was
+ * charged too); otherwise,
+ * under a `responseCost`, charged the difference between what the response says and what it
+ * took. A response that says nothing usable is counted in `floodgate_errors_total{kind="response_cost"}`
+ * and logged, and the request stays counted at its cost; so does one that says less under a
+ * bucket, which cannot give units back.
+ */
+async function settleOne({ ask, taken }: { ask: Ask; taken: Taken }, succeeded: boolean, headers: Headers | undefined, context: LimiterContext): Promise<void> {
+  if (!counts(ask.rule.count, succeeded)) return giveAllBack(ask, taken, context);
+  const header = ask.rule.responseCost?.header;
+  if (header === undefined || headers === undefined) return;
+  const failed = countError("response_cost", ask.rule);
+  const raw = headers.get(header);
+  const said = raw === null ? { error: `the response has no ${header} header` } : headerUnits(header, raw, 0);
+  if ("error" in said) return failed(new Error(`${said.error}; the request stays counted at its cost, ${ask.cost}`));
+  const difference = said.units - ask.cost;
+  if (difference === 0 || (difference < 0 && givesNothingBackLate(ask.rule.algorithm))) return;
+  return chargeOf(ask, taken, context).charge!(difference).catch(failed);
 }
 
 /** Whether a rule that counts `count` keeps a request that ended so counted. */
 function counts(count: Count, succeeded: boolean): boolean {
   return count === "all" || (count === "failed") !== succeeded;
+}
+
+/** The response's headers as given: a Headers, or a plain object or list of pairs (what crosses the service binding). */
+function headersOf(headers: ResponseHeaders): Headers {
+  try {
+    return new Headers(headers);
+  } catch {
+    throw new TypeError(`settle: expected the response's headers (response.headers, or a plain object of names to values) as its second argument, got ${typeof headers === "object" ? "an object Headers cannot read" : typeof headers}`);
+  }
 }
 
 /** An outcome as success or failure: a status below 400 succeeded. Anything but a status or a boolean is the caller's mistake. */

@@ -130,10 +130,10 @@ export async function refundStrict(
 
 /**
  * Takes `units` more at the named object for a request it admitted (see `charge` on LimitResult),
- * within the rule's timeout. Rejects like any call; a denial cached here stays true: a charge only
- * takes.
+ * within the rule's timeout; resolves with when the object counted them. Rejects like any call; a
+ * denial cached here stays true: a charge only takes.
  */
-export function chargeStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number): Promise<void> {
+export function chargeStrict(namespace: Env["LIMITER"], objectName: string, rule: Rule, units: number): Promise<number> {
   metrics.count("floodgate_durable_object_calls_total", { method: "charge" });
   return withTimeout(limiterStub(namespace, objectName).charge(policyOf(rule), units), rule.timeoutMs);
 }

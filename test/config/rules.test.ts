@@ -2,7 +2,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors";
-import { describeRule, parseConfig } from "../../src/config/rules";
+import { describeRule, parseConfig, parseStandaloneRule } from "../../src/config/rules";
 import type { Rule } from "../../src/config/types";
 import { matchingRules } from "../../src/routing/match";
 import { normalizePath } from "../../src/routing/path";
@@ -693,6 +693,30 @@ describe("rule policies", () => {
     const error = errorFor([rule({ algorithm: "concurrency", period: undefined, count: "failed" })]);
     expect(error.field).toBe("rules[0].count");
     expect(error.message).toContain("a concurrency slot comes back once its response is sent");
+  });
+
+  it("reads a request's real cost from the response header responseCost names, lower-cased, and describes it only when set", () => {
+    const priced = only([rule({ responseCost: "header:X-Tokens-Used" })]);
+    expect(priced.responseCost).toEqual({ header: "x-tokens-used" });
+    expect([describeRule(priced).responseCost, describeRule(only([rule()])).responseCost]).toEqual(["header:x-tokens-used", undefined]);
+    expect(only([rule({ algorithm: "token-bucket", responseCost: "header:x-cost" })]).responseCost).toEqual({ header: "x-cost" });
+  });
+
+  it.each(["x-tokens", "header:", "header:bad name", 5, true])("rejects the responseCost %j, saying the form", (responseCost) => {
+    const error = errorFor([rule({ responseCost })]);
+    expect(error.field).toBe("rules[0].responseCost");
+    expect(error.message).toContain(`expected "header:<name>", the origin's response header that says what the request cost`);
+  });
+
+  it("rejects a responseCost on a concurrency rule, which counts requests in flight", () => {
+    const error = errorFor([rule({ algorithm: "concurrency", period: undefined, responseCost: "header:x-cost" })]);
+    expect(error.field).toBe("rules[0].responseCost");
+    expect(error.message).toContain("a concurrency rule counts requests in flight, not units");
+  });
+
+  it("rejects a responseCost on a rule used from code with a key alone, pointing to charge", () => {
+    expect(() => parseStandaloneRule({ name: "llm", limit: 100, period: "1m", responseCost: "header:x-tokens" })).toThrow(/^rule \("llm"\)\.responseCost: a response cost needs a response, and limit never sees one; call charge\(units\)/);
+    expect(parseStandaloneRule({ name: "llm", limit: 100, period: "1m", responseCost: "header:x-tokens" }, { requests: true }).responseCost).toEqual({ header: "x-tokens" });
   });
 
   it.each(["forever", 0, -1, "10"])("rejects the block %j as a duration", (block) => {

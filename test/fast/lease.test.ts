@@ -304,6 +304,15 @@ describe("leases at scale", () => {
     expect(after.lease.standing.allowed).toBe(false);
   });
 
+  it("leaves a token bucket owing a year's refill at most for what an isolate charged past its lease", () => {
+    const daily: Policy = { algorithm: "token-bucket", limit: 1, periodMs: 86_400_000, burst: 1, buckets: 1 };
+    const first = grantLease(daily, undefined, indexPeers(), sync({ need: 0 }), T0);
+    const after = grantLease(daily, first.state, first.peers, sync({ seq: 2, need: 0, release: true, refunds: [{ at: T0, units: -1_000_000 }] }), T0 + 1);
+    const standing = peek(daily, after.state, T0 + 1);
+    expect(standing.moreAt - T0).toBeLessThanOrEqual(367 * 86_400_000);
+    expect(standing.moreAt - T0).toBeGreaterThan(364 * 86_400_000);
+  });
+
   it("tells the isolates of a saturated key to wait for their booked call once their lease is spent", () => {
     const busy = grantLease(window, undefined, indexPeers(), sync({ need: 100 }), T0);
     const { lease } = grantLease(window, busy.state, busy.peers, sync({ isolate: "b", demand: 100, elapsedMs: 1_000, need: 1 }), T0 + 1_000);

@@ -287,6 +287,16 @@ describe("a fast key in one isolate", () => {
     expect(sent.refunds).toEqual([{ at: T0_BUCKET, units: -5 }]);
   });
 
+  it("keeps the object's denial when what it owes is a charge: only units given back free anything", () => {
+    const key = leased(1);
+    decideLocally(key, fast, 1, T0 + 10);
+    const sent = nextSync(key, fast, from, 1, T0 + 20);
+    chargeLocally(key, fast, 5, T0 + 30);
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 50_000, retryAfter: 50_000, reason: "limit" as const };
+    applyLease(key, fast, lease(sent.seq, 0, { standing: denied }), T0 + 40);
+    expect(deniedLocally(key, fast, 1, T0 + 50)).toBe(true);
+  });
+
   it("backs off after a failed sync", () => {
     const key = leased(5);
     nextSync(key, fast, from, 0, T0 + 1_000);

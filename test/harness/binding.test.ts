@@ -14,6 +14,7 @@ const RULES = [
   { name: "long-slots", match: { path: "/long-slots/*" }, key: "ip", algorithm: "concurrency", limit: 1, slotTtl: "600ms" },
   { name: "relayed", match: { path: "/relayed/*" }, key: "ip", limit: 3, period: "1h", mode: "fast", aggregate: "location" },
   { name: "failed-logins", match: { path: "/failed-logins/*" }, key: "ip", limit: 2, period: "1h", count: "failed" },
+  { name: "metered", match: { path: "/metered/*" }, key: "ip", limit: 10, period: "1h", responseCost: "header:x-units" },
 ];
 const ADMIN = "binding-test-admin";
 
@@ -80,6 +81,12 @@ export default {
         await second.charge(-2);
         const bad = await settle(second.charge(-2));
         return Response.json({ afterCharge, denied: denied.success, deniedCharge: typeof denied.charge, afterGiveBack: (await env.FLOODGATE.peek({ key: q("key") })).remaining, bad });
+      }
+      case "/metered": {
+        // The origin's response said the call cost 7: its headers cross the binding as a plain object.
+        const first = await env.FLOODGATE.limit({ rule: "metered", key: q("key") });
+        await first.settle(200, Object.fromEntries(new Headers({ "x-units": "7" })));
+        return Response.json({ remaining: (await env.FLOODGATE.peek({ rule: "metered", key: q("key") })).remaining });
       }
       case "/long-slots-forgotten": {
         const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
@@ -234,6 +241,10 @@ describe("the Floodgate service binding", () => {
     });
   });
 
+  it("settles a responseCost rule over RPC with the response's headers as a plain object", async () => {
+    expect(await call("/metered?key=198.51.100.73")).toEqual({ remaining: 3 });
+  });
+
   it("takes one object of the key and where it is asked from for limit, peek and reset", async () => {
     expect(await call("/one-options?key=198.51.100.44")).toEqual({ limited: 3, peeked: 3, afterReset: 5 });
   });
@@ -341,7 +352,7 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/^peek: unknown option "cost"; the options are rule\?, key, location\?, continent\?$/),
       expect.stringMatching(/^reset: location must be a Cloudflare location code/),
       expect.stringMatching(/expected a Request/),
-      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 8/),
+      expect.stringMatching(/name a rule .*RATE_LIMIT_RULES has 9/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/rules\[0\] \("bad"\)\.period: expected a duration/),
       expect.stringMatching(/^limit: rule must be a rule's name, or left out, got null$/),

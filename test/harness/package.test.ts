@@ -58,6 +58,9 @@ export async function probe(request: Request): Promise<boolean> {
   limiter(namespace, { name: "api", algorithm: "leaky-bucket", limit: 5, period: "1m" });
   // @ts-expect-error: a concurrency rule counts no response: its slots come back whatever it is
   limiter(namespace, { name: "slots", algorithm: "concurrency", limit: 5, count: "failed" });
+  // @ts-expect-error: a concurrency rule counts requests in flight, not units: no cost to correct
+  createGate(namespace, [{ name: "slots", algorithm: "concurrency", limit: 5, responseCost: "header:x-units" }]);
+  createGate(namespace, [{ name: "metered", limit: 100, period: "1h", responseCost: "header:x-units" }]);
   // @ts-expect-error: a concurrency rule has no period
   limiter(namespace, { name: "api", algorithm: "concurrency", limit: 5, period: "1m" });
   // @ts-expect-error: not a duration

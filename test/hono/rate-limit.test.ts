@@ -52,6 +52,16 @@ describe("rateLimit (Hono middleware)", () => {
     expect(over.headers.get("RateLimit")).toMatch(/^"hono-tokens";r=0;t=\d+$/);
   });
 
+  it("charges a rule's responseCost from the handler's response header", async () => {
+    const hono = new Hono<App>();
+    hono.use("/metered/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-metered", limit: 100, period: "1h", responseCost: "header:x-units" }, key: (c) => c.req.header("x-api-key") }));
+    hono.get("/metered/:units", (c) => c.text("ok", 200, { "x-units": c.req.param("units") }));
+    const statuses = [];
+    for (const units of [70, 40, 1]) statuses.push((await get(hono, `/metered/${units}`, { "x-api-key": "k-metered" })).status);
+
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+
   it("answers the 429 with the proxy's problem+json and headers", async () => {
     const hono = app({ rule: { name: "hono-same", limit: 1, period: "1m" } });
     await get(hono, "/api/a", { "x-api-key": "k-same" });

@@ -453,6 +453,20 @@ describe("createGate", () => {
     expect([first.allowed, second.allowed, (await attempt()).allowed]).toEqual([true, true, false]);
   });
 
+  it("charges a responseCost rule what the response's headers say once settled with them, and nothing given a status alone", async () => {
+    const gate = createGate(namespace, [{ name: "gate-metered", match: { path: "/gate-metered/*" }, key: "ip", limit: 100, period: "1h", responseCost: "header:x-units" }]);
+    const call = () => gate.check(new Request("http://app.test/gate-metered/x", { headers: { "CF-Connecting-IP": "192.0.2.206" } }), createExecutionContext());
+    const first = await call();
+    await first.settle!(200, new Response("ok", { headers: { "x-units": "60" } }).headers);
+    const second = await call();
+    await second.settle!(200, { "X-Units": "39" });
+    const third = await call();
+    await third.settle!(200);
+
+    expect([first.allowed, second.allowed, third.allowed, (await call()).allowed]).toEqual([true, true, true, false]);
+    await expect(third.settle!(200, 42 as never)).rejects.toThrow(/^settle: expected the response's headers/);
+  });
+
   it("sends the header forms it is given", async () => {
     const gate = createGate(namespace, rules, { headers: "draft-6", legacyHeaders: false });
     const checked = await gate.check(request({ "CF-Connecting-IP": "192.0.2.202" }), createExecutionContext());
@@ -533,6 +547,39 @@ describe("limiter's charge: a request's real cost once known", () => {
     await expect(call.charge!(-1)).rejects.toThrow(/took 4, and 4 of them came back already/);
 
     expect((await judged.peek("k")).remaining).toBe(10);
+  });
+
+  it("gives back charged units first, the latest charge first, and everything with settle when the rule does not count the request", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-undo", limit: 100, period: "1h", count: "failed" });
+    const call = await tokens.limit("k");
+    await call.charge!(10);
+    await call.charge!(-5);
+    expect((await tokens.peek("k")).remaining).toBe(94);
+    await expect(call.charge!(-7)).rejects.toThrow(/cannot give back 7 units: the request took 1 and was charged 5 more, and 0 of them came back already$/);
+    await call.settle!(200);
+    expect((await tokens.peek("k")).remaining).toBe(100);
+  });
+
+  it("leaves a token bucket owing a year's refill at most, however much is charged", async () => {
+    const daily = limiter(namespace, { name: "lib-charge-cap", algorithm: "token-bucket", limit: 1, period: "1d" });
+    const call = await daily.limit("k");
+    await call.charge!(1_000_000);
+    await call.charge!(1_000_000);
+
+    const next = await daily.limit("k");
+    expect(next.success).toBe(false);
+    expect(next.retryAfter).toBeLessThanOrEqual(367 * 86_400_000);
+    expect(next.retryAfter).toBeGreaterThan(364 * 86_400_000);
+  });
+
+  it("charges a dry-run rule's would-be denial nothing, since it consumed nothing, and lets code that charges every success run", async () => {
+    const shadow = limiter(namespace, { name: "lib-charge-dry", limit: 1, period: "1h", dryRun: true });
+    await shadow.limit("k");
+    const over = await shadow.limit("k");
+    expect(over).toMatchObject({ success: true, reason: "dry-run" });
+    await over.charge!(50);
+    await expect(over.charge!(1.5)).rejects.toThrow(/expected a whole number of units/);
+    expect((await shadow.peek("k")).remaining).toBe(0);
   });
 
   it("refuses to give back under a token bucket or gcra, and changes nothing", async () => {

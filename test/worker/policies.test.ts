@@ -284,3 +284,49 @@ describe("count", () => {
     expect((await peek("count-dry/192.0.2.172", 1, 3_600_000)).remaining).toBe(0);
   });
 });
+
+describe("responseCost", () => {
+  const rules = [{ name: "tokens", match: { path: "/tokens/*" }, limit: 100, period: "1h", responseCost: "header:x-tokens-used" }];
+  const call = (ip: string, query: string) => get(`/tokens/complete?${query}`, ip);
+  const errors = () => metrics.value("floodgate_errors_total", { kind: "response_cost" });
+
+  it("charges what the origin's response header says the request cost, so the key owes past its limit and denies", async () => {
+    const seen = [];
+    for (const used of [60, 60]) seen.push((await send(call("192.0.2.180", `h=x-tokens-used:${used}`), { rules })).status);
+    const over = await send(call("192.0.2.180", "h=x-tokens-used:1"), { rules });
+
+    expect(seen).toEqual([200, 200]);
+    expect(over.status).toBe(429);
+    expect(await originLog("tokens")).toHaveLength(2);
+    expect((await peek("tokens/192.0.2.180", 100, 3_600_000)).remaining).toBe(0);
+  });
+
+  it("gives back what the request took beyond what the header says, under a windowed rule", async () => {
+    const costly = [{ ...rules[0], name: "tokens-back", match: { path: "/tokens-back/*" }, cost: 10 }];
+    await send(get("/tokens-back/x?h=x-tokens-used:3", "192.0.2.181"), { rules: costly });
+    expect((await peek("tokens-back/192.0.2.181", 100, 3_600_000)).remaining).toBe(97);
+  });
+
+  it("keeps a request whose response says nothing usable at its cost, counted and logged as a response_cost error", async () => {
+    const before = errors();
+    await send(call("192.0.2.182", "status=200"), { rules });
+    await send(call("192.0.2.182", "h=x-tokens-used:lots"), { rules });
+    expect(errors()).toBe(before + 2);
+    expect((await peek("tokens/192.0.2.182", 100, 3_600_000)).remaining).toBe(98);
+  });
+
+  it("keeps a request the origin could not answer at its cost, with no error of its own", async () => {
+    const before = errors();
+    const down = await send(call("192.0.2.183", "h=x-tokens-used:50"), { rules, ORIGIN_URL: "http://127.0.0.1:1" });
+    expect(down.status).toBe(502);
+    expect(errors()).toBe(before);
+    expect((await peek("tokens/192.0.2.183", 100, 3_600_000)).remaining).toBe(99);
+  });
+
+  it("counts nothing more when the rule does not count the response (count), whatever the header says", async () => {
+    const judged = [{ ...rules[0], name: "tokens-failed", match: { path: "/tokens-failed/*" }, count: "failed" }];
+    await send(get("/tokens-failed/x?h=x-tokens-used:80", "192.0.2.184"), { rules: judged });
+    await send(get("/tokens-failed/x?status=500&h=x-tokens-used:30", "192.0.2.184"), { rules: judged });
+    expect((await peek("tokens-failed/192.0.2.184", 100, 3_600_000)).remaining).toBe(70);
+  });
+});
