@@ -62,7 +62,12 @@ export function adjustTokenBucket(
   now: number,
   owedAtMost = Number.POSITIVE_INFINITY,
 ): TokenBucketState | WarmingBucketState {
-  if (policy.warmupMs) return adjustWarmingBucket(policy, warming(policy, kept, now), units, now);
+  if (policy.warmupMs) {
+    const warm = warming(policy, kept, now);
+    // Owing is counted from full, as below: a take past what the bucket may owe is taken only up to it.
+    const taken = units > 0 ? Math.max(0, Math.min(units, owedAtMost - (warm ? usedWarmingBucket(policy, warm, now) : 0))) : units;
+    return adjustWarmingBucket(policy, warm, taken, now);
+  }
   const stored = plain(kept, now);
   const taken = units * policy.periodMs;
   if (taken <= 0) return bucketAt(policy, stored, Math.min(capacity(policy), levelAt(policy, stored, now) - taken), now);

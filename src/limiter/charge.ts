@@ -1,5 +1,6 @@
 /** A request's cost once it is known (tokens an LLM call used, bytes sent): more units taken after the fact, or some of what it took given back. */
 import { givesNothingBackLate } from "../config/rules";
+import type { Rule } from "../config/types";
 import { chargeFast, refundFast } from "../fast";
 import { countError } from "../metrics/log";
 import { chargeStrict, refundStrict } from "../strict";
@@ -17,8 +18,28 @@ import { fastContext, giveBack, unreturned, type Ask, type LimiterContext, type 
  */
 export type Charge = (units: number) => Promise<void>;
 
-/** Units an admission was charged, each with when it was counted, for a give-back to find them: oldest first. */
-const charges = new WeakMap<Taken, { units: number; at: number }[]>();
+/** What an admission was charged: each charge counted, with when, oldest first; those on their way; and whether `settle` gave it all back, after which nothing more is charged. */
+interface Account {
+  charged: { units: number; at: number }[];
+  pending: Set<Promise<unknown>>;
+  forgiven: boolean;
+}
+
+const accounts = new WeakMap<Taken, Account>();
+
+function accountOf(taken: Taken): Account {
+  let account = accounts.get(taken);
+  if (!account) accounts.set(taken, (account = { charged: [], pending: new Set(), forgiven: false }));
+  return account;
+}
+
+/**
+ * The most units one charge counts: what a window can hold with its arithmetic exact, well past
+ * any limit (more would only deny for the same period). A bucket owes less still (`mostCharged`).
+ */
+export function largestCharge(rule: Pick<Rule, "periodMs">): number {
+  return Math.floor(Number.MAX_SAFE_INTEGER / rule.periodMs);
+}
 
 /**
  * `{ charge }` when a rule of units (every algorithm but concurrency) admitted the request, or a
@@ -30,23 +51,25 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
   const admitted = taken.decision.allowed;
   if (rule.algorithm === "concurrency" || (!admitted && !rule.dryRun)) return {};
   const where = `charge ("${rule.name}")`;
-  const most = Math.floor(Number.MAX_SAFE_INTEGER / rule.periodMs);
   const charge: Charge = async (units) => {
-    if (!Number.isSafeInteger(units) || Math.abs(units) > most) {
-      throw new TypeError(`${where}: expected a whole number of units (negative to give some back), at most ${most} either way for a period of ${rule.periodMs}ms, got ${typeof units === "number" ? units : typeof units}`);
-    }
+    if (!Number.isSafeInteger(units)) throw new TypeError(`${where}: expected a whole number of units (negative to give some back), got ${typeof units === "number" ? units : typeof units}`);
     const why = units < 0 ? givesNothingBackLate(rule.algorithm) : undefined;
     if (why) throw new TypeError(`${where}: a "${rule.algorithm}" rule cannot give units back: ${why}; take the least a request can cost up front, and charge the rest once it is known`);
     if (units === 0 || !admitted) return;
     if (units < 0) return giveSome(-units);
-    const fast = rule.mode === "fast";
-    const at = await (fast ? chargeFast(fastContext(context), rule, ask.objectName, units) : chargeStrict(context.namespace, ask.objectName, rule, units)).catch((error: unknown) => {
-      countError("charge", rule)(error);
-      return undefined;
+    const account = accountOf(taken);
+    if (account.forgiven) return;
+    // In the ledger before it resolves, so a settle waiting on it finds it there.
+    const landing = take(ask, Math.min(units, largestCharge(rule)), context).then((counted) => {
+      if (counted) account.charged.push(counted);
     });
-    if (at !== undefined) charges.set(taken, [...(charges.get(taken) ?? []), { units, at }]);
+    account.pending.add(landing);
+    await landing;
+    account.pending.delete(landing);
   };
   const giveSome = async (units: number) => {
+    const account = accountOf(taken);
+    await Promise.all(account.pending);
     const charged = chargedUnits(taken);
     const left = unreturned(ask, taken) + charged;
     if (units > left) {
@@ -59,17 +82,40 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
   return { charge };
 }
 
+/** Takes `units` at the key for a request it admitted: what was counted and when, or undefined when the object failed (counted and logged). */
+async function take(ask: Ask, units: number, context: LimiterContext): Promise<{ units: number; at: number } | undefined> {
+  const { rule, objectName } = ask;
+  const counted = rule.mode === "fast" ? chargeFast(fastContext(context), rule, objectName, units) : chargeStrict(context.namespace, objectName, rule, units);
+  return counted.then(
+    (at) => ({ units, at }),
+    (error: unknown) => {
+      countError("charge", rule)(error);
+      return undefined;
+    },
+  );
+}
+
 /** Units the admission was charged and has not given back. */
 function chargedUnits(taken: Taken): number {
-  return (charges.get(taken) ?? []).reduce((sum, c) => sum + c.units, 0);
+  return (accounts.get(taken)?.charged ?? []).reduce((sum, c) => sum + c.units, 0);
+}
+
+/** Units the admission is counted at now: what it took and was charged, less what came back. */
+export function countedUnits(ask: Ask, taken: Taken): number {
+  return unreturned(ask, taken) + chargedUnits(taken);
 }
 
 /**
- * Gives back everything the admission took and was charged: what `settle` does for a request its
- * rule does not count (a charged success under `count: "failed"` counts nothing).
+ * Gives back everything the admission took and was charged, charges on their way included once
+ * they land, and charges nothing after: what `settle` does for a request its rule does not count
+ * (a charged success under `count: "failed"` counts nothing).
  */
-export function giveAllBack(ask: Ask, taken: Taken, context: LimiterContext): Promise<void> {
-  return Promise.all([giveBack(ask, taken, context), giveBackCharged(ask, taken, chargedUnits(taken), context)]).then(() => undefined);
+export async function giveAllBack(ask: Ask, taken: Taken, context: LimiterContext): Promise<void> {
+  const account = accountOf(taken);
+  account.forgiven = true;
+  const ownBack = giveBack(ask, taken, context);
+  await Promise.all(account.pending);
+  await Promise.all([ownBack, giveBackCharged(ask, taken, chargedUnits(taken), context)]);
 }
 
 /**
@@ -78,7 +124,8 @@ export function giveAllBack(ask: Ask, taken: Taken, context: LimiterContext): Pr
  * back one unit twice. A failure is counted, never thrown.
  */
 function giveBackCharged(ask: Ask, taken: Taken, units: number, context: LimiterContext): Promise<void> {
-  const kept = [...(charges.get(taken) ?? [])];
+  const account = accountOf(taken);
+  const kept = [...account.charged];
   const parts: { units: number; at: number }[] = [];
   for (let rest = units; rest > 0; ) {
     const last = kept.pop()!;
@@ -87,7 +134,7 @@ function giveBackCharged(ask: Ask, taken: Taken, units: number, context: Limiter
     if (part < last.units) kept.push({ units: last.units - part, at: last.at });
     rest -= part;
   }
-  charges.set(taken, kept);
+  account.charged = kept;
   return Promise.all(
     parts.map(async ({ units: part, at }) => {
       if (ask.rule.mode === "fast") return refundFast(ask.objectName, part, at);

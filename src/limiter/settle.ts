@@ -3,7 +3,7 @@ import { givesNothingBackLate } from "../config/rules";
 import type { Count } from "../config/types";
 import { countError } from "../metrics/log";
 import { headerUnits } from "../routing/key";
-import { chargeOf, giveAllBack } from "./charge";
+import { chargeOf, countedUnits, giveAllBack, largestCharge } from "./charge";
 import type { ResponseHeaders } from "./result";
 import type { Ask, LimiterContext, Taken } from "./index";
 
@@ -36,11 +36,11 @@ export function settleOf(taken: readonly { ask: Ask; taken: Taken }[], context: 
 
 /**
  * One rule's part: all of it given back when the rule does not count the request (what it was
- * charged too); otherwise,
- * under a `responseCost`, charged the difference between what the response says and what it
- * took. A response that says nothing usable is counted in `floodgate_errors_total{kind="response_cost"}`
- * and logged, and the request stays counted at its cost; so does one that says less under a
- * bucket, which cannot give units back.
+ * charged too); otherwise, under a `responseCost`, charged the difference between what the
+ * response says the request cost in all (counted as at most `largestCharge`) and what it is
+ * counted at, code's charges included. A response that says nothing usable is counted in
+ * `floodgate_errors_total{kind="response_cost"}` and logged, and the request stays counted at its
+ * cost; so does one that says less under a bucket, which cannot give units back.
  */
 async function settleOne({ ask, taken }: { ask: Ask; taken: Taken }, succeeded: boolean, headers: Headers | undefined, context: LimiterContext): Promise<void> {
   if (!counts(ask.rule.count, succeeded)) return giveAllBack(ask, taken, context);
@@ -50,7 +50,8 @@ async function settleOne({ ask, taken }: { ask: Ask; taken: Taken }, succeeded: 
   const raw = headers.get(header);
   const said = raw === null ? { error: `the response has no ${header} header` } : headerUnits(header, raw, 0);
   if ("error" in said) return failed(new Error(`${said.error}; the request stays counted at its cost, ${ask.cost}`));
-  const difference = said.units - ask.cost;
+  // The header says what the request cost in all: what code charged it already counts towards it.
+  const difference = Math.min(said.units, largestCharge(ask.rule)) - countedUnits(ask, taken);
   if (difference === 0 || (difference < 0 && givesNothingBackLate(ask.rule.algorithm))) return;
   return chargeOf(ask, taken, context).charge!(difference).catch(failed);
 }

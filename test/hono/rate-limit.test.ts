@@ -62,6 +62,30 @@ describe("rateLimit (Hono middleware)", () => {
     expect(statuses).toEqual([200, 200, 429]);
   });
 
+  it("reads responseCost as what the request cost in all, counting what the handler charged already", async () => {
+    const hono = new Hono<App>();
+    hono.use("/both/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-both", limit: 100, period: "1h", responseCost: "header:x-units" }, key: (c) => c.req.header("x-api-key") }));
+    hono.get("/both/:units", async (c) => {
+      await c.get("rateLimit").charge!(Number(c.req.param("units")) - 1);
+      return c.text("ok", 200, { "x-units": c.req.param("units") });
+    });
+    await get(hono, "/both/60", { "x-api-key": "k-both" });
+    const limiterOf = limiter((env as unknown as Env).LIMITER, { name: "hono-both", limit: 100, period: "1h" });
+    expect((await limiterOf.peek("k-both")).remaining).toBe(40);
+  });
+
+  it("gives back a charge the handler left on its way when the rule does not count the response", async () => {
+    const hono = new Hono<App>();
+    hono.use("/skipped/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-skipped", limit: 100, period: "1h" }, key: () => "k-skipped", skipSuccessfulRequests: true }));
+    hono.get("/skipped/x", (c) => {
+      c.executionCtx.waitUntil(c.get("rateLimit").charge!(50));
+      return c.text("ok");
+    });
+    await get(hono, "/skipped/x");
+    const limiterOf = limiter((env as unknown as Env).LIMITER, { name: "hono-skipped", limit: 100, period: "1h" });
+    expect((await limiterOf.peek("k-skipped")).remaining).toBe(100);
+  });
+
   it("answers the 429 with the proxy's problem+json and headers", async () => {
     const hono = app({ rule: { name: "hono-same", limit: 1, period: "1m" } });
     await get(hono, "/api/a", { "x-api-key": "k-same" });

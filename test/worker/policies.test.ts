@@ -323,6 +323,13 @@ describe("responseCost", () => {
     expect((await peek("tokens/192.0.2.183", 100, 3_600_000)).remaining).toBe(99);
   });
 
+  it("counts a header past what a window's arithmetic holds as the most it holds: the bigger the response, never the cheaper", async () => {
+    const bytes = [{ name: "bytes", match: { path: "/bytes/*" }, limit: 100_000_000, period: "1d", responseCost: "header:x-bytes" }];
+    const first = await send(get("/bytes/x?h=x-bytes:9007199254740991", "192.0.2.185"), { rules: bytes });
+    const second = await send(get("/bytes/x?h=x-bytes:1", "192.0.2.185"), { rules: bytes });
+    expect([first.status, second.status]).toEqual([200, 429]);
+  });
+
   it("counts nothing more when the rule does not count the response (count), whatever the header says", async () => {
     const judged = [{ ...rules[0], name: "tokens-failed", match: { path: "/tokens-failed/*" }, count: "failed" }];
     await send(get("/tokens-failed/x?h=x-tokens-used:80", "192.0.2.184"), { rules: judged });
