@@ -55,8 +55,10 @@ export interface LimitResult {
    * units are taken now and never denied, so the key may owe: later requests are denied until they
    * have aged out or refilled. Negative units give back some of what `limit` took, under a
    * windowed rule only (a token bucket or gcra rejects them: take the least a request can cost up
-   * front, and charge the rest). A failure of the object is counted and logged, never thrown; bad
-   * units reject with a TypeError. Over the service binding it is an RPC stub.
+   * front, and charge the rest). One charge counts at most 2^53 − 1 unit·ms over the period; a
+   * bucket owes a year's refill at most. A failure of the object is counted and logged, never
+   * thrown; units that are not a whole number reject with a TypeError. Over the service binding
+   * it is an RPC stub.
    */
   charge?: (units: number) => Promise<void>;
 }
