@@ -50,8 +50,8 @@ export interface LimitResult {
    */
   settle?: (outcome: number | boolean, headers?: ResponseHeaders) => Promise<void>;
   /**
-   * present when a rule of units (every algorithm but concurrency) granted them: call it once the
-   * request's real cost is known (the tokens an LLM call used, say) with the difference. Positive
+   * present when a rule of units (every algorithm but concurrency) granted them (and, doing
+   * nothing, on a dry-run rule's would-be denial): call it once the request's real cost is known (the tokens an LLM call used, say) with the difference. Positive
    * units are taken now and never denied, so the key may owe: later requests are denied until they
    * have aged out or refilled. Negative units give back some of what `limit` took, under a
    * windowed rule only (a token bucket or gcra rejects them: take the least a request can cost up
