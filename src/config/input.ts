@@ -5,7 +5,7 @@ import type { Aggregate, Count, Mode, OnError } from "./types";
 export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
 
 /** One part of a rule's key (README: Keys). */
-export type KeyPart = "ip" | "path" | "method" | "host" | "global" | `header:${string}` | `query:${string}` | `cookie:${string}`;
+export type KeyPart = "ip" | "path" | "method" | "host" | "global" | "asn" | "country" | `header:${string}` | `query:${string}` | `cookie:${string}`;
 
 /** The fields every algorithm takes. */
 interface CommonFields {

@@ -3,8 +3,8 @@ import { show, type RuleRef } from "./errors";
 import { fail, TOKEN } from "./fields";
 import type { KeyPart } from "./types";
 
-const PLAIN_PARTS = ["ip", "path", "method", "host", "global"] as const;
-const KEY_PARTS_HINT = "ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>";
+const PLAIN_PARTS = ["ip", "path", "method", "host", "global", "asn", "country"] as const;
+const KEY_PARTS_HINT = "ip, path, method, host, global, asn, country, header:<name>, query:<name> or cookie:<name>";
 /** The prefix most ISPs delegate to one customer (RFC 6177), and express-rate-limit's default. */
 export const DEFAULT_IPV6_PREFIX = 56;
 /** Shorter prefixes than this would group whole providers, longer than 128 bits there are none. */

@@ -4,7 +4,7 @@ import type { IpList } from "../routing/cidr";
 
 /** One part of a rule's key, e.g. `header:x-api-key` → { source: "header", name: "x-api-key" }. */
 export type KeyPart =
-  | { source: "ip" | "path" | "method" | "host" | "global" }
+  | { source: "ip" | "path" | "method" | "host" | "global" | "asn" | "country" }
   | { source: "header" | "query" | "cookie"; name: string };
 
 /** Units one request consumes: a constant, or read from a request header. */

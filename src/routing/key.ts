@@ -33,7 +33,11 @@ export const MAX_KEY_BYTES = 1024;
  * so a client cannot mint quotas from the addresses its ISP delegates to it. A CF-Connecting-IP
  * that is not an address counts as missing.
  *
- * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP), or
+ * `asn` and `country` are what Cloudflare says of the client (`request.cf.asn`, `request.cf.country`),
+ * which no client sets: one counter per network or country, as Cloudflare's own rate limiting
+ * rules can count.
+ *
+ * A part the request lacks (no such header, query parameter or cookie; no CF-Connecting-IP; no `request.cf`), or
  * gives empty, becomes {@link MISSING_PART}; so does a query parameter given more than once, which
  * origins read differently (the first, the last), so that no value floodgate picked could be the
  * one the origin does not. All such requests share ONE bucket under the rule: they are limited
@@ -122,6 +126,12 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     case "global":
       if (value !== "global") throw new UnbuildableKeyError(`${named}: is always "global"`);
       return value;
+    case "asn":
+      if (!/^[0-9]{1,10}$/.test(value)) throw new UnbuildableKeyError(`${named}: expected an AS number like 13335`);
+      return String(Number(value));
+    case "country":
+      if (!COUNTRY.test(value)) throw new UnbuildableKeyError(`${named}: expected a two-letter country code like NL (T1 for Tor, XX unknown)`);
+      return value.toUpperCase();
     default:
       return value;
   }
@@ -155,8 +165,26 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
       return hostKey(url().host);
     case "global":
       return "global";
+    case "asn":
+      return asnOf(request);
+    case "country":
+      return countryOf(request);
   }
 }
+
+/** The client's autonomous system as Cloudflare says (`request.cf.asn`), in decimal; null without one. */
+function asnOf(request: Request): string | null {
+  const asn = (request.cf as { asn?: unknown } | undefined)?.asn;
+  return Number.isSafeInteger(asn) && (asn as number) >= 0 ? String(asn) : null;
+}
+
+/** The client's country as Cloudflare says (`request.cf.country`: ISO 3166-1 alpha-2, "T1" for Tor, "XX" unknown), upper-cased; null without one. */
+function countryOf(request: Request): string | null {
+  const country = (request.cf as { country?: unknown } | undefined)?.country;
+  return typeof country === "string" && COUNTRY.test(country) ? country.toUpperCase() : null;
+}
+
+const COUNTRY = /^[A-Za-z0-9]{2}$/;
 
 /**
  * A value as one part of a key: {@link MISSING_PART} when there is none (absent or empty), else the

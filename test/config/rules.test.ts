@@ -484,7 +484,7 @@ describe("key", () => {
   it("rejects an unknown key part, listing the known ones", () => {
     const error = errorFor([rule({ key: "user" })]);
     expect(error.field).toBe("rules[0].key");
-    expect(error.message).toContain("ip, path, method, host, global, header:<name>, query:<name> or cookie:<name>");
+    expect(error.message).toContain("ip, path, method, host, global, asn, country, header:<name>, query:<name> or cookie:<name>");
   });
 
   it("names the index of a bad part in a key list", () => {

@@ -25,6 +25,15 @@ const IP: KeyPart = { source: "ip" };
 const keyed = (key: KeyPart[], ipv6Prefix = 56) => ({ key, ipv6Prefix });
 
 describe("buildKey", () => {
+  it("takes asn and country from what Cloudflare says of the client, and #none without it", () => {
+    const from = (cf: Record<string, unknown> | undefined) => new Request("https://api.example.com/", { ...(cf ? { cf } : {}) });
+    const byNetwork = keyed([{ source: "asn" }, { source: "country" }]);
+    expect(buildKey(byNetwork, from({ asn: 13335, country: "nl" }))).toBe("13335|NL");
+    expect(buildKey(byNetwork, from({ asn: 0, country: "T1" }))).toBe("0|T1");
+    expect(buildKey(byNetwork, from(undefined))).toBe(`${MISSING_PART}|${MISSING_PART}`);
+    expect(buildKey(byNetwork, from({ asn: "13335", country: "Netherlands" }))).toBe(`${MISSING_PART}|${MISSING_PART}`);
+  });
+
   it("takes ip from CF-Connecting-IP", () => {
     expect(buildKey(keyed([IP]), request({ "CF-Connecting-IP": "203.0.113.9" }))).toBe("203.0.113.9");
   });
@@ -321,6 +330,13 @@ describe("canonicalKey", () => {
     expect(canonicalKey(rule, "2001:DB8:abcd:12ff::9|k%7C1%25%23")).toBe(built);
     expect(canonicalKey(rule, built)).toBe(built);
     expect(canonicalKey(rule, `${MISSING_PART}|${MISSING_PART}`)).toBe(`${MISSING_PART}|${MISSING_PART}`);
+  });
+
+  it("writes an asn and a country as Cloudflare gives them, and refuses what it never gives", () => {
+    const rule = typed([{ source: "asn" }, { source: "country" }]);
+    expect(canonicalKey(rule, "013335|nl")).toBe("13335|NL");
+    expect(() => canonicalKey(rule, "AS13335|NL")).toThrow(/^asn: expected an AS number like 13335/);
+    expect(() => canonicalKey(rule, "13335|NLD")).toThrow(/^country: expected a two-letter country code like NL/);
   });
 
   it.each([

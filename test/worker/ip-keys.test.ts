@@ -44,3 +44,24 @@ describe("ip keys through the Worker", () => {
     expect(((await res.json()) as { state: { remaining: number } }).state.remaining).toBe(1);
   });
 });
+
+describe("asn and country key parts", () => {
+  const rules = [{ name: "per-network", match: { path: "/per-network/*" }, key: ["asn", "country"], limit: 2, period: "1h" }];
+  const from = (ip: string, cf?: Record<string, unknown>) => new Request("http://floodgate.test/per-network/x", { headers: { "CF-Connecting-IP": ip }, ...(cf ? { cf } : {}) });
+
+  it("counts every address of one network and country together, whatever the client sets", async () => {
+    const statuses = [];
+    for (const ip of ["192.0.2.1", "192.0.2.2", "198.51.100.3"]) statuses.push((await send(from(ip, { asn: 64500, country: "NL" }), { rules })).status);
+    const elsewhere = await send(from("192.0.2.4", { asn: 64500, country: "BE" }), { rules });
+
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it("counts requests Cloudflare says nothing of under one #none key, never unlimited", async () => {
+    const statuses = [];
+    const unsaid = [{ ...rules[0], name: "per-network-none" }];
+    for (const ip of ["192.0.2.5", "192.0.2.6", "192.0.2.7"]) statuses.push((await send(from(ip), { rules: unsaid })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+});
