@@ -6,8 +6,9 @@ import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
-import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkWhereabouts } from "./limiter/arguments";
-import { forget, limitKey, peekedObjectNameOf, peekKey } from "./limiter";
+import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts } from "./limiter/arguments";
+import { forget, limitKey, peekedObjectNameOf, peekKey, type LimiterContext } from "./limiter";
+import { limitWithin } from "./limiter/wait";
 import { limitResult, type LimitResult } from "./limiter/result";
 import type { IpList } from "./routing/cidr";
 import { durableObjectName } from "./routing/key";
@@ -20,7 +21,7 @@ export { ipKey } from "./limiter/ip-key";
 export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
-export type { Floodgate, LimitOptions, KeyOptions } from "./binding/floodgate";
+export type { Floodgate, LimitOptions, KeyOptions, WaitOptions } from "./binding/floodgate";
 /** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RuleSetInput` for `createGate`. */
 export type { Duration, KeyPart, LimiterRule, RuleInput, RuleSetInput } from "./config/input";
 
@@ -56,6 +57,13 @@ const LIMIT_OPTIONS = ["cost", "ctx", "location", "continent", "signal"] satisfi
 export interface Limiter {
   /** Decides `cost` units for `key`. */
   limit(key: string, options?: LimitCallOptions): Promise<LimitResult>;
+  /**
+   * `limit`, waiting for the key to admit the call for up to `timeout` (milliseconds, or a
+   * duration like "5s"): a denial whose `retryAfter` ends within it is waited out and asked again;
+   * one that would not, or a cost the rule can never grant, is answered at once. Upstash's
+   * `blockUntilReady`, for work that can wait (a queue consumer calling a third-party API).
+   */
+  blockUntilReady(key: string, timeout: number | `${number}${"ms" | "s" | "m" | "h" | "d"}`, options?: LimitCallOptions): Promise<LimitResult>;
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   peek(key: string): Promise<LimitResult>;
   /** Forgets the key: its next request starts from a full quota. */
@@ -77,19 +85,31 @@ export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter
   const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
+  /** A call's key, cost and context, each checked, or a TypeError naming the method and what to pass. */
+  const callOf = (method: string, key: unknown, options: LimitCallOptions) => {
+    const checked = checkKey(key, where(method));
+    checkOptions(options, LIMIT_OPTIONS, where(method));
+    const cost = checkCost(options.cost, parsed, where(method));
+    const from = checkWhereabouts(options, where(method));
+    checkCallContext(options, where(method));
+    // A call whose caller has already gone away asks for nothing.
+    options.signal?.throwIfAborted();
+    if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where(method)}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
+    const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
+    const context: LimiterContext = { namespace, ...(waitUntil ? { waitUntil } : {}), ...from };
+    return { context, checked, cost };
+  };
   return {
     async limit(key, options = {}) {
-      const checked = checkKey(key, where("limit"));
-      checkOptions(options, LIMIT_OPTIONS, where("limit"));
-      const cost = checkCost(options.cost, parsed, where("limit"));
-      const from = checkWhereabouts(options, where("limit"));
-      checkCallContext(options, where("limit"));
       checkNoMore(arguments, 2, where("limit"), "a key and options");
-      // A call whose caller has already gone away asks for nothing.
-      options.signal?.throwIfAborted();
-      if (parsed.mode === "fast" && !options.ctx) throw new TypeError(`${where("limit")}: a fast rule needs { ctx }, the request's ExecutionContext, for its background syncs`);
-      const waitUntil = options.ctx ? (promise: Promise<unknown>) => options.ctx!.waitUntil(promise) : undefined;
-      const { decision, release, settle, charge } = await limitKey({ namespace, ...(waitUntil ? { waitUntil } : {}), ...from }, parsed, checked, cost, options.signal);
+      const { context, checked, cost } = callOf("limit", key, options);
+      const { decision, release, settle, charge } = await limitKey(context, parsed, checked, cost, options.signal);
+      return limitResult(parsed, decision, { release, settle, charge });
+    },
+    async blockUntilReady(key, timeout, options = {}) {
+      checkNoMore(arguments, 3, where("blockUntilReady"), "a key, a timeout and options");
+      const { context, checked, cost } = callOf("blockUntilReady", key, options);
+      const { decision, release, settle, charge } = await limitWithin(context, parsed, checked, cost, checkTimeout(timeout, where("blockUntilReady")), options.signal);
       return limitResult(parsed, decision, { release, settle, charge });
     },
     async peek(key) {

@@ -6,9 +6,10 @@ import type { Env } from "../env";
 import { setCapacity } from "../fast";
 import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
-import { checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkWhereabouts } from "../limiter/arguments";
+import { checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts } from "../limiter/arguments";
 import { forget, limitKey, peekedObjectNameOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
+import { limitWithin } from "../limiter/wait";
 import { durableObjectName } from "../routing/key";
 
 /** What the binding's `props` may say: the rule a call uses when it names none. */
@@ -27,18 +28,24 @@ export interface LimitOptions {
   continent?: string | undefined;
 }
 
+/** `blockUntilReady`'s argument: `limit`'s, and how long it may wait (milliseconds, or a duration like "5s"). */
+export interface WaitOptions extends LimitOptions {
+  timeout: number | string;
+}
+
 /** `peek`'s and `reset`'s argument: `limit`'s but the cost, so one object of the key and where it is asked from serves all three. */
 export type KeyOptions = Omit<LimitOptions, "cost">;
 
 const LIMIT_OPTIONS = ["rule", "key", "cost", "location", "continent"] satisfies (keyof LimitOptions)[];
 const KEY_OPTIONS = ["rule", "key", "location", "continent"] satisfies (keyof KeyOptions)[];
+const WAIT_OPTIONS = [...LIMIT_OPTIONS, "timeout"] satisfies (keyof WaitOptions)[];
 
 /**
  * Bound from another Worker (`[[services]] binding = "FLOODGATE", service = "floodgate",
  * entrypoint = "Floodgate"`). Every method reads `RATE_LIMIT_RULES` as the proxy does and decides
  * with the same core: strict through the key's object, fast from this isolate's lease, with the
  * same breaker, timeout and `onError`. Bad arguments reject with an Error that says what to pass,
- * and consume nothing. Only the four methods are callable over RPC: the helpers are `#private`,
+ * and consume nothing. Only its public methods are callable over RPC: the helpers are `#private`,
  * which a binding cannot reach (a TypeScript `private` is an ordinary method at run time, and
  * would hand a caller the parsed settings, `ANALYTICS_HASH_KEY` included).
  *
@@ -55,6 +62,18 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
     const { rule, key, from } = this.#resolve(options, arguments, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, rule, "limit");
     const { decision, release, settle, charge } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
+    return limitResult(rule, decision, { release, settle, charge });
+  }
+
+  /**
+   * `limit`, waiting up to `timeout` for the key to admit the call: a denial whose `retryAfter`
+   * ends within it is waited out and asked again; one that would not is answered at once.
+   */
+  async blockUntilReady(options: WaitOptions): Promise<LimitResult> {
+    const { rule, key, from } = this.#resolve(options, arguments, "blockUntilReady", WAIT_OPTIONS, ["key", "timeout"]);
+    const cost = checkCost(options.cost, rule, "blockUntilReady");
+    const timeoutMs = checkTimeout(options.timeout, "blockUntilReady");
+    const { decision, release, settle, charge } = await limitWithin({ ...this.#context(), ...from }, rule, key, cost, timeoutMs);
     return limitResult(rule, decision, { release, settle, charge });
   }
 
@@ -97,8 +116,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
    * Error saying what is wrong. Where a call comes from means nothing to peek or reset, but a
    * malformed place is an error there too.
    */
-  #resolve(options: unknown, given: ArrayLike<unknown>, method: string, known: readonly string[]): { rule: Rule; key: string; from: Whereabouts } {
-    checkOptions(options, known, method, ["key"]);
+  #resolve(options: unknown, given: ArrayLike<unknown>, method: string, known: readonly string[], required = ["key"]): { rule: Rule; key: string; from: Whereabouts } {
+    checkOptions(options, known, method, required);
     checkNoMore(given, 1, method, "one options object");
     const from = checkWhereabouts(options, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };

@@ -1,4 +1,5 @@
 /** The arguments code passes to limit, peek and reset, checked at the door with messages that say what to pass. */
+import { parseDuration } from "../config/duration";
 import type { Rule } from "../config/types";
 import type { Whereabouts } from "../fast/relay";
 
@@ -71,6 +72,17 @@ export function checkCallContext(options: { ctx?: unknown; signal?: unknown }, w
     throw new TypeError(`${where}: ctx must be the request's ExecutionContext (in Hono, c.executionCtx), with a waitUntil method; got ${describe(ctx)}`);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`${where}: signal must be an AbortSignal (request.signal), got ${describe(signal)}`);
+}
+
+/**
+ * How long a call may wait, as given: milliseconds (a whole number, 0 or more, as `retryAfter`
+ * is), or a duration like "5s"; a TypeError saying so for anything else.
+ */
+export function checkTimeout(value: unknown, where: string): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  const parsed = typeof value === "string" ? parseDuration(value) : undefined;
+  if (parsed?.ok) return parsed.ms;
+  throw new TypeError(`${where}: timeout must be milliseconds (a whole number, 0 or more) or a duration like "5s", got ${describe(value)}`);
 }
 
 /** A true-or-false option as given, `unset` when absent; a TypeError naming the option for anything else. */

@@ -22,7 +22,7 @@ export async function waitHold(entries: readonly { rule: Rule; decision: Decisio
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts; nothing is left behind either way. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
   return new Promise((resolve) => {
     const gone = () => {

@@ -82,6 +82,15 @@ export default {
         const bad = await settle(second.charge(-2));
         return Response.json({ afterCharge, denied: denied.success, deniedCharge: typeof denied.charge, afterGiveBack: (await env.FLOODGATE.peek({ key: q("key") })).remaining, bad });
       }
+      case "/waited": {
+        // The login rule's 5 spent, a wait of a second cannot pass an hour's window: answered at once; a bad timeout rejects.
+        await env.FLOODGATE.limit({ key: q("key"), cost: 5 });
+        const started = Date.now();
+        const late = await env.FLOODGATE.blockUntilReady({ key: q("key"), timeout: "1s" });
+        const bad = await settle(env.FLOODGATE.blockUntilReady({ key: q("key"), timeout: "soon" }));
+        const missing = await settle(env.FLOODGATE.blockUntilReady({ key: q("key") }));
+        return Response.json({ success: late.success, quick: Date.now() - started < 900, bad, missing });
+      }
       case "/metered": {
         // The origin's response said the call cost 7: its headers cross the binding as a plain object.
         const first = await env.FLOODGATE.limit({ rule: "metered", key: q("key") });
@@ -238,6 +247,15 @@ describe("the Floodgate service binding", () => {
       deniedCharge: "undefined",
       afterGiveBack: 4,
       bad: { ok: false, error: 'charge ("login"): cannot give back 2 units: the request took 3, and 2 of them came back already' },
+    });
+  });
+
+  it("answers blockUntilReady at once when the wait would outlast its timeout, and rejects a bad timeout", async () => {
+    expect(await call("/waited?key=198.51.100.74")).toEqual({
+      success: false,
+      quick: true,
+      bad: { ok: false, error: 'blockUntilReady: timeout must be milliseconds (a whole number, 0 or more) or a duration like "5s", got "soon"' },
+      missing: { ok: false, error: expect.stringMatching(/^blockUntilReady: timeout must be milliseconds/) },
     });
   });
 

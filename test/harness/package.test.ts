@@ -45,6 +45,9 @@ export async function probe(request: Request): Promise<boolean> {
   // @ts-expect-error: a key is a string
   await api.limit(42);
   await result.charge?.(120);
+  const waited: LimitResult = await api.blockUntilReady("k", "5s", { ctx });
+  // @ts-expect-error: a timeout is milliseconds or a duration
+  await api.blockUntilReady("k", "soon");
   // @ts-expect-error: units are a number
   await result.charge?.("120");
   const checked: Checked = await createGate(namespace, [{ name: "per-ip", key: "ip", limit: 10, period: "10s" }], { headers: "draft-7" }).check(request, ctx);
@@ -70,7 +73,7 @@ export async function probe(request: Request): Promise<boolean> {
   ipKey("2001:db8::1", "/64");
   const typed: RuleInput[] = [{ name: "login", match: { path: "/login", methods: ["POST"] }, key: ["ip", "header:x-user"], algorithm: "gcra", limit: 5, period: 60, burst: 2, delay: 1 }];
   createGate(namespace, typed);
-  return result.success && checked.allowed && reset === "" && header === 0 && grouped !== "";
+  return result.success && waited.success && checked.allowed && reset === "" && header === 0 && grouped !== "";
 }
 
 type Plain = { Bindings: { LIMITER: DurableObjectNamespace } };

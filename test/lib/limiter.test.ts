@@ -650,3 +650,43 @@ describe("limiter's charge: a request's real cost once known", () => {
     expect(next.retryAfter).toBeGreaterThan(60_000);
   });
 });
+
+describe("limiter's blockUntilReady", () => {
+  it("waits out a denial that ends within the timeout and is then admitted", async () => {
+    const paced = limiter(namespace, { name: "lib-wait", limit: 2, period: "1s", algorithm: "fixed-window" });
+    await paced.limit("k", { cost: 2 });
+    const started = Date.now();
+    const result = await paced.blockUntilReady("k", "3s");
+
+    expect(result.success).toBe(true);
+    expect(Date.now() - started).toBeLessThan(2_500);
+  });
+
+  it("answers at once with the denial when its wait ends past the timeout, or the cost can never pass", async () => {
+    const slow = limiter(namespace, { name: "lib-wait-long", limit: 1, period: "1h" });
+    await slow.limit("k");
+    const started = Date.now();
+    const late = await slow.blockUntilReady("k", 2_000);
+    const never = await slow.blockUntilReady("k", "1h", { cost: 5 });
+
+    expect(late).toMatchObject({ success: false, reason: "limit" });
+    expect(never).toMatchObject({ success: false, reason: "cost-exceeds-capacity" });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("rejects with the signal's reason when aborted while waiting", async () => {
+    const paced = limiter(namespace, { name: "lib-wait-abort", limit: 1, period: "10s", algorithm: "fixed-window" });
+    await paced.limit("k");
+    const controller = new AbortController();
+    const waiting = paced.blockUntilReady("k", "20s", { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("client left")), 50);
+    await expect(waiting).rejects.toThrow("client left");
+  });
+
+  it("rejects a timeout that is not milliseconds or a duration, naming the method", async () => {
+    const paced = limiter(namespace, { name: "lib-wait-bad", limit: 1, period: "1s" });
+    for (const timeout of [-1, 1.5, "soon", undefined]) {
+      await expect(paced.blockUntilReady("k", timeout as never)).rejects.toThrow(/^limiter\("lib-wait-bad"\)\.blockUntilReady: timeout must be milliseconds \(a whole number, 0 or more\) or a duration like "5s", got /);
+    }
+  });
+});
