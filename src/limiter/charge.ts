@@ -3,6 +3,7 @@ import { givesNothingBackLate } from "../config/rules";
 import type { Rule } from "../config/types";
 import { chargeFast, refundFast } from "../fast";
 import { countError } from "../metrics/log";
+import { metrics } from "../metrics/metrics";
 import { chargeStrict, refundStrict } from "../strict";
 import { fastContext, giveBack, unreturned, type Ask, type LimiterContext, type Taken } from "./index";
 
@@ -77,6 +78,7 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
       throw new TypeError(`${where}: cannot give back ${units} units: the request took ${ask.cost}${charged > 0 ? ` and was charged ${charged} more` : ""}, and ${came} of them came back already`);
     }
     const fromCharges = Math.min(units, charged);
+    metrics.count("floodgate_charged_units_total", { rule: rule.name, direction: "given_back" }, units);
     await Promise.all([giveBackCharged(ask, taken, fromCharges, context), giveBack(ask, taken, context, units - fromCharges)]);
   };
   return { charge };
@@ -87,7 +89,10 @@ async function take(ask: Ask, units: number, context: LimiterContext): Promise<{
   const { rule, objectName } = ask;
   const counted = rule.mode === "fast" ? chargeFast(fastContext(context), rule, objectName, units) : chargeStrict(context.namespace, objectName, rule, units);
   return counted.then(
-    (at) => ({ units, at }),
+    (at) => {
+      metrics.count("floodgate_charged_units_total", { rule: rule.name, direction: "taken" }, units);
+      return { units, at };
+    },
     (error: unknown) => {
       countError("charge", rule)(error);
       return undefined;

@@ -12,6 +12,7 @@ const COUNTERS = {
   floodgate_key_evictions_total: "Fast-path keys evicted from this isolate's table.",
   floodgate_log_lines_dropped_total: "Structured log lines left out because their kind had used up its lines for the second, by event.",
   floodgate_key_overflows_total: "Requests counted under a rule's shared #overflow key: their own key was new past the rule's newKeysPerSecond.",
+  floodgate_charged_units_total: "Units admitted requests were charged once their real cost was known (a LimitResult's charge, or a rule's responseCost), by rule and direction: taken, or given_back.",
   floodgate_holds_total: "Requests admitted with a hold (gcra delay), by the rule that held longest and outcome: released when the hold ran out, abandoned when the client went away first (its units given back).",
 } as const;
 

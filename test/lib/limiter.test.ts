@@ -538,6 +538,15 @@ describe("limiter's charge: a request's real cost once known", () => {
     expect((await tokens.peek("k")).remaining).toBe(90);
   });
 
+  it("counts the units charged and given back per rule in the metrics", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-metrics", limit: 100, period: "1h" });
+    const call = await tokens.limit("k", { cost: 5 });
+    await call.charge!(20);
+    await call.charge!(-8);
+    const units = (direction: string) => metrics.value("floodgate_charged_units_total", { rule: "lib-charge-metrics", direction });
+    expect([units("taken"), units("given_back")]).toEqual([20, 8]);
+  });
+
   it("never gives back more than the admission took, settle and refunds included", async () => {
     const judged = limiter(namespace, { name: "lib-charge-settled", limit: 10, period: "1h", count: "failed" });
     const call = await judged.limit("k", { cost: 4 });
