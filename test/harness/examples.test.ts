@@ -93,6 +93,18 @@ describe("examples/hono-app", () => {
     expect(await elsewhere.json()).toEqual({ ok: true, remaining: 2 });
   });
 
+  it("charges /complete what the model used once it has answered: a budget of 1,000 tokens an hour, owed past its last call", async () => {
+    const { config, built } = await example("hono-app");
+    running = await run([workerOptions(config, built.path)]);
+
+    const statuses: number[] = [];
+    for (const tokens of [600, 600, 1]) statuses.push((await running.fetch(`/complete?tokens=${tokens}`, { method: "POST", headers: { "x-api-key": "k-tokens" } })).status);
+    const other = await running.fetch("/complete?tokens=1", { method: "POST", headers: { "x-api-key": "k-other" } });
+
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(other.status).toBe(200);
+  });
+
   it("limits /login per IPv6 network: a client rotating through the addresses of its /56 gets no fresh attempts", async () => {
     const { config, built } = await example("hono-app");
     running = await run([workerOptions(config, built.path)]);

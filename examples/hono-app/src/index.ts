@@ -20,6 +20,15 @@ const app = new Hono<Env>()
     const result = await attempts.limit(ipKey(c.req.header("cf-connecting-ip")) ?? "unknown", { ctx: c.executionCtx });
     if (!result.success) return c.json({ error: "too many attempts", retryAfterMs: result.retryAfter }, 429);
     return c.json({ ok: true, remaining: result.remaining });
+  })
+  // A budget of 1,000 tokens an hour per API key, whose cost is known only once the model has
+  // answered: one token up front (some budget must be left), the rest charged after. A stand-in
+  // model here "uses" the tokens the request asks for.
+  .use("/complete", rateLimit({ binding: "LIMITER", rule: { name: "tokens", limit: 1_000, period: "1h" }, key: (c) => c.req.header("x-api-key") }))
+  .post("/complete", async (c) => {
+    const used = Number(c.req.query("tokens") ?? 1);
+    c.executionCtx.waitUntil(c.get("rateLimit").charge!(used - 1));
+    return c.json({ used });
   });
 
 export default app;
