@@ -193,13 +193,19 @@ export interface Held {
  * otherwise by the rule's mode, and counted in the metrics. The whole of `limit` for the binding,
  * the library and the middleware. A decision that holds the request (gcra's `delay`) resolves
  * once the hold is over; if `signal` aborts first, the units are given back, then this rejects
- * with the signal's reason. An admission under a concurrency rule comes with its `release`.
+ * with the signal's reason. A hold that would end after `holdsUntil` is not waited: the units go
+ * back, and the answer is a denial told to come back when the hold would have ended. An admission
+ * under a concurrency rule comes with its `release`.
  */
-export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal): Promise<Held> {
+export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
   const now = Date.now();
   const ask: Ask = { rule, key, objectName: await objectNameOf(rule, key, now), cost };
   const cached = cachedDenial(ask, context, now);
-  const taken = cached ? { decision: cached } : await decide(ask, context);
+  const decided = cached ? { decision: cached } : await decide(ask, context);
+  const holdMs = decided.decision.allowed && !rule.dryRun ? (decided.decision.holdMs ?? 0) : 0;
+  const heldTooLong = holdMs > 0 && Date.now() + holdMs > holdsUntil;
+  if (heldTooLong) await giveBack(ask, decided, context);
+  const taken: Taken = heldTooLong ? { decision: { ...decided.decision, allowed: false, holdMs: undefined, retryAfter: holdMs, reason: "limit" } } : decided;
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
   if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };

@@ -683,6 +683,30 @@ describe("limiter's blockUntilReady", () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
+  it("answers at once with a denial when a gcra hold would end past the timeout, the units given back", async () => {
+    const smooth = limiter(namespace, { name: "lib-wait-hold", algorithm: "gcra", limit: 1, period: "1s", burst: 3, delay: 0 });
+    await smooth.limit("k");
+    const started = Date.now();
+    const result = await smooth.blockUntilReady("k", 10);
+
+    expect(result).toMatchObject({ success: false, reason: "limit" });
+    expect(result.retryAfter).toBeGreaterThan(900);
+    expect(Date.now() - started).toBeLessThan(500);
+    // The unit is back: held for a second, the next call is admitted.
+    expect((await smooth.blockUntilReady("k", "2s")).success).toBe(true);
+  });
+
+  it("answers a cost the rule can never grant at once, even while a block hides it", async () => {
+    const blocking = limiter(namespace, { name: "lib-wait-blocked", algorithm: "fixed-window", limit: 2, period: "1s", block: "2s" });
+    await blocking.limit("k", { cost: 2 });
+    await blocking.limit("k");
+    const started = Date.now();
+    const result = await blocking.blockUntilReady("k", "5s", { cost: 5 });
+
+    expect(result.success).toBe(false);
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+
   it("rejects with the signal's reason when aborted while waiting", async () => {
     const paced = limiter(namespace, { name: "lib-wait-abort", limit: 1, period: "10s", algorithm: "fixed-window" });
     await paced.limit("k");
