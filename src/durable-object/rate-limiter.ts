@@ -32,6 +32,9 @@ interface Row {
   peers?: Record<string, Peer>;
 }
 
+/** How far ahead an object sets its alarm at most: a key owing for longer is looked at again then. */
+const MAX_ALARM_AHEAD_MS = 30 * 24 * 3_600_000;
+
 /**
  * One object per (rule, key), addressed by name. Its methods are the RPC surface; each runs to
  * completion without awaiting, so decisions for a key are serialized and exact. State is read once
@@ -39,9 +42,6 @@ interface Row {
  * loses nothing; an alarm deletes it once the key has fully recovered, so storage does not grow
  * without bound.
  */
-/** How far ahead an object sets its alarm at most: a key owing for longer is looked at again then. */
-const MAX_ALARM_AHEAD_MS = 30 * 24 * 3_600_000;
-
 export class RateLimiter extends DurableObject<Env> {
   private stored: Stored | undefined;
   /** fast-mode isolates: their demand, and their last lease for retried syncs, with the figures a sync reads (built from their rows) */

@@ -205,13 +205,18 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const holdMs = decided.decision.allowed && !rule.dryRun ? (decided.decision.holdMs ?? 0) : 0;
   const heldTooLong = holdMs > 0 && Date.now() + holdMs > holdsUntil;
   if (heldTooLong) await giveBack(ask, decided, context);
-  const taken: Taken = heldTooLong ? { decision: { ...decided.decision, allowed: false, holdMs: undefined, retryAfter: holdMs, reason: "limit" } } : decided;
+  const taken: Taken = heldTooLong ? { decision: holdRefused(decided.decision, cost, holdMs) } : decided;
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
   if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;
+}
+
+/** An admission whose hold would outlast the caller's deadline, as a denial told to come back when the hold would have ended: its units are back, yet it says fewer than the request asked for, as every denial does. */
+function holdRefused(admitted: Decision, cost: number, holdMs: number): Decision {
+  return { ...admitted, allowed: false, holdMs: undefined, remaining: Math.min(admitted.remaining + cost, cost - 1), retryAfter: holdMs, reason: "limit" };
 }
 
 /**

@@ -9,9 +9,8 @@ import { limitKey, type Held, type LimiterContext } from "./index";
  * `timeoutMs` of the call is waited out (a timer: no CPU spent) and asked again, as often as the
  * deadline allows; so is a gcra hold that ends within it. Answers with the admission, or at once
  * with a denial that could not pass in time: a wait or a hold past the deadline, a cost the rule
- * can never grant. A dry-run rule's would-be
- * denial passes, as from `limit`. If `signal` aborts while waiting, rejects with its reason,
- * holding nothing.
+ * can never grant. A dry-run rule's would-be denial passes, as from `limit`. If `signal` aborts
+ * while waiting, rejects with its reason, holding nothing.
  */
 export async function limitWithin(context: LimiterContext, rule: Rule, key: string, cost: number, timeoutMs: number, signal?: AbortSignal): Promise<Held> {
   const deadline = Date.now() + timeoutMs;
