@@ -383,7 +383,7 @@ describe("the Floodgate service binding", () => {
     expect(await call<boolean>("/trailing-undefined?key=k-trailing")).toBe(true);
   });
 
-  it("offers only limit, check, peek and reset over RPC: the helpers that read the settings (ANALYTICS_HASH_KEY included) are out of reach", async () => {
+  it("offers only its public methods (limit, blockUntilReady, check, peek, reset) over RPC: the helpers that read the settings (ANALYTICS_HASH_KEY included) are out of reach", async () => {
     const outcomes = await call<{ ok: boolean; value?: unknown }[]>("/internals");
     expect(outcomes.map((o) => o.ok)).toEqual([false, false, false]);
     expect(JSON.stringify(outcomes)).not.toContain("binding-test-hash-key");
