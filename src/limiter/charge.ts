@@ -1,11 +1,11 @@
 /** A request's cost once it is known (tokens an LLM call used, bytes sent): more units taken after the fact, or some of what it took given back. */
 import { givesNothingBackLate } from "../config/rules";
 import type { Rule } from "../config/types";
-import { chargeFast, refundFast } from "../fast";
+import { chargeFast } from "../fast";
 import { countError } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
-import { chargeStrict, refundStrict } from "../strict";
-import { fastContext, giveBack, unreturned, type Ask, type LimiterContext, type Taken } from "./index";
+import { chargeStrict } from "../strict";
+import { fastContext, giveBack, refundAt, unreturned, type Ask, type LimiterContext, type Taken } from "./index";
 
 /**
  * Corrects what an admitted request is counted at by `units`: positive, they are taken now and
@@ -140,12 +140,6 @@ function giveBackCharged(ask: Ask, taken: Taken, units: number, context: Limiter
     rest -= part;
   }
   account.charged = kept;
-  return Promise.all(
-    parts.map(async ({ units: part, at }) => {
-      if (ask.rule.mode === "fast") return refundFast(ask.objectName, part, at);
-      const refund = refundStrict(context.namespace, ask.objectName, ask.rule, part, at).catch(countError("refund", ask.rule));
-      context.waitUntil?.(refund);
-      return refund;
-    }),
-  ).then(() => undefined);
+  const fast = ask.rule.mode === "fast";
+  return Promise.all(parts.map(({ units: part, at }) => refundAt(ask, part, fast ? { spentAt: at } : { countedAt: at }, context))).then(() => undefined);
 }

@@ -159,8 +159,17 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
     if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, back, Date.now());
     return Promise.resolve();
   }
-  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, back, spentAt ?? Date.now()));
-  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, back, countedAt).catch(countError("refund", ask.rule));
+  return refundAt(ask, back, { countedAt, spentAt }, context);
+}
+
+/**
+ * Gives `units` back where they were counted: at a strict key's object, in the window of
+ * `countedAt`; to a fast key's lease, in the slot of `spentAt` (when neither is known, now).
+ * Resolves once they are back; a failure is counted, never thrown.
+ */
+export function refundAt(ask: Ask, units: number, { countedAt, spentAt }: Pick<Taken, "countedAt" | "spentAt">, context: LimiterContext): Promise<void> {
+  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, units, spentAt ?? Date.now()));
+  const refund = refundStrict(context.namespace, ask.objectName, ask.rule, units, countedAt).catch(countError("refund", ask.rule));
   context.waitUntil?.(refund);
   return refund;
 }
