@@ -151,7 +151,7 @@ const capacityViews = new LruTable<{ at: number; decision: Decision }>(1_000, ()
  * is counted, never thrown.
  */
 export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units = ask.cost): Promise<void> {
-  const { decision, countedAt, spentAt } = taken;
+  const { decision } = taken;
   const back = Math.min(units, unreturned(ask, taken));
   if (!decision.allowed || back <= 0) return Promise.resolve();
   returned.set(taken, (returned.get(taken) ?? 0) + back);
@@ -159,7 +159,7 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
     if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, back, Date.now());
     return Promise.resolve();
   }
-  return refundAt(ask, back, { countedAt, spentAt }, context);
+  return refundAt(ask, back, taken, context);
 }
 
 /**
