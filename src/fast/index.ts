@@ -59,6 +59,8 @@ interface Entry {
   late?: Promise<void>;
   /** the costs of the requests waiting for a sync: the next one asks for all of them, not only its starter's */
   waiting: number[];
+  /** a timer will send the charges owed if no sync has by then (see {@link chargeFast}) */
+  flushing?: boolean;
 }
 
 /** What a fast decision needs from the request it serves. */
@@ -183,17 +185,28 @@ export function refundFast(objectName: string, units: number, spentAt: number): 
 
 /**
  * Takes `units` more for a request a fast key admitted (see `charge` on LimitResult): from this
- * isolate's lease, and what it cannot pay the object hears of now rather than at the key's next
- * call, after the sync in flight if one is (it left without them). Resolves once a sync carried
- * them, or failed to, or at once while the key backs off: then a later sync carries them. Resolves
- * with when they were spent, for a refund to find their slot.
+ * isolate's lease but for what the requests waiting on a sync need, and the rest owed to the
+ * object, which hears of them with the key's next sync, as of a report, and within one `sync`
+ * interval whatever comes: with no request to make that sync, a timer under this call's
+ * `waitUntil` makes it (a key backing off is left to its retry). Returns when they were counted
+ * here, for a refund to find their slot; nothing is waited on.
  */
-export async function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): Promise<number> {
+export function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): number {
   const now = Date.now();
   const entry = entryFor(rule, objectName, now);
-  chargeLocally(entry.key, rule, units, now);
-  // A key backing off after failures is left alone: its retry carries them.
-  for (let round = 0; round < 2 && entry.key.refunds.length > 0 && syncDue(entry.key, rule, Date.now()); round++) await inBackground(entry, () => sync(context, entry, 0));
+  chargeLocally(entry.key, rule, units, now, entry.waiting.reduce((sum, cost) => sum + cost, 0));
+  if (!entry.flushing) {
+    entry.flushing = true;
+    const due = new Promise((resolve) => setTimeout(resolve, rule.syncMs));
+    context.waitUntil(
+      due.then(() => {
+        entry.flushing = false;
+        // Sent meanwhile, with a request's sync or the key's booked call: nothing left to send.
+        if (entry.key.refunds.length === 0 || Date.now() < entry.key.retryAt) return;
+        return inBackground(entry, () => sync(context, entry, 0));
+      }),
+    );
+  }
   return now;
 }
 

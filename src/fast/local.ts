@@ -4,7 +4,7 @@ import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
 import type { Lease, Report, Spent, SyncRequest } from "./lease";
-import { endLots, expireLots, leaseLeft, record, spend, type Lot } from "./lots";
+import { endLots, expireLots, givesBack, leaseLeft, record, spend, type Lot } from "./lots";
 import { crowded } from "./relay";
 import { paceOf } from "./sync-timing";
 
@@ -325,11 +325,6 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   if (givesBack(key) && lease.standing.reason !== "blocked") key.blockedUntil = 0;
 }
 
-/** Whether the isolate holds units to give back that the object has not heard of; a charge it owes (a negative refund) frees nothing. */
-function givesBack(key: LocalKey): boolean {
-  return key.refunds.some((s) => s.units > 0);
-}
-
 /**
  * Units of `spent` that still count against the key at `now`: filed within a period (a window's),
  * or within a bucket's refill from empty; older ones the object counts for nothing.
@@ -411,14 +406,17 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt:
 
 /**
  * Takes `units` more for a request the key admitted (see `charge` on LimitResult), at `now`: spent
- * from the lease while it lasts, as a request would spend them, and the rest owed to the object,
- * which the next sync takes as a refund taken back (`refunds`, negative): never denied, so the key
- * may owe past its limit, and the object leases nothing until the debt is paid.
+ * from the lease as a request would spend them, but for the `reserved` units requests waiting on a
+ * sync were granted (spent by a burst's charges, those requests were refused at 80 % of the limit),
+ * and the rest owed to the object, which the key's next sync tells as a refund taken back
+ * (`refunds`, negative): never denied, so the key may owe past its limit, and the object leases
+ * nothing until the debt is paid. They are demand too: the next lease is sized for them.
  */
-export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: number): void {
+export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: number, reserved = 0): void {
   expireLots(key, now);
+  key.demand += units;
   const slot = slotOf(rule, now);
-  const paid = Math.min(units, leaseLeft(key));
+  const paid = Math.max(0, Math.min(units, leaseLeft(key) - reserved));
   if (paid > 0) spend(key, paid, slot);
   if (units > paid) record(key.refunds, slot, paid - units);
 }

@@ -79,3 +79,8 @@ export function record(spent: Spent[], slot: number, units: number): void {
   const [oldest, next] = spent.splice(0, 2) as [Spent, Spent];
   spent.unshift({ at: Math.max(oldest.at, next.at), units: oldest.units + next.units });
 }
+
+/** Whether the isolate holds units to give back that the object has not heard of (see `refundLocally`); a charge it owes (a negative refund) frees nothing. */
+export function givesBack(key: LocalKey): boolean {
+  return key.refunds.some((s) => s.units > 0);
+}

@@ -2,7 +2,7 @@
 import type { Rule } from "../config/types";
 import { isRoomy, type SyncRequest } from "./lease";
 import type { LocalKey } from "./local";
-import { expireLots, leaseEnd, leaseLeft } from "./lots";
+import { expireLots, givesBack, leaseEnd, leaseLeft } from "./lots";
 import { syncsThrough } from "./relay";
 
 /**
@@ -28,12 +28,14 @@ const BOOKED_CALL_LEAD_GAPS = 2;
 export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (now < key.retryAt) return false;
   // Units given back after their lease was reported spent are the object's to lend again: it hears of them now.
-  if (key.outbox || key.refunds.length > 0) return true;
+  if (key.outbox || givesBack(key)) return true;
   const left = leaseLeft(key);
   const low = runsOutBeforeNextSync(key, left, now);
-  const idle = key.demand === 0 && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
+  // Charges owed (negative refunds) ride the booked call: one a request was a call a request.
+  const owes = key.refunds.length > 0;
+  const idle = key.demand === 0 && !owes && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
   if (now >= key.nextSyncAt && !idle) {
-    return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || left > 0;
+    return key.demand > 0 || key.reports.length > 0 || key.unleased.length > 0 || owes || left > 0;
   }
   if (key.saturated && left === 0 && now < key.nextSyncAt && key.nextSyncAt - now < Math.min(rule.syncMs, BOOKED_CALL_LEAD_GAPS / paceOf(key, now))) return true;
   // Running low: top up early, no more than four times an interval; a saturated key waits its turn.

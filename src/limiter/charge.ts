@@ -12,8 +12,8 @@ import { fastContext, giveBack, refundAt, unreturned, type Ask, type LimiterCont
  * never denied, so the key may owe (a sliding window then denies until they leave it, a bucket
  * until its refill has paid them, owing a year's refill at most); negative, as many of the units
  * it took and was charged are given back, under a windowed rule only, the latest charges first.
- * Resolves once the object has them (a fast key: its isolate, and the object with the sync that
- * carries what the lease could not pay). A call the object fails is counted and logged, never
+ * Resolves once the object has them (a fast key: once this isolate has; its object hears of what
+ * the lease could not pay within a sync interval). A call the object fails is counted and logged, never
  * thrown: the request's own answer was already given. Bad units reject with a TypeError, and
  * change nothing.
  */
@@ -53,7 +53,7 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
   if (rule.algorithm === "concurrency" || (!admitted && !rule.dryRun)) return {};
   const where = `charge ("${rule.name}")`;
   const charge: Charge = async (units) => {
-    if (!Number.isSafeInteger(units)) throw new TypeError(`${where}: expected a whole number of units (negative to give some back), got ${typeof units === "number" ? units : typeof units}`);
+    if (!Number.isInteger(units)) throw new TypeError(`${where}: expected a whole number of units (negative to give some back), got ${typeof units === "number" ? units : typeof units}`);
     const why = units < 0 ? givesNothingBackLate(rule.algorithm) : undefined;
     if (why) throw new TypeError(`${where}: a "${rule.algorithm}" rule cannot give units back: ${why}; take the least a request can cost up front, and charge the rest once it is known`);
     if (units === 0 || !admitted) return;
@@ -73,10 +73,7 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
     await Promise.all(account.pending);
     const charged = chargedUnits(taken);
     const left = unreturned(ask, taken) + charged;
-    if (units > left) {
-      const came = ask.cost + charged - left;
-      throw new TypeError(`${where}: cannot give back ${units} units: the request took ${ask.cost}${charged > 0 ? ` and was charged ${charged} more` : ""}, and ${came} of them came back already`);
-    }
+    if (units > left) throw new TypeError(`${where}: cannot give back ${units} units: the request is counted at ${left} now (it took ${ask.cost}; charges and give-backs since count too)`);
     const fromCharges = Math.min(units, charged);
     metrics.count("floodgate_charged_units_total", { rule: rule.name, direction: "given_back" }, units);
     await Promise.all([giveBackCharged(ask, taken, fromCharges, context), giveBack(ask, taken, context, units - fromCharges)]);
@@ -87,7 +84,7 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
 /** Takes `units` at the key for a request it admitted: what was counted and when, or undefined when the object failed (counted and logged). */
 async function take(ask: Ask, units: number, context: LimiterContext): Promise<{ units: number; at: number } | undefined> {
   const { rule, objectName } = ask;
-  const counted = rule.mode === "fast" ? chargeFast(fastContext(context), rule, objectName, units) : chargeStrict(context.namespace, objectName, rule, units);
+  const counted = rule.mode === "fast" ? Promise.resolve(chargeFast(fastContext(context), rule, objectName, units)) : chargeStrict(context.namespace, objectName, rule, units);
   return counted.then(
     (at) => {
       metrics.count("floodgate_charged_units_total", { rule: rule.name, direction: "taken" }, units);

@@ -290,13 +290,15 @@ export function requestCost(cost: Cost, request: Request): { units: number } | {
 
 /**
  * Units a header says: a decimal integer of at least `least` (ASCII digits, optional surrounding
- * spaces or tabs, at most Number.MAX_SAFE_INTEGER), or an error quoting at most 32 characters of
- * the value. A request's `cost` header and a response's `responseCost` header are read alike.
+ * spaces or tabs, at most Number.MAX_SAFE_INTEGER, or past it that many when `saturate`), or an
+ * error quoting at most 32 characters of the value. A request's `cost` header and a response's
+ * `responseCost` header are read alike; only a response's saturates, as it can no longer be refused.
  */
-export function headerUnits(name: string, raw: string, least: 0 | 1): { units: number } | { error: string } {
+export function headerUnits(name: string, raw: string, least: 0 | 1, saturate = false): { units: number } | { error: string } {
   // Anchored at the start, and the digit class is disjoint from the space classes: no backtracking.
   const digits = /^[ \t]*([0-9]+)[ \t]*$/.exec(raw)?.[1];
   const units = digits === undefined ? -1 : Number(digits);
+  if (saturate && units > Number.MAX_SAFE_INTEGER) return { units: Number.MAX_SAFE_INTEGER };
   if (units >= least && units <= Number.MAX_SAFE_INTEGER) return { units };
   const shown = raw.length > MAX_QUOTED_VALUE ? `${raw.slice(0, MAX_QUOTED_VALUE - 1)}…` : raw;
   return { error: `header ${name}: expected a ${least === 1 ? "positive integer" : "whole number, 0 or more"}, got ${JSON.stringify(shown)}` };

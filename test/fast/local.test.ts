@@ -267,24 +267,29 @@ describe("a fast key in one isolate", () => {
     expect(key.refunds).toEqual([{ at: T0_BUCKET, units: 1 }]);
   });
 
-  it("charges a unit the lease can pay from the lease, spent as a request would spend it", () => {
+  it("charges from the lease as a request spends, and owes the object what the lease cannot pay", () => {
     const key = leased(5);
     decideLocally(key, fast, 1, T0 + 10);
-    chargeLocally(key, fast, 3, T0 + 20);
-    expect(leaseLeft(key)).toBe(1);
-    expect(key.refunds).toEqual([]);
-    expect(nextSync(key, fast, from, 0, T0 + 500).reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 4 }], unspent: 0 }]);
+    chargeLocally(key, fast, 30, T0 + 20);
+    expect(leaseLeft(key)).toBe(0);
+    const sent = nextSync(key, fast, from, 0, T0 + 500);
+    expect(sent.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 5 }], unspent: 0 }]);
+    expect(sent.refunds).toEqual([{ at: T0_BUCKET, units: -26 }]);
+    expect(sent.demand).toBe(31);
   });
 
-  it("owes the object what the lease cannot pay, sent with the next sync as a refund taken back", () => {
-    const key = leased(2);
-    decideLocally(key, fast, 1, T0 + 10);
-    chargeLocally(key, fast, 6, T0 + 20);
-    expect(leaseLeft(key)).toBe(0);
-    expect(syncDue(key, fast, T0 + 20)).toBe(true);
-    const sent = nextSync(key, fast, from, 0, T0 + 20);
-    expect(sent.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 2 }], unspent: 0 }]);
-    expect(sent.refunds).toEqual([{ at: T0_BUCKET, units: -5 }]);
+  it("leaves the units requests waiting on a sync were granted to them, owing the charge instead", () => {
+    const key = leased(5);
+    chargeLocally(key, fast, 4, T0 + 20, 3);
+    expect(leaseLeft(key)).toBe(3);
+    expect(nextSync(key, fast, from, 0, T0 + 500).refunds).toEqual([{ at: T0_BUCKET, units: -2 }]);
+  });
+
+  it("sends what it owes with the booked call, not a call of its own per charge", () => {
+    const key = leased(5);
+    chargeLocally(key, fast, 8, T0 + 20);
+    expect(syncDue(key, fast, T0 + 20)).toBe(false);
+    expect(syncDue(key, fast, T0 + 1_000)).toBe(true);
   });
 
   it("keeps the object's denial when what it owes is a charge: only units given back free anything", () => {

@@ -248,7 +248,7 @@ describe("the Floodgate service binding", () => {
       denied: false,
       deniedCharge: "undefined",
       afterGiveBack: 4,
-      bad: { ok: false, error: 'charge ("login"): cannot give back 2 units: the request took 3, and 2 of them came back already' },
+      bad: { ok: false, error: 'charge ("login"): cannot give back 2 units: the request is counted at 1 now (it took 3; charges and give-backs since count too)' },
     });
   });
 
