@@ -28,11 +28,12 @@ import {
   refundLocally,
   surrender,
   syncFailed,
+  unchargeLocally,
   type LocalKey,
   type Sender,
 } from "./local";
 import { leaseLeft } from "./lots";
-import { callOnTime, onTimeCallAt, releasable, syncDue, type OnTimeChain } from "./sync-timing";
+import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, onTimeCallAt, releasable, syncDue, type OnTimeChain } from "./sync-timing";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
 
 /**
@@ -183,31 +184,48 @@ export function refundFast(objectName: string, units: number, spentAt: number): 
   if (entry) refundLocally(entry.key, entry.rule, units, spentAt, Date.now());
 }
 
+/** Gives back what a fast key's charge at `chargedAt` took (see `unchargeLocally`). */
+export function unchargeFast(objectName: string, units: number, chargedAt: number): void {
+  const entry = table.get(objectName);
+  if (entry) unchargeLocally(entry.key, entry.rule, units, chargedAt, Date.now());
+}
+
 /**
  * Takes `units` more for a request a fast key admitted (see `charge` on LimitResult): from this
  * isolate's lease but for what the requests waiting on a sync need, and the rest owed to the
- * object, which hears of them with the key's next sync, as of a report, and within one `sync`
- * interval whatever comes: with no request to make that sync, a timer under this call's
- * `waitUntil` makes it (a key backing off is left to its retry). Returns when they were counted
- * here, for a refund to find their slot; nothing is waited on.
+ * object, which hears of them with the key's next sync, as of a report (see {@link flushOwed}).
+ * Returns when they were counted here, for a refund to find their slot; nothing is waited on.
  */
 export function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): number {
   const now = Date.now();
   const entry = entryFor(rule, objectName, now);
   chargeLocally(entry.key, rule, units, now, entry.waiting.reduce((sum, cost) => sum + cost, 0));
-  if (!entry.flushing) {
-    entry.flushing = true;
-    const due = new Promise((resolve) => setTimeout(resolve, rule.syncMs));
-    context.waitUntil(
-      due.then(() => {
-        entry.flushing = false;
-        // Sent meanwhile, with a request's sync or the key's booked call: nothing left to send.
-        if (entry.key.refunds.length === 0 || Date.now() < entry.key.retryAt) return;
-        return inBackground(entry, () => sync(context, entry, 0));
-      }),
-    );
-  }
+  if (entry.key.refunds.length > 0) flushOwed(context, entry);
   return now;
+}
+
+/**
+ * Sees that charges a key owes reach its object though no request comes to sync it: at its booked
+ * call, no sooner than a sync interval (at most ON_TIME_CALL_MAX_MS) from now, and at the latest
+ * ON_TIME_CALL_WITHIN_MS after the charge, under its request's `waitUntil`, which Workers grants
+ * 30 s; after a sync in flight, which left without them, and once a backoff ends. One timer a key;
+ * none for a key no longer in the table (reset: what it owed went with it; evicted: its release
+ * sync carries it).
+ */
+function flushOwed(context: FastContext, entry: Entry): void {
+  if (entry.flushing) return;
+  entry.flushing = true;
+  const until = Date.now() + ON_TIME_CALL_WITHIN_MS;
+  const owes = () => table.peek(entry.objectName) === entry && (entry.key.refunds.length > 0 || entry.key.outbox !== null);
+  const run = async () => {
+    for (let now = Date.now(); now < until && owes(); now = Date.now()) {
+      const at = Math.min(until, Math.max(entry.key.nextSyncAt, entry.key.retryAt, now + Math.min(entry.rule.syncMs, ON_TIME_CALL_MAX_MS)));
+      await new Promise((resolve) => setTimeout(resolve, at - now));
+      if (!owes() || Date.now() < entry.key.retryAt) continue;
+      await inBackground(entry, () => sync(context, entry, 0));
+    }
+  };
+  context.waitUntil(run().finally(() => (entry.flushing = false)));
 }
 
 /**

@@ -410,15 +410,25 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt:
  * sync were granted (spent by a burst's charges, those requests were refused at 80 % of the limit),
  * and the rest owed to the object, which the key's next sync tells as a refund taken back
  * (`refunds`, negative): never denied, so the key may owe past its limit, and the object leases
- * nothing until the debt is paid. They are demand too: the next lease is sized for them.
+ * nothing until the debt is paid. They are not demand: one charge of 300 on a key of one request
+ * had its isolate hold two thirds of what was free.
  */
 export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: number, reserved = 0): void {
   expireLots(key, now);
-  key.demand += units;
   const slot = slotOf(rule, now);
   const paid = Math.max(0, Math.min(units, leaseLeft(key) - reserved));
   if (paid > 0) spend(key, paid, slot);
   if (units > paid) record(key.refunds, slot, paid - units);
+}
+
+/**
+ * Gives back units a charge took (see {@link chargeLocally}) in the slot they were charged in: to the
+ * object, with the next sync, never into the lease, since what a charge owed was never leased (given
+ * back into a lot, it let the isolate admit past its lease); what is still owed nets against it.
+ */
+export function unchargeLocally(key: LocalKey, rule: Rule, units: number, chargedAt: number, now: number): void {
+  record(key.refunds, slotOf(rule, Math.min(chargedAt, now)), units);
+  if (key.standing?.reason !== "blocked") key.blockedUntil = Math.min(key.blockedUntil, now);
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */

@@ -1,7 +1,7 @@
 /** A request's cost once it is known (tokens an LLM call used, bytes sent): more units taken after the fact, or some of what it took given back. */
 import { givesNothingBackLate } from "../config/rules";
 import type { Rule } from "../config/types";
-import { chargeFast } from "../fast";
+import { chargeFast, unchargeFast } from "../fast";
 import { countError } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { chargeStrict } from "../strict";
@@ -138,5 +138,5 @@ function giveBackCharged(ask: Ask, taken: Taken, units: number, context: Limiter
   }
   account.charged = kept;
   const fast = ask.rule.mode === "fast";
-  return Promise.all(parts.map(({ units: part, at }) => refundAt(ask, part, fast ? { spentAt: at } : { countedAt: at }, context))).then(() => undefined);
+  return Promise.all(parts.map(({ units: part, at }) => (fast ? Promise.resolve(unchargeFast(ask.objectName, part, at)) : refundAt(ask, part, { countedAt: at }, context)))).then(() => undefined);
 }

@@ -15,6 +15,7 @@ import {
   refundLocally,
   surrender,
   syncFailed,
+  unchargeLocally,
   type Sender,
 } from "../../src/fast/local";
 import { leaseLeft, MOST_ENTRIES } from "../../src/fast/lots";
@@ -275,7 +276,8 @@ describe("a fast key in one isolate", () => {
     const sent = nextSync(key, fast, from, 0, T0 + 500);
     expect(sent.reports).toEqual([{ lease: 1, spent: [{ at: T0_BUCKET, units: 5 }], unspent: 0 }]);
     expect(sent.refunds).toEqual([{ at: T0_BUCKET, units: -26 }]);
-    expect(sent.demand).toBe(31);
+    // A charge is not demand: the next lease is sized for the requests.
+    expect(sent.demand).toBe(1);
   });
 
   it("leaves the units requests waiting on a sync were granted to them, owing the charge instead", () => {
@@ -283,6 +285,14 @@ describe("a fast key in one isolate", () => {
     chargeLocally(key, fast, 4, T0 + 20, 3);
     expect(leaseLeft(key)).toBe(3);
     expect(nextSync(key, fast, from, 0, T0 + 500).refunds).toEqual([{ at: T0_BUCKET, units: -2 }]);
+  });
+
+  it("gives back a charge it still owes against the debt, never into the lease", () => {
+    const key = leased(5);
+    chargeLocally(key, fast, 4, T0 + 20, 5);
+    unchargeLocally(key, fast, 4, T0 + 20, T0 + 30);
+    expect(leaseLeft(key)).toBe(5);
+    expect(nextSync(key, fast, from, 0, T0 + 500).refunds).toEqual([{ at: T0_BUCKET, units: 0 }]);
   });
 
   it("sends what it owes with the booked call, not a call of its own per charge", () => {

@@ -664,6 +664,18 @@ describe("limiter's charge: a request's real cost once known", () => {
     expect(results.filter(Boolean)).toHaveLength(40);
   });
 
+  it("sends a fast key's debt nowhere once the key is reset: the reset object starts full", async () => {
+    const tokens = limiter(namespace, { name: "lib-charge-fast-reset", limit: 10, period: "1m", mode: "fast" });
+    const ctx = createExecutionContext();
+    const call = await tokens.limit("k", { ctx });
+    await call.charge!(50);
+    await tokens.reset("k");
+    await waitOnExecutionContext(ctx);
+
+    expect((await tokens.limit("k", { ctx: createExecutionContext() })).success).toBe(true);
+    expect((await tokens.peek("k")).remaining).toBeGreaterThanOrEqual(8);
+  });
+
   it("owes a fast key's charge to its object, which hears of it within a sync interval", async () => {
     const tokens = limiter(namespace, { name: "lib-charge-fast", algorithm: "token-bucket", limit: 10, period: "1m", mode: "fast" });
     const ctx = createExecutionContext();
