@@ -31,7 +31,7 @@ export function syncDue(key: LocalKey, rule: Rule, now: number): boolean {
   if (key.outbox || givesBack(key)) return true;
   const left = leaseLeft(key);
   const low = runsOutBeforeNextSync(key, left, now);
-  // Charges owed (negative refunds) ride the booked call: one a request was a call a request.
+  // Charges owed (negative refunds) ride the booked call: sent at once, every charged request cost a call.
   const owes = key.refunds.length > 0;
   const idle = key.demand === 0 && !owes && roomy(key) && left > 0 && !low && leaseEnd(key) - now > rule.syncMs;
   if (now >= key.nextSyncAt && !idle) {

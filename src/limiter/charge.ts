@@ -13,9 +13,9 @@ import { fastContext, giveBack, refundAt, unreturned, type Ask, type LimiterCont
  * until its refill has paid them, owing a year's refill at most); negative, as many of the units
  * it took and was charged are given back, under a windowed rule only, the latest charges first.
  * Resolves once the object has them (a fast key: once this isolate has; its object hears of what
- * the lease could not pay within a sync interval). A call the object fails is counted and logged, never
- * thrown: the request's own answer was already given. Bad units reject with a TypeError, and
- * change nothing.
+ * the lease could not pay with the key's booked call, 20 s at the latest). A call the object
+ * fails is counted and logged, never thrown: the request's own answer was already given. Bad
+ * units reject with a TypeError, and change nothing.
  */
 export type Charge = (units: number) => Promise<void>;
 
