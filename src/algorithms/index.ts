@@ -60,7 +60,16 @@ export function decide(policy: Policy, state: LimiterState | undefined, cost: nu
  * past the dates an object's alarm takes.
  */
 export function mostCharged(policy: Pick<Policy, "algorithm" | "limit" | "burst" | "periodMs">): number {
-  return Math.min(largestCost(policy) + Math.floor((CHARGE_DEBT_MS * policy.limit) / policy.periodMs), Math.floor(Number.MAX_SAFE_INTEGER / policy.periodMs));
+  return Math.min(largestCost(policy) + Math.floor((CHARGE_DEBT_MS * policy.limit) / policy.periodMs), largestCharge(policy));
+}
+
+/**
+ * The most units one charge counts: what a window can hold with its arithmetic exact (2^53 − 1
+ * unit·ms over the period), well past any limit; more would only deny for the same period. A
+ * bucket owes less still ({@link mostCharged}).
+ */
+export function largestCharge(policy: Pick<Policy, "periodMs">): number {
+  return Math.floor(Number.MAX_SAFE_INTEGER / policy.periodMs);
 }
 
 const CHARGE_DEBT_MS = 365 * 24 * 3_600_000;

@@ -1,6 +1,6 @@
 /** A request's cost once it is known (tokens an LLM call used, bytes sent): more units taken after the fact, or some of what it took given back. */
+import { largestCharge } from "../algorithms";
 import { givesNothingBackLate } from "../config/rules";
-import type { Rule } from "../config/types";
 import { chargeFast, unchargeFast } from "../fast";
 import { countError } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
@@ -32,14 +32,6 @@ function accountOf(taken: Taken): Account {
   let account = accounts.get(taken);
   if (!account) accounts.set(taken, (account = { charged: [], pending: new Set(), forgiven: false }));
   return account;
-}
-
-/**
- * The most units one charge counts: what a window can hold with its arithmetic exact, well past
- * any limit (more would only deny for the same period). A bucket owes less still (`mostCharged`).
- */
-export function largestCharge(rule: Pick<Rule, "periodMs">): number {
-  return Math.floor(Number.MAX_SAFE_INTEGER / rule.periodMs);
 }
 
 /**

@@ -1,9 +1,10 @@
 /** Once a request's response is known: gives back what it took under each rule that does not count such a response (`count`), and charges each rule that reads its real cost from the response (`responseCost`). */
+import { largestCharge } from "../algorithms";
 import { givesNothingBackLate } from "../config/rules";
 import type { Count } from "../config/types";
 import { countError } from "../metrics/log";
 import { headerUnits } from "../routing/key";
-import { chargeOf, countedUnits, giveAllBack, largestCharge } from "./charge";
+import { chargeOf, countedUnits, giveAllBack } from "./charge";
 import type { ResponseHeaders } from "./result";
 import type { Ask, LimiterContext, Taken } from "./index";
 
