@@ -1,6 +1,6 @@
 /** The `floodgate` package: the RateLimiter Durable Object, a limiter for one rule, and a gate for a rule set, to use from your own Worker. */
 import { parseIpVar } from "./config";
-import type { LimiterRule, RuleSetInput } from "./config/input";
+import type { DurationText, LimiterRule, RuleSetInput } from "./config/input";
 import { parseConfig, parseStandaloneRule } from "./config/rules";
 import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
@@ -22,8 +22,8 @@ export type { Checked } from "./gate/check";
 export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
 export type { Floodgate, LimitOptions, KeyOptions, WaitOptions } from "./binding/floodgate";
-/** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RuleSetInput` for `createGate`. */
-export type { Duration, KeyPart, LimiterRule, RuleInput, RuleSetInput } from "./config/input";
+/** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RequestRule` for the Hono middleware, `RuleSetInput` for `createGate`. */
+export type { Duration, DurationText, KeyPart, LimiterRule, RequestRule, RuleInput, RuleSetInput } from "./config/input";
 
 /**
  * The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`):
@@ -63,7 +63,7 @@ export interface Limiter {
    * one that would not, or a cost the rule can never grant, is answered at once. Upstash's
    * `blockUntilReady`, for work that can wait (a queue consumer calling a third-party API).
    */
-  blockUntilReady(key: string, timeout: number | `${number}${"ms" | "s" | "m" | "h" | "d"}`, options?: LimitCallOptions): Promise<LimitResult>;
+  blockUntilReady(key: string, timeout: number | DurationText, options?: LimitCallOptions): Promise<LimitResult>;
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   peek(key: string): Promise<LimitResult>;
   /** Forgets the key: its next request starts from a full quota. */
@@ -72,8 +72,10 @@ export interface Limiter {
 
 /**
  * A limiter for one rule, validated now by the parser the proxy uses: the fields of a
- * `RATE_LIMIT_RULES` rule except `match` and `key`, which have no meaning here. Throws an Error
- * naming the field, e.g. `rule ("api").period: expected a duration like "10s" …`.
+ * `RATE_LIMIT_RULES` rule except `match` and `key`, which have no meaning here, and a header `cost`
+ * or a `responseCost`, which need a request and its response (pass `cost` to `limit`, call
+ * `charge` on its result). Throws an Error naming the field, e.g. `rule ("api").period: expected
+ * a duration like "10s" …`.
  *
  * @example
  * import { limiter, RateLimiter } from "floodgate";

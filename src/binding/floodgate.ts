@@ -1,6 +1,7 @@
 /** The Floodgate service binding: another Worker's RPC door to the same rules, keys and decisions as the proxy. */
 import { WorkerEntrypoint } from "cloudflare:workers";
 import { loadSettings, type Settings } from "../config";
+import type { DurationText } from "../config/input";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { setCapacity } from "../fast";
@@ -30,7 +31,7 @@ export interface LimitOptions {
 
 /** `blockUntilReady`'s argument: `limit`'s, and how long it may wait (milliseconds, or a duration like "5s"). */
 export interface WaitOptions extends LimitOptions {
-  timeout: number | string;
+  timeout: number | DurationText;
 }
 
 /** `peek`'s and `reset`'s argument: `limit`'s but the cost, so one object of the key and where it is asked from serves all three. */

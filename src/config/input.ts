@@ -1,8 +1,11 @@
 /** The rule format users write, as types: what `limiter`, `createGate` and `rateLimit` accept, checked again at run time by the parser, which names the field. */
 import type { Aggregate, Count, Mode, OnError } from "./types";
 
-/** Seconds as a number, or a positive integer then `ms`, `s`, `m`, `h` or `d`: `500ms`, `10s`, `5m`, `1h`, `1d`. */
-export type Duration = number | `${number}${"ms" | "s" | "m" | "h" | "d"}`;
+/** A whole number then `ms`, `s`, `m`, `h` or `d`: `500ms`, `10s`, `5m`, `1h`, `1d`. `${bigint}`, not `${number}`, so that "1.5s" and "3 s", which the parser refuses, fail to compile too. */
+export type DurationText = `${bigint}${"ms" | "s" | "m" | "h" | "d"}`;
+
+/** Seconds as a number, or a {@link DurationText}. */
+export type Duration = number | DurationText;
 
 /** One part of a rule's key (README: Keys). */
 export type KeyPart = "ip" | "path" | "method" | "host" | "global" | "asn" | "country" | `header:${string}` | `query:${string}` | `cookie:${string}`;
@@ -15,8 +18,6 @@ interface CommonFields {
   limit: number;
   /** "strict" (default): each decision is the key's object's; "fast": the isolate decides from leased units */
   mode?: Mode;
-  /** units one request takes: a positive integer (default 1), or `header:<name>` to read it from each request */
-  cost?: number | `header:${string}`;
   /** what decides when the key's object fails or is slower than `timeout` (default "local") */
   onError?: OnError;
   /** how long a decision waits for the object (default "1s") */
@@ -33,8 +34,14 @@ interface CommonFields {
   block?: Duration;
 }
 
-/** What every algorithm of units takes besides (all but concurrency, which counts requests in flight). */
-interface UnitFields {
+/** What a rule deciding requests may read from them besides (the middleware's, a rule set's); `limiter` is given a key and a cost, and sees no response. */
+interface RequestFields {
+  /** units one request takes: a positive integer (default 1), or `header:<name>` to read it from each request */
+  cost?: number | `header:${string}`;
+}
+
+/** What every algorithm of units may read from the response (all but concurrency, which counts requests in flight). */
+interface ResponseFields {
   /** `header:<name>`: the response header that says what the request really cost; it is charged the difference from `cost` once the response is known */
   responseCost?: `header:${string}`;
 }
@@ -45,19 +52,26 @@ interface CountedFields {
   count?: Count;
 }
 
-/** One rule used from code (`limiter`, `rateLimit`): a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`. */
-export type LimiterRule = CommonFields &
-  (
-    | (UnitFields & CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
-    | (UnitFields & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
-    | (UnitFields & CountedFields & { algorithm: "fixed-window"; period: Duration })
-    | (UnitFields & CountedFields & { algorithm: "sliding-log"; period: Duration })
-    | (UnitFields & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
-    | { algorithm: "concurrency"; slotTtl?: Duration }
-  );
+/** Each algorithm's own fields; `Units` is what its algorithms of units take besides. */
+type Algorithms<Units> =
+  | (Units & CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
+  | (Units & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
+  | (Units & CountedFields & { algorithm: "fixed-window"; period: Duration })
+  | (Units & CountedFields & { algorithm: "sliding-log"; period: Duration })
+  | (Units & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
+  | { algorithm: "concurrency"; slotTtl?: Duration };
+
+/** One rule for `limiter`: a RATE_LIMIT_RULES rule without `match`, `key` and `ipv6Prefix`, its `cost` a number (or none: `limit` is given one). */
+export type LimiterRule = CommonFields & {
+  /** units one request takes when `limit` names none: a positive integer (default 1) */
+  cost?: number;
+} & Algorithms<unknown>;
+
+/** One rule of the Hono middleware, which decides requests: a {@link LimiterRule} that may also read its `cost` from the request and its real cost from the response (`responseCost`). */
+export type RequestRule = CommonFields & RequestFields & Algorithms<ResponseFields>;
 
 /** One rule of a rule set (`RATE_LIMIT_RULES`, `createGate`): which requests it applies to, and how their key is made. */
-export type RuleInput = LimiterRule & {
+export type RuleInput = RequestRule & {
   match?: { path?: string; methods?: readonly string[]; host?: string; ips?: readonly string[] };
   /** one part or several, joined (default "ip") */
   key?: KeyPart | readonly KeyPart[];

@@ -1,12 +1,12 @@
 /** The rule a `rateLimit` applies to a request: the one it was given, or what its rule function returns for the request, each parsed once. */
 import type { Context } from "hono";
 import { parseStandaloneRule } from "../config/rules";
-import type { LimiterRule } from "../config/input";
+import type { RequestRule } from "../config/input";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
 
 /** A rule, or a function of the context choosing one per request (a plan's, say). */
-export type RuleOption<C extends Context> = LimiterRule | ((c: C) => LimiterRule | Promise<LimiterRule>);
+export type RuleOption<C extends Context> = RequestRule | ((c: C) => RequestRule | Promise<RequestRule>);
 
 /**
  * How many distinct rules a rule function may return before the least used are parsed again: a

@@ -48,6 +48,14 @@ export async function probe(request: Request): Promise<boolean> {
   const waited: LimitResult = await api.blockUntilReady("k", "5s", { ctx });
   // @ts-expect-error: a timeout is milliseconds or a duration
   await api.blockUntilReady("k", "soon");
+  // @ts-expect-error: a duration's number is whole and its unit follows it
+  await api.blockUntilReady("k", "3 s");
+  // @ts-expect-error: limit is given a key and a cost, not a request to read one from
+  limiter(namespace, { name: "api", limit: 5, period: "1m", cost: "header:x-cost" });
+  // @ts-expect-error: limit sees no response: charge the result instead
+  limiter(namespace, { name: "api", limit: 5, period: "1m", responseCost: "header:x-units" });
+  // @ts-expect-error: "1.5s" is refused at run time, so at compile time too
+  limiter(namespace, { name: "api", limit: 5, period: "1.5s" });
   // @ts-expect-error: units are a number
   await result.charge?.("120");
   const checked: Checked = await createGate(namespace, [{ name: "per-ip", key: "ip", limit: 10, period: "10s" }], { headers: "draft-7" }).check(request, ctx);
@@ -86,6 +94,7 @@ export const plain = new Hono<Plain>().use(
 export const app = new Hono()
   .use(rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))
   .use("/login", rateLimit({ binding: "LIMITER", rule: { name: "login", limit: 5, period: "1h" }, key: (c) => ipKey(c.req.header("cf-connecting-ip")), skipSuccessfulRequests: true, handler: (c, result) => c.json({ retryAfterMs: result.retryAfter }, 429) }))
+  .use("/metered/*", rateLimit({ binding: "LIMITER", rule: { name: "metered", limit: 1000, period: "1h", cost: "header:x-estimate", responseCost: "header:x-units" }, key: () => "k" }))
   .use("/plans/*", rateLimit({ binding: "LIMITER", rule: (c) => (c.req.header("x-plan") === "pro" ? { name: "pro", limit: 50, period: "1m" } : { name: "free", limit: 5, period: "1m" }), key: () => "k" }))
   // @ts-expect-error: a rule function returns rules, typed as rules are
   .use(rateLimit({ binding: "LIMITER", rule: () => ({ name: "api", limit: 5, period: "ten" }), key: () => "k" }))

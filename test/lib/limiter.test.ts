@@ -36,7 +36,7 @@ describe("limiter", () => {
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", key: "ip" } as never)).toThrow(/rule \("lib-x"\)\.key: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", match: { path: "/x" } } as never)).toThrow(/rule \("lib-x"\)\.match: has no meaning/);
     expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", ipv6Prefix: 48 } as never)).toThrow(/rule \("lib-x"\)\.ipv6Prefix: has no meaning/);
-    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", cost: "header:x-cost" })).toThrow(/rule \("lib-x"\)\.cost: a header cost needs a request/);
+    expect(() => limiter(namespace, { name: "lib-x", limit: 1, period: "1m", cost: "header:x-cost" } as never)).toThrow(/rule \("lib-x"\)\.cost: a header cost needs a request/);
   });
 
   it("grants exactly the limit to concurrent calls and reports a LimitResult", async () => {
