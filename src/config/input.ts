@@ -34,10 +34,12 @@ interface CommonFields {
   block?: Duration;
 }
 
-/** What a rule deciding requests may read from them besides (the middleware's, a rule set's); `limiter` is given a key and a cost, and sees no response. */
+/** What a rule deciding requests may read from them and answer them with besides (the middleware's, a rule set's); `limiter` is given a key and a cost, and sees no response. */
 interface RequestFields {
   /** units one request takes: a positive integer (default 1), or `header:<name>` to read it from each request */
   cost?: number | `header:${string}`;
+  /** what a denial is answered with in place of the 429 problem+json: `status` 400 to 599 (default 429), `body` as sent, described by `contentType` (default "text/plain; charset=utf-8") */
+  denyResponse?: { status?: number; body?: string; contentType?: string };
 }
 
 /** What every algorithm of units may read from the response (all but concurrency, which counts requests in flight). */

@@ -3,18 +3,19 @@ import { MAX_SLOTS } from "../algorithms/concurrency";
 import { MAX_LOG_LIMIT } from "../algorithms/sliding-log";
 import type { AlgorithmName } from "../algorithms/types";
 import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseResponseCost, parseWarmup, requireExactArithmetic, requireWarmupFits } from "./algorithm-fields";
+import { parseDenyResponse } from "./deny-response";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { pathText, repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
-import type { Aggregate, Config, Count, Mode, OnError, Rule } from "./types";
+import type { Aggregate, Config, Count, DenyResponse, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
-  "count", "responseCost",
+  "count", "responseCost", "denyResponse",
 ];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
@@ -68,6 +69,8 @@ export interface RuleDescription {
   count?: Count;
   /** "header:<name>"; only when set */
   responseCost?: string;
+  /** only when set: the status, and the body with its content type when given */
+  denyResponse?: { status: number; body?: string; contentType?: string };
 }
 
 /**
@@ -94,9 +97,9 @@ const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.inc
 /**
  * Validates one rule used from code (the library's `limiter`, the Hono middleware): the fields of
  * a `RATE_LIMIT_RULES` rule, with the same defaults and messages, except `match`, `key` and
- * `ipv6Prefix`, which are errors there, and a header `cost` or a `responseCost` unless the rule
- * decides requests (`{ requests: true }`: the middleware reads them from each request and its
- * response as the proxy does). Throws a
+ * `ipv6Prefix`, which are errors there, and a header `cost`, a `responseCost` or a `denyResponse`
+ * unless the rule decides requests (`{ requests: true }`: the middleware reads them from each
+ * request and its response, and answers its denials, as the proxy does). Throws a
  * {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
  *
  * @example
@@ -114,6 +117,9 @@ export function parseStandaloneRule(value: unknown, { requests = false } = {}): 
   }
   if (!requests && rule.responseCost) {
     fail({ name: rule.name }, "responseCost", `a response cost needs a response, and limit never sees one; call charge(units) on limit's result once the cost is known instead`);
+  }
+  if (!requests && rule.denyResponse) {
+    fail({ name: rule.name }, "denyResponse", `limit answers with a LimitResult, not a response: your code answers a denial (success: false) as it likes; remove it`);
   }
   return rule;
 }
@@ -149,7 +155,12 @@ export function describeRule(rule: Rule): RuleDescription {
     ...(rule.count !== "all" ? { count: rule.count } : {}),
     ...(rule.responseCost ? { responseCost: `header:${rule.responseCost.header}` } : {}),
     ...(rule.blockMs !== null ? { block: formatDuration(rule.blockMs) } : {}),
+    ...(rule.denyResponse ? { denyResponse: describeDenyResponse(rule.denyResponse) } : {}),
   };
+}
+
+function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleDescription["denyResponse"]> {
+  return { status, ...(body ? { body: body.text, contentType: body.contentType } : {}) };
 }
 
 function decode(raw: unknown): unknown {
@@ -257,11 +268,13 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const uncounted = count !== "all" ? uncountable(algorithm) : undefined;
   if (uncounted) fail(at, "count", uncounted);
   const responseCost = parseResponseCost(fields.get("responseCost"), algorithm, at);
+  const denyResponse = parseDenyResponse(fields.get("denyResponse"), at);
   const rule: Rule = { name, match, key, algorithm, limit, periodMs, burst, buckets, cost, mode, syncMs, onError, timeoutMs, ipv6Prefix, newKeysPerSecond, dryRun, blockMs, count };
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   if (aggregate !== "none") rule.aggregate = aggregate;
   if (responseCost) rule.responseCost = responseCost;
+  if (denyResponse) rule.denyResponse = denyResponse;
   return rule;
 }
 

@@ -81,6 +81,14 @@ export interface Rule {
   responseCost?: { header: string };
   /** once the rule denies a key, every request for it is denied for this long; null: no block */
   blockMs: number | null;
+  /** what the rule's denial is answered with in place of the 429 problem+json; absent: that 429 */
+  denyResponse?: DenyResponse;
+}
+
+/** A denial's own answer: its status, and its body as sent (absent: the problem+json, with this status). */
+export interface DenyResponse {
+  status: number;
+  body?: { text: string; contentType: string };
 }
 
 export interface Config {

@@ -111,15 +111,18 @@ export function refused(ip: string | null, ips: IpLists): boolean {
 
 /**
  * The 429 for the denying entries: the headers of the one with the longest wait (the client cannot
- * succeed before every denying rule relents), and a problem naming every rule that denied.
+ * succeed before every denying rule relents), and a problem naming every rule that denied; or,
+ * when that rule has a `denyResponse`, its status and body with the same headers.
  */
 export function denial(denying: readonly Enforced[], now: number, options: HeaderOptions): Checked & { response: Response } {
   const shown = longestWait(denying)!;
+  const headers = rateLimitHeaders(shown.rule, shown.decision, now, options);
+  const own = shown.rule.denyResponse;
+  if (own?.body) return { allowed: false, headers, response: new Response(own.body.text, { status: own.status, headers: { ...headers, "Content-Type": own.body.contentType } }) };
   const names = denying.map((e) => e.rule.name);
   const seconds = Math.max(1, Math.ceil(shown.decision.retryAfter / 1000));
-  const headers = rateLimitHeaders(shown.rule, shown.decision, now, options);
   const never = denying.filter((e) => e.decision.reason === "cost-exceeds-capacity").map((e) => e.rule.name);
   // Retrying such a request as it is will never help: say so, where the headers can only say when.
   const why = never.length > 0 ? ` The request costs more than ${never.join(", ")} can ever grant one request.` : "";
-  return { allowed: false, headers, response: rateLimited(names, `Rate limit exceeded for ${names.join(", ")}; retry in ${seconds} s.${why}`).toResponse(headers) };
+  return { allowed: false, headers, response: rateLimited(names, `Rate limit exceeded for ${names.join(", ")}; retry in ${seconds} s.${why}`, own?.status).toResponse(headers) };
 }

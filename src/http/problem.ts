@@ -76,14 +76,15 @@ export class HttpProblem extends Error {
 
 /**
  * 429: the request was denied; `violatedPolicies` are the names of the rules that denied it. The
- * type is the IANA-registered quota-exceeded problem type.
+ * type is the IANA-registered quota-exceeded problem type. `status` is another when the rule's
+ * `denyResponse` names one (a 503, as nginx's `limit_req` answers).
  *
  * @example
  * rateLimited(["api-per-key"], "Rate limit exceeded for api-per-key; retry in 12 s.");
  */
-export function rateLimited(violatedPolicies: string[], detail: string): HttpProblem {
+export function rateLimited(violatedPolicies: string[], detail: string, status = 429): HttpProblem {
   return new HttpProblem({
-    type: QUOTA_EXCEEDED, status: 429, title: "Too Many Requests", detail,
+    type: QUOTA_EXCEEDED, status, title: "Too Many Requests", detail,
     extras: { "violated-policies": violatedPolicies },
   });
 }

@@ -282,7 +282,7 @@ export function countDecision(ask: Pick<Ask, "rule" | "key" | "cost">, decision:
   if (outcome === "allowed") return;
   const write = log.admit(outcome, Date.now());
   if (!write) return;
-  const status = decision.reason === "invalid-request" ? 400 : 429;
+  const status = decision.reason === "invalid-request" ? 400 : (rule.denyResponse?.status ?? 429);
   const line = { rule: rule.name, decision: outcome, reason: decision.reason ?? "limit", retryAfterMs: decision.retryAfter, ...(outcome === "denied" ? { status } : {}) };
   // Hashing may fail like any I/O; a log line never costs the request anything.
   const logged = keyHash(context.hashKey, key).then((hash) => write({ ...line, keyHash: hash }), () => write(line));

@@ -719,6 +719,48 @@ describe("rule policies", () => {
     expect(parseStandaloneRule({ name: "llm", limit: 100, period: "1m", responseCost: "header:x-tokens" }, { requests: true }).responseCost).toEqual({ header: "x-tokens" });
   });
 
+  it("reads a denyResponse's status, body and content type, and describes it only when set", () => {
+    const own = only([rule({ denyResponse: { status: 503, body: '{"error": "slow down"}', contentType: "application/json" } })]);
+    expect(own.denyResponse).toEqual({ status: 503, body: { text: '{"error": "slow down"}', contentType: "application/json" } });
+    expect(describeRule(own).denyResponse).toEqual({ status: 503, body: '{"error": "slow down"}', contentType: "application/json" });
+    expect(describeRule(only([rule()])).denyResponse).toBeUndefined();
+  });
+
+  it("defaults a denyResponse's status to 429 and a body's content type to plain text", () => {
+    expect(only([rule({ denyResponse: { body: "slow down" } })]).denyResponse).toEqual({ status: 429, body: { text: "slow down", contentType: "text/plain; charset=utf-8" } });
+    expect(only([rule({ denyResponse: { status: 503 } })]).denyResponse).toEqual({ status: 503 });
+  });
+
+  it.each([
+    [{ status: 200 }, "rules[0].denyResponse.status", "expected an HTTP status from 400 to 599"],
+    [{ status: 600 }, "rules[0].denyResponse.status", "expected an HTTP status from 400 to 599"],
+    [{ status: "503" }, "rules[0].denyResponse.status", "expected an HTTP status from 400 to 599"],
+    [{ body: { error: "slow down" } }, "rules[0].denyResponse.body", "expected a string, the body as sent"],
+    [{ status: 503, contentType: "application/json" }, "rules[0].denyResponse.contentType", `says what "body" is, and there is none`],
+    [{ body: "x", contentType: "json" }, "rules[0].denyResponse.contentType", "expected a media type"],
+    [{ body: "x", contentType: "text/plain\r\nSet-Cookie: a=b" }, "rules[0].denyResponse.contentType", "expected a media type"],
+    [{ body: "{error: 1}", contentType: "application/json; charset=utf-8" }, "rules[0].denyResponse.body", "is not valid JSON"],
+    [{ body: "<x/>", contentType: "application/problem+json" }, "rules[0].denyResponse.body", "is not valid JSON"],
+    [{ message: "slow down" }, "rules[0].denyResponse.message", "unknown field; allowed fields here are status, body, contentType"],
+    [{}, "rules[0].denyResponse", `give a "status", a "body" or both`],
+    ["slow down", "rules[0].denyResponse", "expected an object like"],
+  ])("rejects the denyResponse %j, naming the field at fault", (denyResponse, field, problem) => {
+    const error = errorFor([rule({ denyResponse })]);
+    expect(error.field).toBe(field);
+    expect(error.message).toContain(problem);
+  });
+
+  it("accepts a media type with quoted parameters, and a JSON body under a +json type", () => {
+    const contentType = 'text/html; charset="utf-8"; profile=x';
+    expect(only([rule({ denyResponse: { body: "<p>slow down</p>", contentType } })]).denyResponse?.body?.contentType).toBe(contentType);
+    expect(only([rule({ denyResponse: { body: "{}", contentType: "application/vnd.api+json" } })]).denyResponse?.body?.text).toBe("{}");
+  });
+
+  it("rejects a denyResponse on a rule used from code with a key alone, whose denial the code answers", () => {
+    expect(() => parseStandaloneRule({ name: "api", limit: 100, period: "1m", denyResponse: { status: 503 } })).toThrow(/^rule \("api"\)\.denyResponse: limit answers with a LimitResult, not a response/);
+    expect(parseStandaloneRule({ name: "api", limit: 100, period: "1m", denyResponse: { status: 503 } }, { requests: true }).denyResponse).toEqual({ status: 503 });
+  });
+
   it.each(["forever", 0, -1, "10"])("rejects the block %j as a duration", (block) => {
     expect(fieldFor({ block })).toBe("rules[0].block");
   });

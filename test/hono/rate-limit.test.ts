@@ -102,6 +102,16 @@ describe("rateLimit (Hono middleware)", () => {
     expect(a!.detail).toMatch(/^Rate limit exceeded for hono-same; retry in \d+ s\.$/);
   });
 
+  it("answers a denial with the rule's denyResponse, as the proxy does", async () => {
+    const denyResponse = { status: 503, body: '{"error": "slow down"}', contentType: "application/json" };
+    const hono = app({ rule: { name: "hono-own", limit: 1, period: "1m", denyResponse } });
+    await get(hono, "/api/a", { "x-api-key": "k-own" });
+    const denied = await get(hono, "/api/b", { "x-api-key": "k-own" });
+
+    expect([denied.status, denied.headers.get("Content-Type"), await denied.text()]).toEqual([503, "application/json", '{"error": "slow down"}']);
+    expect(denied.headers.get("RateLimit")).toBe(`"hono-own";r=0;t=${denied.headers.get("Retry-After")}`);
+  });
+
   it("adds the rate-limit headers to an allowed response", async () => {
     const response = await get(app({ rule: { name: "hono-headers", limit: 5, period: "1m" } }), "/api/x", { "x-api-key": "k-h" });
     expect(response.headers.get("RateLimit-Policy")).toBe('"hono-headers";q=5;w=60');

@@ -108,6 +108,57 @@ describe("dryRun", () => {
   });
 });
 
+describe("denyResponse", () => {
+  it("answers a denial with the rule's own status and body, with the rate-limit headers, never reaching the origin", async () => {
+    const body = '{"error": "rate_limited"}';
+    const rules = [{ name: "deny-own", limit: 1, period: "1m", denyResponse: { status: 503, body, contentType: "application/json" } }];
+    const hit = () => send(get("/deny-own/x", "192.0.2.180"), { rules });
+
+    expect((await hit()).status).toBe(200);
+    const denied = await hit();
+
+    expect(denied.status).toBe(503);
+    expect(denied.headers.get("Content-Type")).toBe("application/json");
+    expect(await denied.text()).toBe(body);
+    expect(Number(denied.headers.get("Retry-After"))).toBeGreaterThanOrEqual(59);
+    expect(denied.headers.get("RateLimit")).toBe(`"deny-own";r=0;t=${denied.headers.get("Retry-After")}`);
+    expect(denied.headers.get("X-RateLimit-Remaining")).toBe("0");
+    expect(await originLog("deny-own")).toHaveLength(1);
+  });
+
+  it("keeps the problem+json with a status alone, its status member the one sent", async () => {
+    const rules = [{ name: "deny-status", limit: 1, period: "1m", denyResponse: { status: 503 } }];
+    await send(get("/deny-status/x", "192.0.2.181"), { rules });
+    const denied = await send(get("/deny-status/x", "192.0.2.181"), { rules });
+
+    expect(denied.status).toBe(503);
+    expect(denied.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await denied.json()).toMatchObject({ type: "https://iana.org/assignments/http-problem-types#quota-exceeded", status: 503, "violated-policies": ["deny-status"] });
+  });
+
+  it("answers with the response of the denying rule whose headers are sent, the one with the longest wait", async () => {
+    const rules = [
+      { name: "deny-short", limit: 1, period: "10s", denyResponse: { body: "short" } },
+      { name: "deny-long", limit: 1, period: "1h", denyResponse: { status: 503, body: "long" } },
+    ];
+    await send(get("/deny-pair/x", "192.0.2.182"), { rules });
+    const denied = await send(get("/deny-pair/x", "192.0.2.182"), { rules });
+
+    expect([denied.status, await denied.text()]).toEqual([503, "long"]);
+    expect(denied.headers.get("RateLimit")).toMatch(/^"deny-long";r=0;t=\d+$/);
+  });
+
+  it("logs the denial with the status the rule answers with", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const rules = [{ name: "deny-logged", limit: 1, period: "1m", denyResponse: { status: 503 } }];
+    await send(get("/deny-logged/x", "192.0.2.183"), { rules });
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    await send(get("/deny-logged/x", "192.0.2.183"), { rules });
+
+    expect(lines).toEqual([expect.objectContaining({ event: "denied", rule: "deny-logged", status: 503 })]);
+  });
+});
+
 describe("block", () => {
   it("denies a key for the whole block once the rule has denied it, saying when the block ends", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
