@@ -54,6 +54,9 @@ export async function probe(request: Request): Promise<boolean> {
   limiter(namespace, { name: "api", limit: 5, period: "1m", cost: "header:x-cost" });
   // @ts-expect-error: limit sees no response: charge the result instead
   limiter(namespace, { name: "api", limit: 5, period: "1m", responseCost: "header:x-units" });
+  // @ts-expect-error: limit answers with a LimitResult: the code answers a denial
+  limiter(namespace, { name: "api", limit: 5, period: "1m", denyResponse: { status: 503 } });
+  createGate(namespace, [{ name: "per-ip", limit: 10, period: "10s", denyResponse: { status: 503, body: "{}", contentType: "application/json" } }]);
   // @ts-expect-error: "1.5s" is refused at run time, so at compile time too
   limiter(namespace, { name: "api", limit: 5, period: "1.5s" });
   // @ts-expect-error: units are a number
