@@ -1,7 +1,7 @@
 /** One entry point over every algorithm: decide, adjust and peek by the policy's algorithm name. */
 import { adjustSlidingWindow, bucketEndOf, bucketStartOf, countedAtSlidingWindow, slidingWindow, usedSlidingWindow } from "./sliding-window";
 import { adjustTokenBucket, tokenBucket, usedTokenBucket } from "./token-bucket";
-import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, turnedFixedWindow, usedFixedWindow, windowStartOf } from "./fixed-window";
+import { adjustFixedWindow, countedAtFixedWindow, fixedWindow, turnedFixedWindow, usedFixedWindow, windowEndOf, windowStartOf } from "./fixed-window";
 import { adjustSlidingLog, countedAtSlidingLog, slidingLog, usedSlidingLog } from "./sliding-log";
 import { adjustGcra, gcra, usedGcra } from "./gcra";
 import { adjustConcurrency, concurrency, countedAtConcurrency, usedConcurrency } from "./concurrency";
@@ -65,11 +65,12 @@ export function mostCharged(policy: Pick<Policy, "algorithm" | "limit" | "burst"
 
 /**
  * The most units one charge counts: what a window can hold with its arithmetic exact (2^53 − 1
- * unit·ms over the period), well past any limit; more would only deny for the same period. A
- * bucket owes less still ({@link mostCharged}).
+ * unit·ms over the period; for a fixed window, which counts whole units, half of 2^53, so that a
+ * count and a charge still add up exactly), well past any limit; more would only deny for the
+ * same period. A bucket owes less still ({@link mostCharged}).
  */
-export function largestCharge(policy: Pick<Policy, "periodMs">): number {
-  return Math.floor(Number.MAX_SAFE_INTEGER / policy.periodMs);
+export function largestCharge(policy: Pick<Policy, "algorithm" | "periodMs">): number {
+  return Math.floor(Number.MAX_SAFE_INTEGER / (policy.algorithm === "fixed-window" ? 2 : policy.periodMs));
 }
 
 const CHARGE_DEBT_MS = 365 * 24 * 3_600_000;
@@ -197,7 +198,7 @@ export function peek(policy: Policy, state: LimiterState | undefined, now: numbe
   return { ...decide(policy, state, 1, now).decision, remaining, resetAt, moreAt };
 }
 
-type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets">;
+type Slots = Pick<Policy, "algorithm" | "periodMs" | "buckets" | "months">;
 
 /**
  * A token bucket's units are filed by the tick of this fraction of its period they were taken in:
@@ -241,7 +242,7 @@ export function slotEnd(policy: Slots, slot: number): number {
     case "sliding-window":
       return bucketEndOf(policy, slot);
     case "fixed-window":
-      return slot + policy.periodMs - 1;
+      return windowEndOf(policy, slot) - 1;
     case "sliding-log":
       return slot;
     case "token-bucket":

@@ -1,5 +1,6 @@
 /** Which state a key's object decides from when its rule changed algorithm, and when it keeps a state carried over from another. */
 import { adjust, carryOver, peek, usedUnits } from "./index";
+import { turnedAtFixedWindow } from "./fixed-window";
 import type { LimiterState, Policy } from "./types";
 
 /** A key's state as its object keeps it, with the policy it was kept under. */
@@ -79,7 +80,7 @@ export function recoveredAt(stored: Stored | undefined, now: number): number {
   if (!stored) return now;
   return Math.max(...[stored, ...(stored.before ? [stored.before] : [])].map(({ policy, state }) => {
     // From the state's own window: read at a later time, its window is a fresh one, whose end moves on with the clock.
-    if (state.algorithm === "fixed-window") return state.count > 0 ? (state.index + 2) * state.periodMs : now;
+    if (state.algorithm === "fixed-window") return state.count > 0 ? turnedAtFixedWindow(state) : now;
     return peek(policy, state, now).resetAt;
   }));
 }

@@ -11,8 +11,10 @@ export interface Policy {
    * units in flight.
    */
   limit: number;
-  /** concurrency: the slot TTL, the longest a slot is held when it is never given back */
+  /** concurrency: the slot TTL, the longest a slot is held when it is never given back; with `months`, the longest such window */
   periodMs: number;
+  /** fixed-window only: the windows are calendar months, UTC, this many to a window (12: a year), each starting on the 1st at 00:00 */
+  months?: number;
   /** token-bucket capacity; gcra tolerance in units (0 or more); equals `limit` for the windows and the log. */
   burst: number;
   /** sliding-window: how many buckets the period is split into (1: the classic two-window counter) */
@@ -132,10 +134,11 @@ export interface WarmingBucketState {
   updatedAt: number;
 }
 
-/** Fixed-window state: the epoch-aligned window floor(t / periodMs) and the units counted in it. */
+/** Fixed-window state: the window (epoch-aligned, floor(t / periodMs); or with `months`, the calendar months since 1970 over `months`) and the units counted in it. */
 export interface FixedWindowState {
   algorithm: "fixed-window";
   periodMs: number;
+  months?: number;
   index: number;
   count: number;
 }

@@ -7,6 +7,9 @@ export type DurationText = `${bigint}${"ms" | "s" | "m" | "h" | "d"}`;
 /** Seconds as a number, or a {@link DurationText}. */
 export type Duration = number | DurationText;
 
+/** A fixed window's period in calendar months, from the 1st at 00:00 UTC: `"1mo"`, `"3mo"`, `"1y"`. */
+export type CalendarPeriod = `${bigint}${"mo" | "y"}`;
+
 /** One part of a rule's key (README: Keys). */
 export type KeyPart = "ip" | "path" | "method" | "host" | "global" | "asn" | "country" | `header:${string}` | `query:${string}` | `cookie:${string}`;
 
@@ -58,7 +61,7 @@ interface CountedFields {
 type Algorithms<Units> =
   | (Units & CountedFields & { algorithm?: "sliding-window"; period: Duration; buckets?: number })
   | (Units & { algorithm: "token-bucket"; period: Duration; burst?: number; warmup?: Duration })
-  | (Units & CountedFields & { algorithm: "fixed-window"; period: Duration })
+  | (Units & CountedFields & { algorithm: "fixed-window"; period: Duration | CalendarPeriod })
   | (Units & CountedFields & { algorithm: "sliding-log"; period: Duration })
   | (Units & { algorithm: "gcra"; period: Duration; burst?: number; delay?: number })
   | { algorithm: "concurrency"; slotTtl?: Duration };

@@ -7,5 +7,6 @@ export function policyOf(rule: Rule): Policy {
   if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
   if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
   if (rule.warmupMs !== undefined) policy.warmupMs = rule.warmupMs;
+  if (rule.months !== undefined) policy.months = rule.months;
   return policy;
 }

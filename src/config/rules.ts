@@ -39,8 +39,9 @@ export interface RuleDescription {
   key: string[];
   algorithm: AlgorithmName;
   limit: number;
-  /** shortest exact form, e.g. "1m"; absent for concurrency, which has `slotTtl` instead */
+  /** shortest exact form, e.g. "1m", or a calendar period, "1mo" or "1y"; absent for concurrency, which has `slotTtl` instead */
   period?: string;
+  /** with a calendar period, the longest window (31 days a month) */
   periodMs?: number;
   /** concurrency only, e.g. "1m" */
   slotTtl?: string;
@@ -138,7 +139,7 @@ export function describeRule(rule: Rule): RuleDescription {
     key: rule.key.map(formatKeyPart),
     algorithm: rule.algorithm,
     limit: rule.limit,
-    ...(rule.algorithm === "concurrency" ? { slotTtl: formatDuration(rule.periodMs) } : { period: formatDuration(rule.periodMs), periodMs: rule.periodMs }),
+    ...(rule.algorithm === "concurrency" ? { slotTtl: formatDuration(rule.periodMs) } : { period: rule.months !== undefined ? formatMonths(rule.months) : formatDuration(rule.periodMs), periodMs: rule.periodMs }),
     burst: rule.burst,
     buckets: rule.buckets,
     ...(rule.delay !== undefined ? { delay: rule.delay } : {}),
@@ -235,7 +236,8 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
     const why = `its state keeps the time of every admission in flight`;
     fail(at, "limit", `expected at most ${MAX_SLOTS} for "concurrency" (${why}), got ${limit}`);
   }
-  const periodMs = algorithm === "concurrency" ? parseSlotTtl(fields, at) : parsePeriod(fields.get("period"), at);
+  const months = algorithm === "concurrency" ? undefined : calendarMonths(fields.get("period"), algorithm, at);
+  const periodMs = algorithm === "concurrency" ? parseSlotTtl(fields, at) : months !== undefined ? months * LONGEST_MONTH_MS : parsePeriod(fields.get("period"), at);
   if (algorithm !== "concurrency" && fields.has("slotTtl")) {
     fail(at, "slotTtl", `slotTtl applies to concurrency only; remove it, or set "algorithm": "concurrency"`);
   }
@@ -243,7 +245,8 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
   const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
   const capacity = capacityOf(algorithm, limit, burst);
-  requireExactArithmetic(limit, capacity.units, periodMs, at);
+  // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is as exact as one of 10.
+  if (algorithm !== "fixed-window") requireExactArithmetic(limit, capacity.units, periodMs, at);
   const cost = parseCost(fields.get("cost"), capacity, at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
   if (algorithm === "gcra" && mode === "fast") {
@@ -273,6 +276,7 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   if (delay !== undefined) rule.delay = delay;
   if (warmupMs !== undefined) rule.warmupMs = warmupMs;
   if (aggregate !== "none") rule.aggregate = aggregate;
+  if (months !== undefined) rule.months = months;
   if (responseCost) rule.responseCost = responseCost;
   if (denyResponse) rule.denyResponse = denyResponse;
   return rule;
@@ -304,6 +308,33 @@ function parseName(value: unknown, at: RuleRef): string {
 function parseLimit(value: unknown, at: RuleRef): number {
   if (value === undefined) fail(at, "limit", `required: a positive integer, e.g. 100`);
   return parseCount(value, at, "limit");
+}
+
+/**
+ * A `period` in calendar months, `"<n>mo"` or `"<n>y"` (12 months each): how many months to a
+ * window; undefined for any other period. Only a fixed window counts by the calendar: a month
+ * has no one length for a sliding window or a bucket to spread its units over.
+ */
+function calendarMonths(value: unknown, algorithm: AlgorithmName, at: RuleRef): number | undefined {
+  const match = typeof value === "string" ? /^(\d+)(mo|y)$/.exec(value) : null;
+  if (!match) return undefined;
+  if (algorithm !== "fixed-window") {
+    const days = match[2] === "mo" ? 30 * Number(match[1]) : 365 * Number(match[1]);
+    fail(at, "period", `${show(value)} is a calendar period, which only "fixed-window" counts by (a window from the 1st, UTC): months differ in length, so no other algorithm can spread its units over one; use "fixed-window", or a duration like "${days}d"`);
+  }
+  const months = Number(match[1]) * (match[2] === "y" ? 12 : 1);
+  if (months < 1 || months > MAX_CALENDAR_MONTHS) fail(at, "period", `expected 1 to ${MAX_CALENDAR_MONTHS} months (${MAX_CALENDAR_MONTHS / 12} years) in a calendar period, got ${show(value)}`);
+  return months;
+}
+
+/** A calendar window's length at most, a month being 31 days: what its arithmetic and its waits are bounded by. */
+const LONGEST_MONTH_MS = 31 * 86_400_000;
+/** Ten years: windows longer than any quota, still well inside exact arithmetic for any sensible limit. */
+const MAX_CALENDAR_MONTHS = 120;
+
+/** A calendar period as written back: years when the months make whole years. */
+function formatMonths(months: number): string {
+  return months % 12 === 0 ? `${months / 12}y` : `${months}mo`;
 }
 
 function parsePeriod(value: unknown, at: RuleRef): number {

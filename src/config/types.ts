@@ -44,8 +44,10 @@ export interface Rule {
   key: KeyPart[];
   algorithm: AlgorithmName;
   limit: number;
-  /** concurrency: its `slotTtl`, the longest a slot is held (it has no period) */
+  /** concurrency: its `slotTtl`, the longest a slot is held (it has no period); with `months`, the longest window (31 days a month) */
   periodMs: number;
+  /** fixed-window only, for a `period` in calendar months (`"1mo"`, `"1y"`): how many to a window, each starting on the 1st at 00:00 UTC */
+  months?: number;
   burst: number;
   /** sliding-window only: buckets per period (1 for the other algorithms) */
   buckets: number;

@@ -1,5 +1,6 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
 import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
+import { windowEndOf } from "../algorithms/fixed-window";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
@@ -456,7 +457,7 @@ function lastWord(key: LocalKey, rule: Rule, now: number): Decision | null {
   const inWindow = (spent: readonly Spent[]) => spent.reduce((sum, s) => sum + (s.at === window ? s.units : 0), 0);
   const used = key.lots.reduce((sum, lot) => sum + inWindow(lot.spent), 0) + key.reports.reduce((sum, r) => sum + inWindow(r.spent), 0);
   const held = leaseLeft(key);
-  const full = used === 0 ? now : window + rule.periodMs;
+  const full = used === 0 ? now : windowEndOf(rule, window);
   return { allowed: true, limit: rule.limit, remaining: Math.max(0, rule.limit - used - held), resetAt: full, moreAt: full, retryAfter: 0 };
 }
 

@@ -54,6 +54,67 @@ describe("fixed window", () => {
   });
 });
 
+describe("fixed window by calendar months", () => {
+  const monthly = (limit: number, months = 1): Policy => ({ ...policy(limit, months * 31 * 86_400_000), months });
+  const utc = (year: number, month: number, day = 1, ms = 0) => Date.UTC(year, month - 1, day) + ms;
+
+  it("counts from the 1st at 00:00 UTC to the next 1st, whatever the month's length", () => {
+    const p = monthly(2);
+    const { decisions, state } = run(p, [utc(2027, 2, 1), utc(2027, 2, 14), utc(2027, 2, 28, 86_399_999)]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(decisions[2]).toMatchObject({ resetAt: utc(2027, 3, 1), moreAt: utc(2027, 3, 1), retryAfter: 1, reason: "limit" });
+    expect(decide(p, state, 2, utc(2027, 3, 1)).decision).toMatchObject({ allowed: true, remaining: 0, resetAt: utc(2027, 4, 1) });
+  });
+
+  it("ends February on the 29th in a leap year", () => {
+    const { state } = run(monthly(1), [utc(2028, 2, 29)]);
+    expect(decide(monthly(1), state, 1, utc(2028, 2, 29, 86_399_999)).decision.retryAfter).toBe(1);
+  });
+
+  it("starts a window of several months on the 1st of a month that is a multiple of them since 1970, and a year on January 1st", () => {
+    expect(decide(monthly(5, 3), undefined, 1, utc(2027, 5, 20)).decision.resetAt).toBe(utc(2027, 7, 1));
+    expect(decide(monthly(5, 12), undefined, 1, utc(2027, 12, 31)).decision.resetAt).toBe(utc(2028, 1, 1));
+    expect(slotOf(monthly(5, 12), utc(2027, 8, 9))).toBe(utc(2027, 1, 1));
+  });
+
+  it("files units reported late in the month they were spent in, and drops those of a month over", () => {
+    const p = monthly(5);
+    expect(slotOf(p, utc(2027, 2, 14, 5))).toBe(utc(2027, 2, 1));
+    const state = adjust(p, undefined, 3, slotOf(p, utc(2027, 2, 14)), utc(2027, 2, 15));
+    expect(peek(p, state, utc(2027, 2, 20)).remaining).toBe(2);
+    expect(adjust(p, state, 2, slotOf(p, utc(2027, 1, 31)), utc(2027, 2, 20))).toEqual(state);
+  });
+
+  it("keeps an epoch-aligned window's count when the rule turns to calendar months, until that window ends", () => {
+    const thirtyDays = policy(5, 30 * 86_400_000);
+    const start = Math.floor(utc(2027, 2, 10) / thirtyDays.periodMs) * thirtyDays.periodMs;
+    const { state } = run(thirtyDays, [start, start, start]);
+    expect(peek(monthly(5), state, start + 1_000).remaining).toBe(2);
+    expect(peek(monthly(5), state, start + thirtyDays.periodMs).remaining).toBe(5);
+  });
+
+  it("decides exactly as a count kept per calendar month by the book", () => {
+    const month = (t: number) => new Date(t).toISOString().slice(0, 7);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 10 }), fc.array(fc.record({ gap: fc.integer({ min: 0, max: 9 * 86_400_000 }), cost: fc.integer({ min: 1, max: 4 }) }), { maxLength: 40 }), (limit, steps) => {
+        const p = monthly(limit);
+        const counts = new Map<string, number>();
+        let state;
+        let at = utc(2027, 1, 20);
+        for (const { gap, cost } of steps) {
+          at += gap;
+          const used = counts.get(month(at)) ?? 0;
+          const outcome = decide(p, state, cost, at);
+          expect(outcome.decision.allowed).toBe(used + cost <= limit);
+          if (outcome.decision.allowed) counts.set(month(at), used + cost);
+          state = outcome.state;
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
 describe("fixed window properties", () => {
   const scenario = fc.record({
     limit: fc.integer({ min: 1, max: 50 }),

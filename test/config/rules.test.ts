@@ -582,6 +582,31 @@ describe("limit, period and burst", () => {
     expect(error.message).toContain("at least 1ms");
   });
 
+  it("reads a fixed window's calendar period in months, a year being 12, and writes it back as given", () => {
+    const monthly = only([rule({ algorithm: "fixed-window", period: "1mo" })]);
+    expect([monthly.months, monthly.periodMs, describeRule(monthly).period]).toEqual([1, 31 * 86_400_000, "1mo"]);
+    expect([only([rule({ algorithm: "fixed-window", period: "1y" })]).months, describeRule(only([rule({ algorithm: "fixed-window", period: "24mo" })])).period]).toEqual([12, "2y"]);
+    expect(describeRule(only([rule({ algorithm: "fixed-window", period: "3mo" })])).period).toBe("3mo");
+    expect(only([rule({ algorithm: "fixed-window", period: "30d" })]).months).toBeUndefined();
+  });
+
+  it.each(["sliding-window", "token-bucket", "sliding-log", "gcra"])("rejects a calendar period on %s, which has no one length to spread its units over", (algorithm) => {
+    const error = errorFor([rule({ algorithm, period: "1mo" })]);
+    expect(error.field).toBe("rules[0].period");
+    expect(error.message).toContain(`"1mo" is a calendar period, which only "fixed-window" counts by`);
+    expect(error.message).toContain(`a duration like "30d"`);
+  });
+
+  it.each(["0mo", "121mo", "11y"])("rejects the calendar period %j, saying how many months it may hold", (period) => {
+    const error = errorFor([rule({ algorithm: "fixed-window", period })]);
+    expect(error.field).toBe("rules[0].period");
+    expect(error.message).toContain("expected 1 to 120 months");
+  });
+
+  it("accepts any limit on a fixed window, which counts whole units, never scaled by its period", () => {
+    expect(only([rule({ algorithm: "fixed-window", limit: 1_000_000_000, period: "1y" })]).limit).toBe(1_000_000_000);
+  });
+
   it("accepts limit × period exactly at the largest safe integer", () => {
     // 9007199254740991 = 6361 × 69431 × 20394401
     expect(only([rule({ limit: 6361 * 69431, period: "20394401ms" })]).periodMs).toBe(20_394_401);

@@ -1,5 +1,6 @@
 // fixed-window, sliding-log and gcra through the Worker and a real origin: strict for each, fast where supported.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { frozenStart } from "../helpers/clock";
 import { originLog, send } from "../helpers/worker";
 
 const get = (path: string, ip = "192.0.2.1") => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
@@ -29,6 +30,30 @@ describe.each(["strict", "fast"] as const)("fixed window through the Worker (%s)
     const rules = [{ name: tag, algorithm: "fixed-window", limit: 15, period: "1d", mode }];
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => send(get(`/${tag}/${i}`, "192.0.2.2"), { rules })));
     expect(statuses(responses).filter((s) => s === 200)).toHaveLength(15);
+  });
+});
+
+describe.each(["strict", "fast"] as const)("fixed window by calendar month through the Worker (%s)", (mode) => {
+  afterEach(() => void vi.useRealTimers());
+
+  it("denies until the 1st of the next month, 00:00 UTC, and admits from then", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = new Date(frozenStart());
+    const turn = Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
+    vi.setSystemTime(turn - 2_000);
+    const tag = `alg-month-${mode}`;
+    const rules = [{ name: tag, algorithm: "fixed-window", limit: 2, period: "1mo", mode }];
+
+    expect(await inTurn(2, `/${tag}`, rules)).toEqual([200, 200]);
+    const denied = await send(get(`/${tag}/over`), { rules });
+    vi.setSystemTime(turn);
+    const next = await send(get(`/${tag}/next`), { rules });
+
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("Retry-After")).toBe("2");
+    expect(denied.headers.get("RateLimit-Policy")).toBe(`"${tag}";q=2;w=2678400`);
+    expect(next.status).toBe(200);
+    expect(await originLog(tag)).toHaveLength(3);
   });
 });
 
