@@ -23,7 +23,7 @@ export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
 export type { Floodgate, LimitOptions, KeyOptions, WaitOptions } from "./binding/floodgate";
 /** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RequestRule` for the Hono middleware, `RuleSetInput` for `createGate`. */
-export type { Duration, DurationText, KeyPart, LimiterRule, RequestRule, RuleInput, RuleSetInput } from "./config/input";
+export type { CalendarPeriod, Duration, DurationText, KeyPart, LimiterRule, RequestRule, RuleInput, RuleSetInput } from "./config/input";
 
 /**
  * The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`):

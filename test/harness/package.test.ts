@@ -57,6 +57,9 @@ export async function probe(request: Request): Promise<boolean> {
   // @ts-expect-error: limit answers with a LimitResult: the code answers a denial
   limiter(namespace, { name: "api", limit: 5, period: "1m", denyResponse: { status: 503 } });
   createGate(namespace, [{ name: "per-ip", limit: 10, period: "10s", denyResponse: { status: 503, body: "{}", contentType: "application/json" } }]);
+  limiter(namespace, { name: "quota", algorithm: "fixed-window", limit: 1_000_000, period: "1mo" });
+  // @ts-expect-error: only a fixed window counts by calendar months
+  limiter(namespace, { name: "quota", limit: 1_000_000, period: "1mo" });
   // @ts-expect-error: "1.5s" is refused at run time, so at compile time too
   limiter(namespace, { name: "api", limit: 5, period: "1.5s" });
   // @ts-expect-error: units are a number
