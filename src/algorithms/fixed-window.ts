@@ -20,11 +20,11 @@ export function fixedWindow(
 ): Outcome<FixedWindowState> {
   const state = windowAt(policy, stored, now);
   const allowed = state.count + cost <= policy.limit;
-  const next = allowed && cost > 0 ? windowState(policy, state.index, state.count + cost) : state;
+  const next = allowed && cost > 0 ? windowState(policy, numberOf(state), state.count + cost) : state;
   const remaining = Math.max(0, policy.limit - next.count);
-  const start = windowStart(policy, next.index);
+  const start = windowStart(policy, numberOf(next));
   const at = Math.max(now, start);
-  const end = windowStart(policy, next.index + 1);
+  const end = windowStart(policy, numberOf(next) + 1);
   const resetAt = next.count > 0 ? end : at;
   const moreAt = remaining >= policy.limit ? at : end;
   if (allowed) return { decision: { allowed, limit: policy.limit, remaining, resetAt, moreAt, retryAfter: 0 }, state: next };
@@ -39,7 +39,8 @@ export function fixedWindow(
  * Counts `units` taken at `at` (negative: given back) with no decision: refunds, and hits an
  * isolate admitted on its own. Units of a window already over are dropped (that window no longer
  * matters); units stamped after the current window (clock skew) count in it. Counts never go
- * below zero, and may go above the limit (units taken without asking).
+ * below zero, and may go above the limit (units taken without asking), up to 2^53 − 1, where they
+ * stay: past it a sum is no longer exact.
  */
 export function adjustFixedWindow(
   policy: Policy,
@@ -49,13 +50,13 @@ export function adjustFixedWindow(
   now: number,
 ): FixedWindowState {
   const state = windowAt(policy, stored, now);
-  if (windowIndex(policy, at) < state.index) return state;
-  return windowState(policy, state.index, Math.max(0, state.count + units));
+  if (windowIndex(policy, at) < numberOf(state)) return state;
+  return windowState(policy, numberOf(state), Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, state.count + units)));
 }
 
 /** Units the state counts at `now`, by its own windows: its count while its window lasts. */
 export function usedFixedWindow(stored: FixedWindowState, now: number): number {
-  return stored.index >= windowIndex(stored, now) ? stored.count : 0;
+  return numberOf(stored) >= windowIndex(stored, now) ? stored.count : 0;
 }
 
 /**
@@ -66,17 +67,17 @@ export function usedFixedWindow(stored: FixedWindowState, now: number): number {
  * alternating the two admitted 25 in a minute where either alone admits 20.
  */
 export function turnedFixedWindow(stored: FixedWindowState, now: number): number {
-  return stored.index >= windowIndex(stored, now) - 1 ? stored.count : 0;
+  return numberOf(stored) >= windowIndex(stored, now) - 1 ? stored.count : 0;
 }
 
 /** When the state's count stops holding against another algorithm (see {@link turnedFixedWindow}): the end of the window after its own. */
 export function turnedAtFixedWindow(stored: FixedWindowState): number {
-  return windowStart(stored, stored.index + 2);
+  return windowStart(stored, numberOf(stored) + 2);
 }
 
 /** When units decided at `now` were counted: `now`, or the window's start if the clock stepped back behind it. */
 export function countedAtFixedWindow(state: FixedWindowState, now: number): number {
-  return Math.max(now, windowStart(state, state.index));
+  return Math.max(now, windowStart(state, numberOf(state)));
 }
 
 /** The first ms of the window holding `t`: where fast-mode reports of units spent at `t` are filed. */
@@ -89,6 +90,7 @@ export function windowEndOf(policy: Windows, t: number): number {
   return windowStart(policy, windowIndex(policy, t) + 1);
 }
 
+/** The number of the window holding `t`: epoch periods, or calendar windows of `months` from January 1970. */
 function windowIndex({ periodMs, months }: Windows, t: number): number {
   if (months === undefined) return Math.floor(t / periodMs);
   const date = new Date(t);
@@ -108,10 +110,24 @@ function windowStart({ periodMs, months }: Windows, index: number): number {
 function windowAt(policy: Policy, stored: FixedWindowState | undefined, now: number): FixedWindowState {
   const index = windowIndex(policy, now);
   if (stored === undefined) return windowState(policy, index, 0);
-  if (stored.periodMs === policy.periodMs && stored.months === policy.months) return stored.index >= index ? stored : windowState(policy, index, 0);
+  if (stored.periodMs === policy.periodMs && stored.months === policy.months) return numberOf(stored) >= index ? stored : windowState(policy, index, 0);
   return windowState(policy, index, usedFixedWindow(stored, now));
 }
 
-function windowState({ periodMs, months }: Windows, index: number, count: number): FixedWindowState {
-  return { algorithm: "fixed-window", periodMs, ...(months === undefined ? {} : { months }), index, count };
+/** The state's window: a calendar state's is its `month`, its `index` being for versions that know only epoch windows. */
+function numberOf(state: FixedWindowState): number {
+  return state.month ?? state.index;
+}
+
+/**
+ * A state counting `count` in window `number`. A calendar state's `index` is the epoch window of
+ * its last millisecond: a version from before calendar windows, live beside this one during a
+ * deploy or after a rollback, reads it as that window and holds its count at most one period past
+ * the month's end (read as an epoch window itself, month 686 was a window 13 months ahead).
+ */
+function windowState(windows: Windows, number: number, count: number): FixedWindowState {
+  const { periodMs, months } = windows;
+  if (months === undefined) return { algorithm: "fixed-window", periodMs, index: number, count };
+  const index = Math.floor((windowStart(windows, number + 1) - 1) / periodMs);
+  return { algorithm: "fixed-window", periodMs, months, month: number, index, count };
 }

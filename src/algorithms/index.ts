@@ -275,7 +275,7 @@ function slotShape(policy: Slots): string {
     case "sliding-window":
       return `buckets of ${policy.periodMs / policy.buckets} ms`;
     case "fixed-window":
-      return `windows of ${policy.periodMs} ms`;
+      return policy.months !== undefined ? `calendar windows of ${policy.months} months` : `windows of ${policy.periodMs} ms`;
     case "sliding-log":
       return "times";
     case "token-bucket":

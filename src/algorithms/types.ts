@@ -134,12 +134,16 @@ export interface WarmingBucketState {
   updatedAt: number;
 }
 
-/** Fixed-window state: the window (epoch-aligned, floor(t / periodMs); or with `months`, the calendar months since 1970 over `months`) and the units counted in it. */
+/** Fixed-window state: the window and the units counted in it. */
 export interface FixedWindowState {
   algorithm: "fixed-window";
   periodMs: number;
-  months?: number;
+  /** epoch-aligned windows: the window, floor(t / periodMs); calendar ones: the epoch window of the window's last ms, for versions that know only epoch windows */
   index: number;
+  /** calendar windows only: how many months to a window */
+  months?: number;
+  /** calendar windows only: the window, calendar months since January 1970 over `months` */
+  month?: number;
   count: number;
 }
 

@@ -245,8 +245,10 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
   const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
   const capacity = capacityOf(algorithm, limit, burst);
-  // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is as exact as one of 10.
+  // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is
+  // as exact as one of 10, up to half of 2^53, so that a count and a charge still add up exactly.
   if (algorithm !== "fixed-window") requireExactArithmetic(limit, capacity.units, periodMs, at);
+  else if (limit > LARGEST_FIXED_LIMIT) fail(at, "limit", `expected at most ${LARGEST_FIXED_LIMIT} for "fixed-window" (2^52, so that its count and a charge on it add up exactly), got ${limit}`);
   const cost = parseCost(fields.get("cost"), capacity, at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");
   if (algorithm === "gcra" && mode === "fast") {
@@ -326,6 +328,8 @@ function calendarMonths(value: unknown, algorithm: AlgorithmName, at: RuleRef): 
   if (months < 1 || months > MAX_CALENDAR_MONTHS) fail(at, "period", `expected 1 to ${MAX_CALENDAR_MONTHS} months (${MAX_CALENDAR_MONTHS / 12} years) in a calendar period, got ${show(value)}`);
   return months;
 }
+
+const LARGEST_FIXED_LIMIT = 2 ** 52;
 
 /** A calendar window's length at most, a month being 31 days: what its arithmetic and its waits are bounded by. */
 const LONGEST_MONTH_MS = 31 * 86_400_000;

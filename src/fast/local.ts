@@ -327,10 +327,13 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
 }
 
 /**
- * Units of `spent` that still count against the key at `now`: filed within a period (a window's),
- * or within a bucket's refill from empty; older ones the object counts for nothing.
+ * Units of `spent` that still count against the key at `now`: filed within a period (a sliding
+ * window's or log's), in the current window (a fixed window's), or within a bucket's refill from
+ * empty; older ones the object counts for nothing.
  */
 function stillCounting(spent: readonly Spent[], rule: Rule, now: number): number {
+  // A fixed window counts nothing of a window over, however recent (a calendar month's is not a period long).
+  if (rule.algorithm === "fixed-window") return spent.reduce((sum, s) => sum + (s.at >= slotOf(rule, now) ? s.units : 0), 0);
   const horizon = rule.algorithm === "token-bucket" ? Math.ceil((rule.periodMs * rule.burst) / rule.limit) : rule.periodMs;
   return spent.reduce((sum, s) => sum + (s.at > now - horizon ? s.units : 0), 0);
 }

@@ -93,6 +93,29 @@ describe("fixed window by calendar months", () => {
     expect(peek(monthly(5), state, start + thirtyDays.periodMs).remaining).toBe(5);
   });
 
+  it("writes a calendar state's index as the epoch window of its last millisecond, which a version knowing only epoch windows frees at most a period after the month", () => {
+    const p = monthly(5);
+    const { state } = run(p, [utc(2027, 3, 20)]);
+    const index = (state as { index: number }).index;
+    // That version holds a count while its window, floor(t / periodMs), has not passed the state's index.
+    expect(index).toBeGreaterThanOrEqual(Math.floor((utc(2027, 4, 1) - 1) / p.periodMs));
+    expect(index).toBeLessThan(Math.floor((utc(2027, 4, 1) + p.periodMs) / p.periodMs));
+    expect(peek(p, state, utc(2027, 3, 31)).remaining).toBe(4);
+  });
+
+  it("adds a charge and its give-back exactly at the largest limit a fixed window takes, 2^52", () => {
+    const p = monthly(2 ** 52);
+    const t = utc(2027, 3, 20);
+    const taken = adjust(p, decide(p, undefined, 2 ** 52 - 1, t).state, 3, t, t);
+    expect(decide(p, adjust(p, taken, -3, t, t), 2, t).decision.allowed).toBe(false);
+  });
+
+  it("holds a count at 2^53 − 1 rather than lose its exactness", () => {
+    const p = policy(10, 60_000);
+    const huge = adjust(p, adjust(p, undefined, 2 ** 52, T0, T0), 2 ** 52, T0, T0);
+    expect((huge as { count: number }).count).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
   it("decides exactly as a count kept per calendar month by the book", () => {
     const month = (t: number) => new Date(t).toISOString().slice(0, 7);
     fc.assert(

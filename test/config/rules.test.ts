@@ -603,8 +603,12 @@ describe("limit, period and burst", () => {
     expect(error.message).toContain("expected 1 to 120 months");
   });
 
-  it("accepts any limit on a fixed window, which counts whole units, never scaled by its period", () => {
+  it("bounds a fixed window's limit by 2^52 alone, since it counts whole units, never scaled by its period", () => {
     expect(only([rule({ algorithm: "fixed-window", limit: 1_000_000_000, period: "1y" })]).limit).toBe(1_000_000_000);
+    expect(only([rule({ algorithm: "fixed-window", limit: 2 ** 52, period: "1y" })]).limit).toBe(2 ** 52);
+    const error = errorFor([rule({ algorithm: "fixed-window", limit: 2 ** 52 + 1, period: "1s" })]);
+    expect(error.field).toBe("rules[0].limit");
+    expect(error.message).toContain(`expected at most 4503599627370496 for "fixed-window"`);
   });
 
   it("accepts limit × period exactly at the largest safe integer", () => {

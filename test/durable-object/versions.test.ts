@@ -19,6 +19,9 @@ const fixed20: Policy = { algorithm: "fixed-window", limit: 20, periodMs: HOUR, 
 const log20: Policy = { algorithm: "sliding-log", limit: 20, periodMs: HOUR, burst: 20, buckets: 1 };
 const fixed100: Policy = { algorithm: "fixed-window", limit: 100, periodMs: HOUR, burst: 100, buckets: 1 };
 const minute1: Policy = { algorithm: "sliding-window", limit: 1, periodMs: 60_000, burst: 1, buckets: 60 };
+const DAY = 86_400_000;
+const month100: Policy = { algorithm: "fixed-window", limit: 100, periodMs: 31 * DAY, burst: 100, buckets: 1, months: 1 };
+const days31of90: Policy = { algorithm: "fixed-window", limit: 90, periodMs: 31 * DAY, burst: 90, buckets: 1 };
 
 /**
  * A fast isolate of `reporter`'s version asks for 10 units a second for `seconds` seconds, each
@@ -58,6 +61,10 @@ describe("a fast isolate leased under another live version's policy of another a
 
   it("has what a fixed window's isolate spent counted under a shorter sliding window, which dropped it as filed at its window's start", async () => {
     expect(await spentBeside("versions/fixed-under/minute", fixed100, minute1, 150)).toBeLessThanOrEqual(100);
+  });
+
+  it.each([false, true])("has what a calendar month's isolate spent counted under a 31-day window of the same length, which files its units otherwise (the other version strict: %s)", async (strict) => {
+    expect(await spentBeside(`versions/month-under-31d/${strict}`, month100, days31of90, 60, strict)).toBeLessThanOrEqual(100);
   });
 
   it("has what a token bucket's isolate spent counted under a strict version's sliding window, which the lease was granted under", async () => {

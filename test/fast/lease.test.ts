@@ -552,6 +552,19 @@ describe("leases when Worker versions disagree on the limit", () => {
     expect(leasePolicy(window, "old", settled.peers, gone + 1)).toEqual(window);
   });
 
+  it("counts what a calendar month's isolate spent under another version's 31-day window, whose windows are as long but fall otherwise", () => {
+    const DAY = 86_400_000;
+    const month: Policy = { algorithm: "fixed-window", limit: 100, periodMs: 31 * DAY, burst: 100, buckets: 1, months: 1 };
+    const days31: Policy = { algorithm: "fixed-window", limit: 90, periodMs: 31 * DAY, burst: 90, buckets: 1 };
+    // 2027-03-20: the 31-day window began on the 17th, the calendar month on the 1st.
+    const t = Date.UTC(2027, 2, 20, 12);
+    const other = grantLease(days31, undefined, indexPeers(), sync({ isolate: "b", need: 1, demand: 1 }), t);
+    const first = grantLease(days31, other.state, other.peers, sync({ need: 89, demand: 89 }), t + 1, 0, other.cursor, month);
+    const spent = [{ at: slotOf(month, t + 1_000), units: first.lease.units }];
+    const second = grantLease(days31, first.state, first.peers, sync({ seq: 2, need: 89, demand: 89, reports: [{ lease: 1, spent, unspent: 0 }] }), t + 2_000, 0, first.cursor, month);
+    expect(first.lease.units + second.lease.units).toBeLessThanOrEqual(90 - other.lease.units);
+  });
+
   it("names the algorithm it leased under when another version's rule chose it, so the isolate reads the standing by it", () => {
     const windowed: Policy = { ...lowered, algorithm: "fixed-window" };
     const old = grantLease(window, undefined, indexPeers(), sync({ isolate: "old", need: 1 }), T0);

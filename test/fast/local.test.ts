@@ -620,6 +620,21 @@ describe("a fast fixed window at its turn", () => {
   });
 });
 
+describe("a fast fixed window by calendar month", () => {
+  it("withholds nothing of what onError admitted in a month that is over from a grant in the next, which the object counts for nothing", () => {
+    const monthly = rule({ name: "m", mode: "fast", algorithm: "fixed-window", limit: 100, periodMs: 31 * 86_400_000, months: 1, syncMs: 1_000 });
+    const lastSecond = Date.UTC(2027, 1, 28, 23, 59, 59);
+    const key = freshKey(lastSecond);
+    const sent = nextSync(key, monthly, isolate(), 1, lastSecond);
+    // The object is slow: onError admits 5 on February 28th after the sync left; its answer comes on March 2nd.
+    admittedUnleased(key, monthly, 5, lastSecond + 500);
+    const now = Date.UTC(2027, 2, 2);
+    const standing = { allowed: true, limit: 100, remaining: 90, resetAt: Date.UTC(2027, 3, 1), moreAt: Date.UTC(2027, 3, 1), retryAfter: 0 };
+    applyLease(key, monthly, lease(sent.seq, 10, { standing, expiresAt: now + 2_000, nextSyncAt: now + 1_000 }), now);
+    expect(leaseLeft(key)).toBe(10);
+  });
+});
+
 describe("a saturated sliding-window key", () => {
   it("keeps denying until its booked call though its standing says it is full again sooner: the booked calls share out what it frees", () => {
     const quick = rule({ name: "q", mode: "fast", limit: 1_000, periodMs: 1_000, syncMs: 1_000 });
