@@ -11,7 +11,7 @@ export interface Policy {
    * units in flight.
    */
   limit: number;
-  /** concurrency: the slot TTL, the longest a slot is held when it is never given back; with `months`, the longest such window */
+  /** concurrency: the slot TTL, the longest a slot is held when it is never given back; a fixed window with `months`: its longest window, 31 days a month */
   periodMs: number;
   /** fixed-window only: the windows are calendar months, UTC, this many to a window (12: a year), each starting on the 1st at 00:00 */
   months?: number;

@@ -245,8 +245,7 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const delay = parseDelay(fields.get("delay"), algorithm, burst, at);
   const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
   const capacity = capacityOf(algorithm, limit, burst);
-  // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is
-  // as exact as one of 10, up to half of 2^53, so that a count and a charge still add up exactly.
+  // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is as exact as one of 10.
   if (algorithm !== "fixed-window") requireExactArithmetic(limit, capacity.units, periodMs, at);
   else if (limit > LARGEST_FIXED_LIMIT) fail(at, "limit", `expected at most ${LARGEST_FIXED_LIMIT} for "fixed-window" (2^52, so that its count and a charge on it add up exactly), got ${limit}`);
   const cost = parseCost(fields.get("cost"), capacity, at);
@@ -329,11 +328,11 @@ function calendarMonths(value: unknown, algorithm: AlgorithmName, at: RuleRef): 
   return months;
 }
 
+/** The largest limit a fixed window takes: half of 2^53, so that its count and a charge on it add up exactly. */
 const LARGEST_FIXED_LIMIT = 2 ** 52;
-
-/** A calendar window's length at most, a month being 31 days: what its arithmetic and its waits are bounded by. */
+/** A calendar window's length at most, a month being 31 days: its `periodMs`, which bounds the waits it states. */
 const LONGEST_MONTH_MS = 31 * 86_400_000;
-/** Ten years: windows longer than any quota, still well inside exact arithmetic for any sensible limit. */
+/** Ten years: longer than any plan's quota; a year longer would be a typo more often than a plan. */
 const MAX_CALENDAR_MONTHS = 120;
 
 /** A calendar period as written back: years when the months make whole years. */

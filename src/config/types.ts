@@ -44,7 +44,7 @@ export interface Rule {
   key: KeyPart[];
   algorithm: AlgorithmName;
   limit: number;
-  /** concurrency: its `slotTtl`, the longest a slot is held (it has no period); with `months`, the longest window (31 days a month) */
+  /** concurrency: its `slotTtl`, the longest a slot is held (it has no period); a fixed window with `months`: its longest window, 31 days a month */
   periodMs: number;
   /** fixed-window only, for a `period` in calendar months (`"1mo"`, `"1y"`): how many to a window, each starting on the 1st at 00:00 UTC */
   months?: number;
