@@ -333,7 +333,10 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
  */
 function stillCounting(spent: readonly Spent[], rule: Rule, now: number): number {
   // A fixed window counts nothing of a window over, however recent (a calendar month's is not a period long).
-  if (rule.algorithm === "fixed-window") return spent.reduce((sum, s) => sum + (s.at >= slotOf(rule, now) ? s.units : 0), 0);
+  if (rule.algorithm === "fixed-window") {
+    const window = slotOf(rule, now);
+    return spent.reduce((sum, s) => sum + (s.at >= window ? s.units : 0), 0);
+  }
   const horizon = rule.algorithm === "token-bucket" ? Math.ceil((rule.periodMs * rule.burst) / rule.limit) : rule.periodMs;
   return spent.reduce((sum, s) => sum + (s.at > now - horizon ? s.units : 0), 0);
 }
