@@ -72,10 +72,10 @@ export interface Limiter {
 
 /**
  * A limiter for one rule, validated now by the parser the proxy uses: the fields of a
- * `RATE_LIMIT_RULES` rule except `match` and `key`, which have no meaning here, and a header `cost`
- * or a `responseCost`, which need a request and its response (pass `cost` to `limit`, call
- * `charge` on its result). Throws an Error naming the field, e.g. `rule ("api").period: expected
- * a duration like "10s" …`.
+ * `RATE_LIMIT_RULES` rule except `match` and `key`, which have no meaning here, and a header
+ * `cost`, a `responseCost` or a `denyResponse`, which need a request and its response (pass `cost`
+ * to `limit`, call `charge` on its result, answer a denial as you like). Throws an Error naming
+ * the field, e.g. `rule ("api").period: expected a duration like "10s" …`.
  *
  * @example
  * import { limiter, RateLimiter } from "floodgate";

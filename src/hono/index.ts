@@ -19,7 +19,7 @@ import { ruleOf, type RuleOption } from "./rule-of";
 
 export type { LimitResult } from "../limiter/result";
 export { ipKey } from "../limiter/ip-key";
-export type { Duration, DurationText, LimiterRule, RequestRule } from "../config/input";
+export type { CalendarPeriod, Duration, DurationText, LimiterRule, RequestRule } from "../config/input";
 export type { RuleOption } from "./rule-of";
 
 declare module "hono" {
