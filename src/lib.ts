@@ -7,7 +7,7 @@ import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
 import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts } from "./limiter/arguments";
-import { forget, limitKey, peekedObjectNameOf, peekKey, type LimiterContext } from "./limiter";
+import { forget, limitKey, peekedOwnerOf, peekKey, type LimiterContext } from "./limiter";
 import { limitWithin } from "./limiter/wait";
 import { limitResult, type LimitResult } from "./limiter/result";
 import type { IpList } from "./routing/cidr";
@@ -23,7 +23,7 @@ export type { HeaderForm } from "./http/header-options";
 /** The floodgate Worker's service binding, for `Service<Floodgate>` in your Env. */
 export type { Floodgate, LimitOptions, KeyOptions, WaitOptions } from "./binding/floodgate";
 /** The rule format as types, for rules written in code: `LimiterRule` for `limiter`, `RequestRule` for the Hono middleware, `RuleSetInput` for `createGate`. */
-export type { CalendarPeriod, Duration, DurationText, KeyPart, LimiterRule, RequestRule, RuleInput, RuleSetInput } from "./config/input";
+export type { CalendarPeriod, Duration, DurationText, KeyOverrideInput, KeyPart, LimiterRule, RequestRule, RuleInput, RuleSetInput } from "./config/input";
 
 /**
  * The namespace of the RateLimiter class, as bound in your wrangler.toml (`new_sqlite_classes`):
@@ -116,8 +116,8 @@ export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter
     },
     async peek(key) {
       checkNoMore(arguments, 1, where("peek"), "a key");
-      const name = await peekedObjectNameOf(parsed, checkKey(key, where("peek")), Date.now());
-      return limitResult(parsed, await peekKey({ namespace }, parsed, name));
+      const owner = await peekedOwnerOf(parsed, checkKey(key, where("peek")), Date.now());
+      return limitResult(parsed, await peekKey({ namespace }, owner.rule, owner.objectName));
     },
     async reset(key) {
       checkNoMore(arguments, 1, where("reset"), "a key");

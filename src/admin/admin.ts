@@ -1,6 +1,7 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics (bearer token required), and the status page that reads them. */
 import type { Settings } from "../config";
-import { describeRule } from "../config/rules";
+import { ruleForKey } from "../config/overrides";
+import { describeRule, type RuleDescription } from "../config/rules";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { failureResponse } from "../http/failure";
@@ -9,7 +10,8 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
-import { canonicalKey, durableObjectName, UnbuildableKeyError } from "../routing/key";
+import { durableObjectName } from "../routing/key";
+import { canonicalKey, UnbuildableKeyError } from "../routing/key-text";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
@@ -73,10 +75,17 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
     await forget(env.LIMITER, objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }
-  const state = await standing(env.LIMITER, rule, objectName);
+  const keyed = ruleForKey(rule, key);
+  const state = await standing(env.LIMITER, keyed, objectName);
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
-  return Response.json({ rule: rule.name, key, state, ...(isolate === undefined ? {} : { isolate }) });
+  return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: quotaOf(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
+}
+
+/** The quota a key's override gives it, as the rule's own is described. */
+function quotaOf(keyed: Rule): Pick<RuleDescription, "limit" | "period" | "burst" | "delay"> {
+  const { limit, period, burst, delay } = describeRule(keyed);
+  return { limit, ...(period !== undefined ? { period } : {}), burst, ...(delay !== undefined ? { delay } : {}) };
 }
 
 /** The query parameter's value when it is given once; undefined when it is missing or repeated (which of two would a reset mean?). */

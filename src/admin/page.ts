@@ -148,7 +148,8 @@ function renderRules() {
   select.replaceChildren();
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
-    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", "onError " + r.onError].filter(Boolean).join(", ");
+    const overridden = r.overrides ? r.overrides.reduce((n, o) => n + o.keys.length, 0) : 0;
+    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", overridden ? overridden + (overridden === 1 ? " key with its own quota" : " keys with their own quota") : "", "onError " + r.onError].filter(Boolean).join(", ");
     body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + (r.period ? " / " + r.period : " in flight"), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
     const option = el("option", r.name);
     option.value = r.name;
@@ -242,7 +243,9 @@ function inTime(ms) {
 }
 
 function renderStanding(body, note) {
-  const rule = rules.find((r) => r.name === body.rule);
+  const found = rules.find((r) => r.name === body.rule);
+  // A key with an override has its own quota: what it holds and over what period are the override's.
+  const rule = found && body.override ? { ...found, ...body.override } : found;
   const s = body.state;
   // What a key holds when full: its burst (equal to the limit where burst does not apply), and one more for gcra, whose burst is a tolerance.
   const capacity = rule ? rule.burst + (rule.algorithm === "gcra" ? 1 : 0) : s.limit;
@@ -261,7 +264,7 @@ function renderStanding(body, note) {
   };
   item("allowed now", s.allowed ? "yes" : "no");
   item("remaining", remaining, ...(level ? [" — ", level] : []));
-  item("limit", s.limit + (rule && !rule.period ? " in flight" : " per " + (rule ? rule.period : "period")));
+  item("limit", s.limit + (rule && !rule.period ? " in flight" : " per " + (rule ? rule.period : "period")) + (body.override ? " (this key's override)" : ""));
   item("more quota", inTime(s.moreAt));
   item("back to full quota", inTime(s.resetAt));
   item("retry after", s.retryAfter ? (s.retryAfter / 1000).toFixed(1) + " s" : "—");

@@ -8,7 +8,7 @@ import { setCapacity } from "../fast";
 import type { Whereabouts } from "../fast/relay";
 import { check, type Checked } from "../gate/check";
 import { checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts } from "../limiter/arguments";
-import { forget, limitKey, peekedObjectNameOf, peekKey, workerContext, type LimiterContext } from "../limiter";
+import { forget, limitKey, peekedOwnerOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { limitWithin } from "../limiter/wait";
 import { durableObjectName } from "../routing/key";
@@ -93,7 +93,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   /** The key's standing, consuming nothing: `success` and `retryAfter` as for a one-unit request now. */
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.#resolve(options, arguments, "peek", KEY_OPTIONS);
-    return limitResult(rule, await peekKey(this.#context(), rule, await peekedObjectNameOf(rule, key, Date.now())));
+    const owner = await peekedOwnerOf(rule, key, Date.now());
+    return limitResult(rule, await peekKey(this.#context(), owner.rule, owner.objectName));
   }
 
   /** Forgets the key: its next request starts from a full quota. */

@@ -10,12 +10,13 @@ import { pathText, repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
-import type { Aggregate, Config, Count, DenyResponse, Mode, OnError, Rule } from "./types";
+import { parseOverrides } from "./overrides";
+import type { Aggregate, Config, Count, DenyResponse, KeyOverride, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
   "name", "match", "key", "algorithm", "limit", "period", "burst", "buckets", "delay", "cost", "mode", "sync", "onError", "timeout",
   "ipv6Prefix", "newKeysPerSecond", "dryRun", "block", "slotTtl", "warmup", "aggregate",
-  "count", "responseCost", "denyResponse",
+  "count", "responseCost", "denyResponse", "overrides",
 ];
 /** The first choice is the default. */
 const ALGORITHMS: Choices<AlgorithmName> = ["sliding-window", "token-bucket", "fixed-window", "sliding-log", "gcra", "concurrency"];
@@ -72,6 +73,8 @@ export interface RuleDescription {
   responseCost?: string;
   /** only when set: the status, and the body with its content type when given */
   denyResponse?: { status: number; body?: string; contentType?: string };
+  /** only when set: each override's keys (as the rule builds them) and the quota they have */
+  overrides?: { keys: string[]; limit: number; period?: string; burst: number; delay?: number }[];
 }
 
 /**
@@ -92,7 +95,7 @@ export function parseConfig(raw: unknown): Config {
  * What means nothing in a rule used from code: your code gives the key, used as is (so no prefix
  * groups IPv6 addresses in it), and no request is matched.
  */
-const STANDALONE_EXCLUDED = ["match", "key", "ipv6Prefix"];
+const STANDALONE_EXCLUDED = ["match", "key", "ipv6Prefix", "overrides"];
 const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.includes(field));
 
 /**
@@ -110,7 +113,10 @@ export function parseStandaloneRule(value: unknown, { requests = false } = {}): 
   const fields = isObject(value) ? fieldsOf(value) : undefined;
   for (const field of STANDALONE_EXCLUDED) {
     if (!fields?.has(field)) continue;
-    fail(ruleRef(undefined, fields.get("name")), field, `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`);
+    const why = field === "overrides"
+      ? `your code picks each key's rule: give keys with their own quota a limiter of their own (in the middleware, a rule function); remove it`
+      : `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`;
+    fail(ruleRef(undefined, fields.get("name")), field, why);
   }
   const rule = parseRule(value, undefined, STANDALONE_FIELDS);
   if (!requests && "header" in rule.cost) {
@@ -157,7 +163,25 @@ export function describeRule(rule: Rule): RuleDescription {
     ...(rule.responseCost ? { responseCost: `header:${rule.responseCost.header}` } : {}),
     ...(rule.blockMs !== null ? { block: formatDuration(rule.blockMs) } : {}),
     ...(rule.denyResponse ? { denyResponse: describeDenyResponse(rule.denyResponse) } : {}),
+    ...(rule.overrides ? { overrides: describeOverrides(rule) } : {}),
   };
+}
+
+/** The overrides as written: the keys sharing one override together, with the quota it gives them. */
+function describeOverrides(rule: Rule): NonNullable<RuleDescription["overrides"]> {
+  const byOverride = new Map<KeyOverride, string[]>();
+  for (const [key, override] of rule.overrides ?? []) {
+    const keys = byOverride.get(override);
+    if (keys) keys.push(key);
+    else byOverride.set(override, [key]);
+  }
+  return [...byOverride].map(([{ limit, periodMs, months, burst, delay }, keys]) => ({
+    keys,
+    limit,
+    ...(rule.algorithm === "concurrency" ? {} : { period: months !== undefined ? formatMonths(months) : formatDuration(periodMs) }),
+    burst,
+    ...(delay !== undefined ? { delay } : {}),
+  }));
 }
 
 function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleDescription["denyResponse"]> {
@@ -280,6 +304,8 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   if (months !== undefined) rule.months = months;
   if (responseCost) rule.responseCost = responseCost;
   if (denyResponse) rule.denyResponse = denyResponse;
+  const overrides = parseOverrides(fields.get("overrides"), fields, rule, at, (merged) => parseRule(merged, index, allowed));
+  if (overrides) rule.overrides = overrides;
   return rule;
 }
 

@@ -2,7 +2,7 @@
 import { largestCost, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, objectNameOf, type Ask, type LimiterContext } from "../limiter";
+import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, ownerOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { settleOf, type Settle } from "../limiter/settle";
@@ -102,9 +102,9 @@ export function costOf(ask: Pick<Ask, "rule" | "key">, request: Request, context
   throw invalidRequest(`rule "${rule.name}": ${cost.error}`);
 }
 
-/** The ask with the object that owns its key: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */
+/** The ask with the object that owns its key, under the key's override if it has one: under a rule's newKeysPerSecond, naming a new key spends the rule's allowance. */
 async function named(parts: Omit<Ask, "objectName">, now: number): Promise<Ask> {
-  return { ...parts, objectName: await objectNameOf(parts.rule, parts.key, now) };
+  return { ...parts, ...(await ownerOf(parts.rule, parts.key, now)) };
 }
 
 interface Asked {

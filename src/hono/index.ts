@@ -13,7 +13,7 @@ import { limitKey, locatedAt, type LimiterContext } from "../limiter";
 import { isNamespace } from "../durable-object/stub";
 import { checkFlag, checkOptions } from "../limiter/arguments";
 import { limitResult, type LimitResult } from "../limiter/result";
-import { keyPart, trimOws } from "../routing/key";
+import { keyPart, trimOws } from "../routing/key-text";
 import { countError } from "../metrics/log";
 import { ruleOf, type RuleOption } from "./rule-of";
 

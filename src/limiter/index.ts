@@ -1,5 +1,6 @@
 /** This rule, this key, this cost → a Decision: the one core every surface (proxy, binding, library, middleware) decides with. */
 import { decide as decideAlgorithm, largestCost, type Decision } from "../algorithms";
+import { ruleForKey } from "../config/overrides";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub } from "../durable-object/stub";
@@ -61,17 +62,28 @@ export interface Ask {
 /** A decision, and for a strict one that took units, when the object counted them. */
 export type Taken = StrictDecision;
 
-/**
- * The object that owns `key` under `rule`: `<rule>/<key>` (hashed past 1 KB), or the rule's
- * `#overflow` key when the key is new to this isolate past the rule's `newKeysPerSecond`.
- */
-export function objectNameOf(rule: Rule, key: string, now: number): Promise<string> {
-  return durableObjectName(rule.name, admitKey(rule, key, now));
+/** A key's object and the rule it is decided under there: the rule, or with the key's override (its `overrides`) in place of its quota. */
+export interface Owner {
+  rule: Rule;
+  objectName: string;
 }
 
-/** The object a one-unit request for `key` would be counted at now, as {@link objectNameOf} names it but tracking no new key: what a peek reads. */
-export function peekedObjectNameOf(rule: Rule, key: string, now: number): Promise<string> {
-  return durableObjectName(rule.name, keyAsPeeked(rule, key, now));
+/**
+ * The object that owns `key` under `rule`, `<rule>/<key>` (hashed past 1 KB), or the rule's
+ * `#overflow` key when the key is new to this isolate past the rule's `newKeysPerSecond`; with
+ * the rule as that key's override has it.
+ */
+export function ownerOf(rule: Rule, key: string, now: number): Promise<Owner> {
+  return owner(rule, admitKey(rule, key, now));
+}
+
+/** The owner a one-unit request for `key` would be counted at now, as {@link ownerOf} finds it but tracking no new key: what a peek reads. */
+export function peekedOwnerOf(rule: Rule, key: string, now: number): Promise<Owner> {
+  return owner(rule, keyAsPeeked(rule, key, now));
+}
+
+async function owner(rule: Rule, counted: string): Promise<Owner> {
+  return { rule: ruleForKey(rule, counted), objectName: await durableObjectName(rule.name, counted) };
 }
 
 /** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */
@@ -208,7 +220,7 @@ export interface Held {
  */
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
   const now = Date.now();
-  const ask: Ask = { rule, key, objectName: await objectNameOf(rule, key, now), cost };
+  const ask: Ask = { ...(await ownerOf(rule, key, now)), key, cost };
   const cached = cachedDenial(ask, context, now);
   const decided = cached ? { decision: cached } : await decide(ask, context);
   const holdMs = decided.decision.allowed && !rule.dryRun ? (decided.decision.holdMs ?? 0) : 0;
@@ -217,7 +229,7 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const taken: Taken = heldTooLong ? { decision: holdRefused(decided.decision, cost, holdMs) } : decided;
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
-  if (await waitHold([{ rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
+  if (await waitHold([{ rule: ask.rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;

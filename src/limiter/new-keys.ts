@@ -3,7 +3,7 @@ import { decide, peek, type LimiterState, type Policy } from "../algorithms";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
 import { metrics } from "../metrics/metrics";
-import { OVERFLOW_KEY } from "../routing/key";
+import { OVERFLOW_KEY } from "../routing/key-text";
 
 /** Keys per rule an isolate remembers as tracked; one pushed out counts as new when it comes back. */
 const KNOWN_KEYS = 10_000;
@@ -21,11 +21,12 @@ const admissions = new Map<string, Admission>();
  * The key to count a request under: its own when this isolate already tracks it or the rule may
  * start tracking one more this second, otherwise {@link OVERFLOW_KEY}. Each new key creates a
  * Durable Object, so a client rotating keys costs at most `newKeysPerSecond` objects per
- * isolate per second, and what exceeds it is limited together, never let through.
+ * isolate per second, and what exceeds it is limited together, never let through. A key the
+ * rule's `overrides` name is always its own: the operator listed it, so it is no client's rotation.
  */
 export function admitKey(rule: Rule, key: string, now: number): string {
   const perSecond = rule.newKeysPerSecond;
-  if (perSecond === null) return key;
+  if (perSecond === null || rule.overrides?.has(key)) return key;
   let admission = admissions.get(rule.name);
   if (admission?.perSecond !== perSecond) {
     admission = { perSecond, known: new LruTable<true>(KNOWN_KEYS, () => undefined), allowance: undefined };
@@ -48,7 +49,7 @@ export function admitKey(rule: Rule, key: string, now: number): string {
  */
 export function keyAsPeeked(rule: Rule, key: string, now: number): string {
   const admission = admissions.get(rule.name);
-  if (rule.newKeysPerSecond === null || admission?.perSecond !== rule.newKeysPerSecond || admission.known.peek(key)) return key;
+  if (rule.newKeysPerSecond === null || rule.overrides?.has(key) || admission?.perSecond !== rule.newKeysPerSecond || admission.known.peek(key)) return key;
   return peek(allowancePolicy(admission.perSecond), admission.allowance, now).allowed ? key : OVERFLOW_KEY;
 }
 

@@ -1,22 +1,9 @@
 /** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
-import { TOKEN } from "../config/fields";
 import type { Cost, KeyPart, Rule } from "../config/types";
 import { ipKey } from "./ip";
+import { COUNTRY, keyPart, MISSING_PART, trimOws } from "./key-text";
 import { hostKey } from "./match";
-import { normalizePath, pathAsMatched } from "./path";
-
-/**
- * What a key part becomes when the request lacks it. Real values always have `#` escaped, so
- * this marker never equals one.
- */
-export const MISSING_PART = "#none";
-
-/**
- * The key a request is counted under when its own is new to this isolate and the rule's
- * `newKeysPerSecond` is spent: one bucket for all of them, as `#none` is for a missing part. Real
- * keys have `#` escaped, so it never equals one.
- */
-export const OVERFLOW_KEY = "#overflow";
+import { normalizePath } from "./path";
 
 /** Keys longer than this (UTF-8 bytes) are hashed before they name a Durable Object. */
 export const MAX_KEY_BYTES = 1024;
@@ -65,82 +52,6 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   return key;
 }
 
-/** How {@link durableObjectName} names a key past MAX_KEY_BYTES. */
-const HASHED = /^#sha256:[0-9a-f]{64}$/;
-
-/** A key typed for a rule that floodgate could never build for it: reading or resetting it would find an object no request uses. */
-export class UnbuildableKeyError extends Error {
-  override readonly name = "UnbuildableKeyError";
-}
-
-/**
- * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
- * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
- * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part lower-cased without port or trailing dot, a
- * `method` upper-cased, a `path` part written as `match.path` sees paths (so `/café` may be typed).
- * Throws an {@link UnbuildableKeyError} saying how to write it for a key no request could have:
- * parts that do not line up with the rule's, a value with a raw `#` or a `%` that is not one of
- * the escapes, an `ip` part that is no address, a header value with spaces around it (the runtime
- * strips them) or a NUL, CR or LF in it, a path not starting with `/` or holding a `?`, a host or
- * method no request could name, a `global` part other than `global`. `#overflow` is a key of a
- * rule with `newKeysPerSecond`, and `#sha256:<hex>` the name {@link durableObjectName} gives a
- * key past 1 KB.
- */
-export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
-  if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || HASHED.test(key)) return key;
-  const values = key.split("|");
-  if (values.length !== rule.key.length) {
-    const parts = rule.key.map(describePart).join(", ");
-    throw new UnbuildableKeyError(`the rule's key has ${rule.key.length} part${rule.key.length === 1 ? "" : "s"} (${parts}) joined by "|", this one ${values.length}; a "|" inside a value is written %7C`);
-  }
-  return values.map((value, i) => canonicalPart(rule.key[i]!, value, rule.ipv6Prefix)).join("|");
-}
-
-function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string {
-  if (value === MISSING_PART) return value;
-  const named = describePart(part);
-  if (value === "") throw new UnbuildableKeyError(`${named} is empty: a part the request lacks, or gives empty, is ${MISSING_PART}`);
-  if (/#|%(?!25|7C|23)/.test(value)) throw new UnbuildableKeyError(`${named}: a value's "%", "|" and "#" are written %25, %7C and %23`);
-  switch (part.source) {
-    case "ip": {
-      const slash = value.lastIndexOf("/");
-      const grouped = slash > 0 && value.slice(slash + 1) === String(ipv6Prefix) ? ipKey(value.slice(0, slash), ipv6Prefix) : ipKey(value, ipv6Prefix);
-      if (grouped === null || (slash > 0 && !grouped.includes("/"))) throw new UnbuildableKeyError(`${named}: expected an address like 203.0.113.7 or 2001:db8::1, or ${MISSING_PART}`);
-      return grouped;
-    }
-    case "header":
-      if (trimOws(value) !== value) throw new UnbuildableKeyError(`${named}: header values arrive without the spaces and tabs around them`);
-      if (/[\0\r\n]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value holds no NUL, CR or LF`);
-      return value;
-    case "path": {
-      const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
-      if (!path.startsWith("/") || /[?\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", without its query, like /api/items`);
-      return keyPart(pathAsMatched(path));
-    }
-    case "host":
-      if (!/^[\x21-\x7e]+$/.test(value)) throw new UnbuildableKeyError(`${named}: expected a host name like api.example.com`);
-      return hostKey(value);
-    case "method":
-      if (!TOKEN.test(value)) throw new UnbuildableKeyError(`${named}: expected an HTTP method like GET`);
-      return value.toUpperCase();
-    case "global":
-      if (value !== "global") throw new UnbuildableKeyError(`${named}: is always "global"`);
-      return value;
-    case "asn":
-      if (!/^[0-9]{1,10}$/.test(value)) throw new UnbuildableKeyError(`${named}: expected an AS number like 13335`);
-      return String(Number(value));
-    case "country":
-      if (!COUNTRY.test(value)) throw new UnbuildableKeyError(`${named}: expected a two-letter country code like NL (T1 for Tor, XX unknown)`);
-      return value.toUpperCase();
-    default:
-      return value;
-  }
-}
-
-function describePart(part: KeyPart): string {
-  return "name" in part ? `${part.source}:${part.name}` : part.source;
-}
-
 function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: number): string | null {
   switch (part.source) {
     case "ip": {
@@ -184,24 +95,6 @@ function countryOf(request: Request): string | null {
   return typeof country === "string" && COUNTRY.test(country) ? country.toUpperCase() : null;
 }
 
-const COUNTRY = /^[A-Za-z0-9]{2}$/;
-
-/**
- * A value as one part of a key: {@link MISSING_PART} when there is none (absent or empty), else the
- * value with `%`, `|` and `#` escaped, so that no value reads as two parts or as a marker.
- */
-export function keyPart(value: string | null): string {
-  return value === null || value === "" ? MISSING_PART : escapeValue(value);
-}
-
-const ESCAPED = /[%|#]/;
-
-function escapeValue(value: string): string {
-  // Most values (addresses, API keys) have nothing to escape: testing is cheaper than replacing.
-  if (!ESCAPED.test(value)) return value;
-  return value.replace(/[%|#]/g, (c) => (c === "%" ? "%25" : c === "|" ? "%7C" : "%23"));
-}
-
 /**
  * The value of the first cookie called `name` (names are case-sensitive), or null. A browser sends
  * two of one name when they were set for different paths or domains, most specific first, and
@@ -233,15 +126,6 @@ function percentDecoded(value: string): string {
   } catch {
     return value;
   }
-}
-
-/** Trims HTTP optional whitespace (space and tab) only; a loop, as a trimming regex can go quadratic. */
-export function trimOws(s: string): string {
-  let start = 0;
-  let end = s.length;
-  while (start < end && (s[start] === " " || s[start] === "\t")) start++;
-  while (end > start && (s[end - 1] === " " || s[end - 1] === "\t")) end--;
-  return s.slice(start, end);
 }
 
 /**

@@ -6,7 +6,7 @@ import { startOrigin } from "../setup/origin-server";
 import { bundleWorker } from "./bundle";
 
 const RULES = [
-  { name: "login", key: "ip", limit: 5, period: "1h" },
+  { name: "login", key: "ip", limit: 5, period: "1h", overrides: [{ keys: ["198.51.100.250"], limit: 8 }] },
   { name: "api", key: "header:x-api-key", limit: 3, period: "1h", mode: "fast" },
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
   { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
@@ -341,6 +341,15 @@ describe("the Floodgate service binding", () => {
     expect(outcome.successes).toEqual([true, true, false]);
     expect(outcome.proxyStatus).toBe(500);
     expect(outcome.proxyDetail).toMatch(/^ORIGIN_URL: not set/);
+  });
+
+  it("decides and peeks a key its rule's overrides name under that key's own quota", async () => {
+    const limited = await call<Result[]>("/limit?key=198.51.100.250&n=10");
+    const peeked = await call<Result>("/peek?key=198.51.100.250");
+
+    expect(limited.filter((r) => r.success)).toHaveLength(8);
+    expect(limited.every((r) => r.limit === 8)).toBe(true);
+    expect(peeked).toMatchObject({ success: false, limit: 8, remaining: 0 });
   });
 
   it("peeks without consuming and resets a key", async () => {

@@ -87,6 +87,11 @@ export async function probe(request: Request): Promise<boolean> {
   ipKey("2001:db8::1", "/64");
   const typed: RuleInput[] = [{ name: "login", match: { path: "/login", methods: ["POST"] }, key: ["ip", "header:x-user"], algorithm: "gcra", limit: 5, period: 60, burst: 2, delay: 1 }];
   createGate(namespace, typed);
+  createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-partner"], limit: 10_000 }] }]);
+  // @ts-expect-error: an override gives keys their own quota, not their own mode
+  createGate(namespace, [{ name: "api-per-key", limit: 100, period: "1m", overrides: [{ keys: ["k"], mode: "fast" }] }]);
+  // @ts-expect-error: limit is given its key by code, which picks each key's rule
+  limiter(namespace, { name: "api", limit: 5, period: "1m", overrides: [{ keys: ["k"], limit: 50 }] });
   return result.success && waited.success && checked.allowed && reset === "" && header === 0 && grouped !== "";
 }
 

@@ -1,7 +1,7 @@
 // newKeysPerSecond: an isolate starts tracking at most that many keys of a rule per second; the rest share #overflow.
 import { describe, expect, it } from "vitest";
 import { admitKey, keyAsPeeked } from "../../src/limiter/new-keys";
-import { OVERFLOW_KEY } from "../../src/routing/key";
+import { OVERFLOW_KEY } from "../../src/routing/key-text";
 import { metrics } from "../../src/metrics/metrics";
 import { rule } from "../helpers/rules";
 

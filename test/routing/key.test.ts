@@ -3,16 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
-import {
-  MAX_KEY_BYTES,
-  MISSING_PART,
-  OVERFLOW_KEY,
-  buildKey,
-  canonicalKey,
-  durableObjectName,
-  requestCost,
-  UnbuildableKeyError,
-} from "../../src/routing/key";
+import { MAX_KEY_BYTES, buildKey, durableObjectName, requestCost } from "../../src/routing/key";
+import { MISSING_PART, OVERFLOW_KEY, canonicalKey, UnbuildableKeyError } from "../../src/routing/key-text";
 
 const request = (headers: Record<string, string> = {}, url = "https://api.example.com/v1/items?page=2", method = "GET") =>
   new Request(url, { method, headers });

@@ -7,7 +7,8 @@ import { ConfigError } from "../../src/config/errors";
 import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
 import { metrics } from "../../src/metrics/metrics";
-import { buildKey, canonicalKey, durableObjectName, MAX_KEY_BYTES, MISSING_PART, requestCost } from "../../src/routing/key";
+import { buildKey, durableObjectName, MAX_KEY_BYTES, requestCost } from "../../src/routing/key";
+import { canonicalKey, MISSING_PART } from "../../src/routing/key-text";
 import { matchingRules } from "../../src/routing/match";
 import { originLog, send } from "../helpers/worker";
 

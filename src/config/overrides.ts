@@ -1,0 +1,112 @@
+/** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address), validated once and looked up per request. */
+import { canonicalKey, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
+import { ConfigError, show, type RuleRef } from "./errors";
+import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
+import type { KeyOverride, Rule } from "./types";
+
+/** What an override may set: the rule's quota, never how it is matched, keyed, counted or enforced. */
+const OVERRIDE_FIELDS = ["keys", "limit", "period", "burst", "delay"] as const;
+const QUOTA_FIELDS = OVERRIDE_FIELDS.slice(1);
+
+/** A name {@link durableObjectName} gives a key past 1 KB; no request's key is one. */
+const HASHED = /^#sha256:/;
+
+/**
+ * Parses a rule's `overrides`: an array of `{ keys, limit?, period?, burst?, delay? }`, each key
+ * written as the admin API takes it and canonicalized as the rule builds keys, so an override
+ * matches the requests it names (`::ffff:203.0.113.7` is `203.0.113.7`). An override's quota is
+ * checked as the rule written with it would be, by `reparse` (the rule's own parser, given the
+ * rule's fields with the override's in their place), so every bound a rule has holds for each key
+ * (a cost the override's limit cannot admit, a delay past its burst); its errors name the override.
+ * A key named by two overrides is an error. Undefined when the rule gives none.
+ */
+export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, at: RuleRef, reparse: (fields: Record<string, unknown>) => Rule): ReadonlyMap<string, KeyOverride> | undefined {
+  if (value === undefined) return undefined;
+  const example = `[{"keys": ["k-partner"], "limit": 10000}]`;
+  if (!Array.isArray(value) || value.length === 0) fail(at, "overrides", `expected a non-empty array of overrides like ${example}, got ${show(value)}`);
+  const byKey = new Map<string, KeyOverride>();
+  const namedAt = new Map<string, number>();
+  value.forEach((entry, index) => {
+    const path = `overrides[${index}]`;
+    if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${show(entry)}`);
+    const fields = fieldsOf(entry);
+    rejectUnknown(fields, OVERRIDE_FIELDS, at, path);
+    const given = QUOTA_FIELDS.filter((field) => fields.has(field));
+    if (given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more)`);
+    const keys = keysOf(fields.get("keys"), rule, at, path);
+    const override = quotaOf(() => reparse(withOverride(ruleFields, fields, given)), at, path, given);
+    for (const key of keys) {
+      const first = namedAt.get(key);
+      if (first !== undefined) fail(at, `${path}.keys`, `${show(key)} is named by overrides[${first}] too; a key has one quota: name it once`);
+      namedAt.set(key, index);
+      byKey.set(key, override);
+    }
+  });
+  return byKey;
+}
+
+/**
+ * The rule a request for `key` is decided under: the rule itself, or with the key's override in
+ * place of its quota. The same object for the same rule and override, so that what is kept per
+ * rule object (its compiled headers) is kept once.
+ */
+export function ruleForKey(rule: Rule, key: string): Rule {
+  const override = rule.overrides?.get(key);
+  if (!override) return rule;
+  let derived = overridden.get(rule);
+  if (!derived) overridden.set(rule, (derived = new Map()));
+  let keyed = derived.get(override);
+  if (!keyed) derived.set(override, (keyed = applied(rule, override)));
+  return keyed;
+}
+
+const overridden = new WeakMap<Rule, Map<KeyOverride, Rule>>();
+
+function applied(rule: Rule, override: KeyOverride): Rule {
+  const keyed: Rule = { ...rule, limit: override.limit, periodMs: override.periodMs, burst: override.burst, buckets: override.buckets };
+  delete keyed.delay;
+  delete keyed.months;
+  if (override.delay !== undefined) keyed.delay = override.delay;
+  if (override.months !== undefined) keyed.months = override.months;
+  return keyed;
+}
+
+/** The rule's fields as written, with the override's quota in place of its own. */
+function withOverride(ruleFields: Fields, fields: Fields, given: readonly string[]): Record<string, unknown> {
+  const merged = Object.fromEntries([...ruleFields].filter(([field]) => field !== "overrides"));
+  for (const field of given) merged[field] = fields.get(field);
+  return merged;
+}
+
+/** The quota of the rule as written with the override; a problem it has is named at the override, at its field when the override gave that field. */
+function quotaOf(parse: () => Rule, at: RuleRef, path: string, given: readonly string[]): KeyOverride {
+  let rule: Rule;
+  try {
+    rule = parse();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const field = error.field.replace(/^(rules\[\d+\]|rule)\.?/, "");
+    if (given.includes(field)) fail(at, `${path}.${field}`, error.problem);
+    fail(at, path, `the rule with this override's ${given.join(", ")}: ${field === "" ? "" : `${field}: `}${error.problem}`);
+  }
+  const { limit, periodMs, months, burst, buckets, delay } = rule;
+  return { limit, periodMs, burst, buckets, ...(months !== undefined ? { months } : {}), ...(delay !== undefined ? { delay } : {}) };
+}
+
+/** The override's keys, each as the rule builds it. */
+function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[] {
+  const example = rule.key.length === 1 ? `["k-partner"]` : `["${rule.key.map(() => "…").join("|")}"]`;
+  if (!Array.isArray(value) || value.length === 0) fail(at, `${path}.keys`, `expected a non-empty array of keys written as the admin API takes them, like ${example}, got ${show(value)}`);
+  return value.map((key, index) => {
+    const field = `${path}.keys[${index}]`;
+    if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${show(key)}`);
+    if (HASHED.test(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);
+    if (key === OVERFLOW_KEY && rule.newKeysPerSecond === null) fail(at, field, `${OVERFLOW_KEY} is the key new keys share past newKeysPerSecond, which this rule does not set`);
+    try {
+      return canonicalKey(rule, key);
+    } catch (error) {
+      if (error instanceof UnbuildableKeyError) fail(at, field, `no request has this key: ${error.message}`);
+      throw error;
+    }
+  });
+}

@@ -1,0 +1,118 @@
+// A rule's overrides: keys with a quota of their own, checked as the rule written with them would be, and found per key.
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config/errors";
+import { ruleForKey } from "../../src/config/overrides";
+import { describeRule, parseConfig, parseStandaloneRule } from "../../src/config/rules";
+import type { Rule } from "../../src/config/types";
+
+function only(raw: Record<string, unknown>): Rule {
+  return parseConfig([raw]).rules[0]!;
+}
+
+function errorFor(raw: Record<string, unknown>): ConfigError {
+  try {
+    parseConfig([raw]);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("parseConfig accepted the rule");
+}
+
+const api = { name: "api", key: "header:x-api-key", limit: 100, period: "1m" };
+
+describe("overrides", () => {
+  it("gives each named key the override's quota and every other key the rule's", () => {
+    const rule = only({ ...api, overrides: [{ keys: ["k-partner", "k-other"], limit: 10_000 }] });
+
+    expect(ruleForKey(rule, "k-partner")).toMatchObject({ name: "api", limit: 10_000, burst: 10_000, periodMs: 60_000, buckets: 60 });
+    expect(ruleForKey(rule, "k-other").limit).toBe(10_000);
+    expect(ruleForKey(rule, "k-anyone")).toBe(rule);
+  });
+
+  it("returns the same rule object for a key's every request", () => {
+    const rule = only({ ...api, overrides: [{ keys: ["a", "b"], limit: 5 }] });
+    expect(ruleForKey(rule, "a")).toBe(ruleForKey(rule, "a"));
+    expect(ruleForKey(rule, "b")).toBe(ruleForKey(rule, "a"));
+  });
+
+  it("keeps everything but the quota: mode, cost, onError, block and the rest stay the rule's", () => {
+    const rule = only({ ...api, mode: "fast", cost: 2, onError: "deny", block: "5m", sync: "250ms", overrides: [{ keys: ["k"], limit: 1000, period: "1h" }] });
+    const keyed = ruleForKey(rule, "k");
+    expect(keyed).toMatchObject({ mode: "fast", cost: { units: 2 }, onError: "deny", blockMs: 300_000, syncMs: 250, limit: 1000, periodMs: 3_600_000 });
+  });
+
+  it("fills the defaults that follow the quota as the rule written with the override would: a token bucket's burst follows its limit", () => {
+    const bucket = { ...api, algorithm: "token-bucket" };
+    expect(ruleForKey(only({ ...bucket, overrides: [{ keys: ["k"], limit: 500 }] }), "k").burst).toBe(500);
+    expect(ruleForKey(only({ ...bucket, burst: 20, overrides: [{ keys: ["k"], limit: 500 }] }), "k").burst).toBe(20);
+  });
+
+  it("overrides a gcra rule's burst and delay, and a fixed window's calendar period", () => {
+    const gcra = only({ ...api, algorithm: "gcra", burst: 4, delay: 2, overrides: [{ keys: ["k"], burst: 10, delay: 6 }] });
+    expect(ruleForKey(gcra, "k")).toMatchObject({ burst: 10, delay: 6, limit: 100 });
+    const plan = only({ ...api, algorithm: "fixed-window", period: "1mo", overrides: [{ keys: ["k"], period: "1d" }] });
+    expect(plan.months).toBe(1);
+    expect(ruleForKey(plan, "k").months).toBeUndefined();
+    expect(ruleForKey(plan, "k").periodMs).toBe(86_400_000);
+  });
+
+  it("matches a key as the rule builds it: an address as its client's, an IPv6 one by its network", () => {
+    const rule = only({ name: "per-ip", limit: 10, period: "1m", overrides: [{ keys: ["::ffff:203.0.113.7", "2001:db8:abcd:12ff::1"], limit: 1000 }] });
+    expect(ruleForKey(rule, "203.0.113.7").limit).toBe(1000);
+    expect(ruleForKey(rule, "2001:db8:abcd:1200::/56").limit).toBe(1000);
+  });
+
+  it("takes a key of several parts joined by |, and the shared keys #none and #overflow", () => {
+    const rule = only({ ...api, key: ["ip", "header:x-api-key"], newKeysPerSecond: 10, overrides: [{ keys: ["203.0.113.7|k", "#none|#none"], limit: 5 }, { keys: ["#overflow"], limit: 1000 }] });
+    expect([...rule.overrides!.keys()]).toEqual(["203.0.113.7|k", "#none|#none", "#overflow"]);
+  });
+
+  it("describes each override with its keys and the quota they have", () => {
+    const rule = only({ ...api, overrides: [{ keys: ["a", "b"], limit: 5 }, { keys: ["c"], period: "1h" }] });
+    expect(describeRule(rule).overrides).toEqual([
+      { keys: ["a", "b"], limit: 5, period: "1m", burst: 5 },
+      { keys: ["c"], limit: 100, period: "1h", burst: 100 },
+    ]);
+    expect(describeRule(only(api)).overrides).toBeUndefined();
+  });
+
+  it.each([
+    [[], "rules[0] (\"api\").overrides", "expected a non-empty array of overrides"],
+    [{ "k-partner": { limit: 5 } }, "rules[0] (\"api\").overrides", "expected a non-empty array of overrides"],
+    [["k"], "rules[0] (\"api\").overrides[0]", "expected an object like"],
+    [[{ keys: ["k"] }], "rules[0] (\"api\").overrides[0]", "sets nothing: give the keys' own limit, period, burst, delay"],
+    [[{ keys: ["k"], limit: 5, mode: "fast" }], "rules[0] (\"api\").overrides[0].mode", "unknown field; allowed fields here are keys, limit, period, burst, delay"],
+    [[{ limit: 5 }], "rules[0] (\"api\").overrides[0].keys", "expected a non-empty array of keys"],
+    [[{ keys: "k", limit: 5 }], "rules[0] (\"api\").overrides[0].keys", "expected a non-empty array of keys"],
+    [[{ keys: ["k", ""], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[1]", "expected a key written as the admin API takes it"],
+    [[{ keys: [" k"], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "no request has this key: header:x-api-key: header values arrive without the spaces"],
+    [[{ keys: ["a|b"], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "the rule's key has 1 part"],
+    [[{ keys: ["#overflow"], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "newKeysPerSecond, which this rule does not set"],
+    [[{ keys: [`#sha256:${"0".repeat(64)}`], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "write the key itself"],
+    [[{ keys: ["k"], limit: 5 }, { keys: ["j", "k"], limit: 6 }], "rules[0] (\"api\").overrides[1].keys", `"k" is named by overrides[0] too`],
+    [[{ keys: ["k"], limit: 0 }], "rules[0] (\"api\").overrides[0].limit", "expected a positive integer"],
+    [[{ keys: ["k"], period: "ten" }], "rules[0] (\"api\").overrides[0].period", "expected a duration"],
+    [[{ keys: ["k"], period: "1mo" }], "rules[0] (\"api\").overrides[0].period", "is a calendar period, which only \"fixed-window\" counts by"],
+    [[{ keys: ["k"], burst: 5 }], "rules[0] (\"api\").overrides[0].burst", "burst applies to token-bucket and gcra only"],
+  ])("rejects the overrides %j, naming %s", (overrides, location, problem) => {
+    const error = errorFor({ ...api, overrides });
+    expect(error.message.slice(0, location.length + 2)).toBe(`${location}: `);
+    expect(error.message).toContain(problem);
+  });
+
+  it("names the override when the quota it gives breaks a bound of a field it does not set", () => {
+    const error = errorFor({ ...api, cost: 50, overrides: [{ keys: ["k"], limit: 10 }] });
+    expect(error.field).toBe("rules[0].overrides[0]");
+    expect(error.message).toContain("the rule with this override's limit: cost: a cost of 50 exceeds the rule's limit of 10");
+  });
+
+  it("checks an override against the algorithm's bounds: a sliding log's 1,000 and a delay within the burst", () => {
+    expect(errorFor({ ...api, algorithm: "sliding-log", overrides: [{ keys: ["k"], limit: 5000 }] }).field).toBe("rules[0].overrides[0].limit");
+    expect(errorFor({ ...api, algorithm: "gcra", burst: 4, delay: 4, overrides: [{ keys: ["k"], burst: 2 }] }).message).toContain("rules[0] (\"api\").overrides[0]: the rule with this override's burst: delay:");
+  });
+
+  it("refuses overrides on a rule used from code, whose code picks each key's rule", () => {
+    expect(() => parseStandaloneRule({ name: "api", limit: 100, period: "1m", overrides: [{ keys: ["k"], limit: 5 }] })).toThrow(/^rule \("api"\)\.overrides: your code picks each key's rule/);
+  });
+});

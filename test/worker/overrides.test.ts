@@ -1,0 +1,118 @@
+// A rule's overrides through the Worker with the real object: a named key's own quota, strict and fast, in its headers, past newKeysPerSecond and in the admin API.
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Env } from "../../src/env";
+import { metrics } from "../../src/metrics/metrics";
+import { frozenStart } from "../helpers/clock";
+import { originLog, send } from "../helpers/worker";
+
+const withKey = (tag: string, key: string) => new Request(`http://floodgate.test/${tag}/x`, { headers: { "CF-Connecting-IP": "192.0.2.190", "x-api-key": key } });
+
+async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
+  const out = [];
+  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
+  return out;
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("overrides", () => {
+  it("admits a named key its own limit and every other key the rule's, strict", async () => {
+    const rules = [{ name: "ovr-strict", key: "header:x-api-key", limit: 2, period: "1m", overrides: [{ keys: ["k-partner"], limit: 5 }] }];
+
+    const partner = await statuses(7, () => withKey("ovr-strict", "k-partner"), { rules });
+    const anyone = await statuses(4, () => withKey("ovr-strict", "k-anyone"), { rules });
+
+    expect(partner).toEqual([200, 200, 200, 200, 200, 429, 429]);
+    expect(anyone).toEqual([200, 200, 429, 429]);
+    expect(await originLog("ovr-strict")).toHaveLength(7);
+  });
+
+  it("admits a named key its own limit in fast mode, from leases sized for it", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(frozenStart() + 300_000);
+    const rules = [{ name: "ovr-fast", key: "header:x-api-key", limit: 3, period: "1m", mode: "fast", overrides: [{ keys: ["k-partner"], limit: 12 }] }];
+
+    const partner = await statuses(15, () => withKey("ovr-fast", "k-partner"), { rules });
+    const anyone = await statuses(5, () => withKey("ovr-fast", "k-anyone"), { rules });
+
+    expect(partner.filter((s) => s === 200)).toHaveLength(12);
+    expect(anyone.filter((s) => s === 200)).toHaveLength(3);
+  });
+
+  it("tells the key's own quota in its headers: RateLimit-Policy and X-RateLimit-Limit", async () => {
+    const rules = [{ name: "ovr-headers", key: "header:x-api-key", limit: 10, period: "1m", overrides: [{ keys: ["k-partner"], limit: 1000, period: "1h" }] }];
+
+    const partner = await send(withKey("ovr-headers", "k-partner"), { rules });
+    const anyone = await send(withKey("ovr-headers", "k-anyone"), { rules });
+
+    expect(partner.headers.get("RateLimit-Policy")).toBe('"ovr-headers";q=1000;w=3600');
+    expect(partner.headers.get("X-RateLimit-Limit")).toBe("1000");
+    expect(partner.headers.get("X-RateLimit-Remaining")).toBe("999");
+    expect(anyone.headers.get("RateLimit-Policy")).toBe('"ovr-headers";q=10;w=60');
+  });
+
+  it("matches a client's address as the rule keys it: an IPv6 override names its network", async () => {
+    const rules = [{ name: "ovr-ip", limit: 1, period: "1m", overrides: [{ keys: ["2001:db8:abcd:1200::"], limit: 3 }] }];
+    const from = (address: string) => () => new Request("http://floodgate.test/ovr-ip/x", { headers: { "CF-Connecting-IP": address } });
+
+    expect(await statuses(4, from("2001:db8:abcd:12ff::7"), { rules })).toEqual([200, 200, 200, 429]);
+    expect(await statuses(2, from("2001:db8:abcd:1300::7"), { rules })).toEqual([200, 429]);
+  });
+
+  it("never counts a named key under #overflow, and spends no allowance of new keys on it", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(frozenStart() + 400_000);
+    const rules = [{ name: "ovr-new", key: "header:x-api-key", limit: 2, period: "1m", newKeysPerSecond: 1, overrides: [{ keys: ["k-partner"], limit: 4 }] }];
+    const overflows = () => metrics.value("floodgate_key_overflows_total", { rule: "ovr-new" });
+    const before = overflows();
+
+    // The one new key this second, then the partner's key: its own, though the allowance is spent.
+    expect((await send(withKey("ovr-new", "k-first"), { rules })).status).toBe(200);
+    const partner = await statuses(5, () => withKey("ovr-new", "k-partner"), { rules });
+
+    expect(partner).toEqual([200, 200, 200, 200, 429]);
+    expect(overflows()).toBe(before);
+    expect((await send(withKey("ovr-new", "k-second"), { rules })).status).toBe(200);
+    expect(overflows()).toBe(before + 1);
+  });
+
+  it("keeps a named key in shadow mode under DRY_RUN: it never denies", async () => {
+    const rules = [{ name: "ovr-dry", key: "header:x-api-key", limit: 1, period: "1m", overrides: [{ keys: ["k-partner"], limit: 2 }] }];
+    const before = metrics.value("floodgate_decisions_total", { rule: "ovr-dry", decision: "dry_run_denied" });
+
+    expect(await statuses(4, () => withKey("ovr-dry", "k-partner"), { rules, DRY_RUN: "true" })).toEqual([200, 200, 200, 200]);
+    expect(metrics.value("floodgate_decisions_total", { rule: "ovr-dry", decision: "dry_run_denied" }) - before).toBe(2);
+  });
+
+  it("shows a named key's own quota in the admin API, beside its standing", async () => {
+    const rules = [{ name: "ovr-admin", key: "header:x-api-key", limit: 2, period: "1m", overrides: [{ keys: ["k-partner"], limit: 7 }] }];
+    const token = "ovr-admin-token";
+    await send(withKey("ovr-admin", "k-partner"), { rules, ADMIN_TOKEN: token });
+    const read = (key: string) =>
+      send(new Request(`http://floodgate.test/__floodgate/state?rule=ovr-admin&key=${key}`, { headers: { Authorization: `Bearer ${token}` } }), { rules, ADMIN_TOKEN: token }).then((r) => r.json<{ override?: unknown; state: { limit: number; remaining: number } }>());
+
+    const partner = await read("k-partner");
+    const anyone = await read("k-anyone");
+
+    expect(partner.override).toEqual({ limit: 7, period: "1m", burst: 7 });
+    expect(partner.state).toMatchObject({ limit: 7, remaining: 6 });
+    expect(anyone.override).toBeUndefined();
+    expect(anyone.state.limit).toBe(2);
+  });
+
+  it("carries a key's count over to its override when one is added, as any changed rule does", async () => {
+    const plain = [{ name: "ovr-added", key: "header:x-api-key", limit: 2, period: "1m" }];
+    const overridden = [{ ...plain[0]!, overrides: [{ keys: ["k-partner"], limit: 4 }] }];
+
+    const before = await statuses(2, () => withKey("ovr-added", "k-partner"), { rules: plain });
+    const after = await statuses(3, () => withKey("ovr-added", "k-partner"), { rules: overridden });
+
+    expect(before).toEqual([200, 200]);
+    expect(after).toEqual([200, 200, 429]);
+    const object = (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName("ovr-added/k-partner"));
+    expect((await object.peek({ algorithm: "sliding-window", limit: 4, periodMs: 60_000, burst: 4, buckets: 60 })).remaining).toBe(0);
+  });
+});
