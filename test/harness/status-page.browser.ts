@@ -13,7 +13,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const OUTPUT = join(ROOT, "test/output");
 const TOKEN = "browser-admin-token-7f3a9c";
 const rules = [
-  { name: "per-key", match: { path: "/api/*" }, key: ["header:x-api-key", "header:x-team"], limit: 3, period: "1h" },
+  { name: "per-key", match: { path: "/api/*" }, key: ["header:x-api-key", "header:x-team"], limit: 3, period: "1h", overrides: [{ keys: ["k-partner|#none"], limit: 10, period: "1m" }] },
   { name: "login-dry", match: { path: "/login", methods: ["POST"] }, key: "ip", limit: 1, period: "1h", dryRun: true },
   { name: "per-ip", key: "ip", limit: 1000, period: "1h" },
 ];
@@ -137,6 +137,16 @@ describe("the status page in Chromium", () => {
     const state = (await (await dev!.fetch(`/__floodgate/state?rule=per-key&key=${encodeURIComponent(KEY)}`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()) as { state: { remaining: number } };
     expect(state.state.remaining).toBe(3);
     await page.screenshot({ path: join(OUTPUT, "status-page.png"), fullPage: true });
+  });
+
+  it("tells a rule's overridden keys, and a key's own quota when it has one", async () => {
+    expect(await page.$eval("#rules-body tr:nth-child(2)", (row) => row.textContent)).toContain("1 key with its own quota");
+    await page.$eval("#key", (input) => void ((input as unknown as { value: string }).value = ""));
+    await page.type("#key", "k-partner|#none");
+    await page.click("#lookup button[type=submit]");
+    await page.waitForFunction(() => (globalThis as unknown as PageWindow).document.body.innerText.includes("this key's override"), { timeout: 10_000 });
+    expect(await page.$eval("#remaining", (node) => node.textContent)).toBe("10 of 10");
+    expect(await visibleText()).toContain("10 per 1m (this key's override)");
   });
 
   it("fits a 320 px screen: nothing wider than it but the chart and the tables, which scroll in their own boxes", async () => {
