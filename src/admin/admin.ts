@@ -75,11 +75,23 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
     await forget(env.LIMITER, objectName);
     return Response.json({ rule: rule.name, key, reset: true });
   }
-  const keyed = ruleForKey(rule, key);
+  const keyed = await ruleOfObject(rule, key, objectName);
   const state = await standing(env.LIMITER, keyed, objectName);
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: quotaOf(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
+}
+
+/**
+ * The rule a key is decided under: with its override, if the rule's `overrides` name it. A key past
+ * 1 KB may be typed as its object's `#sha256` name, which finds the override whose key has that name.
+ */
+async function ruleOfObject(rule: Rule, key: string, objectName: string): Promise<Rule> {
+  if (!key.startsWith("#sha256:")) return ruleForKey(rule, key);
+  for (const named of rule.overrides?.keys() ?? []) {
+    if ((await durableObjectName(rule.name, named)) === objectName) return ruleForKey(rule, named);
+  }
+  return rule;
 }
 
 /** The quota a key's override gives it, as the rule's own is described. */

@@ -75,26 +75,30 @@ export type LimiterRule = CommonFields & {
 /** One rule of the Hono middleware, which decides requests: a {@link LimiterRule} that may also read its `cost` from the request and its real cost from the response (`responseCost`). */
 export type RequestRule = CommonFields & RequestFields & Algorithms<ResponseFields>;
 
-/** Keys with a quota of their own (one of a rule's `overrides`): the fields given replace the rule's for these keys alone. */
-export interface KeyOverrideInput {
+/**
+ * Keys with a quota of their own (one of a rule's `overrides`): the fields given replace the rule's
+ * for these keys alone. `Rule` is the rule's algorithm's fields: an override takes the `period`,
+ * `burst` and `delay` its rule takes, and of the same types (a calendar period on a fixed window only).
+ */
+export type KeyOverrideInput<Rule = { period?: Duration | CalendarPeriod; burst?: number; delay?: number }> = {
   /** keys as the rule builds them, written as the admin API takes them: `"203.0.113.7"`, `"k-partner"`, `"203.0.113.7|k-partner"` for two parts */
   keys: readonly string[];
   limit?: number;
-  period?: Duration | CalendarPeriod;
-  burst?: number;
-  delay?: number;
-}
+} & Partial<Pick<Rule, Extract<keyof Rule, "period" | "burst" | "delay">>>;
+
+/** Each algorithm's rule with the overrides it takes (a conditional type, so that it applies to each algorithm's rule apart). */
+type WithOverrides<Rule> = Rule extends unknown ? Rule & { /** keys with a quota of their own, in place of the rule's */ overrides?: readonly KeyOverrideInput<Rule>[] } : never;
 
 /** One rule of a rule set (`RATE_LIMIT_RULES`, `createGate`): which requests it applies to, and how their key is made. */
-export type RuleInput = RequestRule & {
-  match?: { path?: string; methods?: readonly string[]; host?: string; ips?: readonly string[] };
-  /** one part or several, joined (default "ip") */
-  key?: KeyPart | readonly KeyPart[];
-  /** the `ip` key part groups IPv6 clients by this prefix, 32 to 128 (default 56) */
-  ipv6Prefix?: number;
-  /** keys with a quota of their own, in place of the rule's */
-  overrides?: readonly KeyOverrideInput[];
-};
+export type RuleInput = WithOverrides<
+  RequestRule & {
+    match?: { path?: string; methods?: readonly string[]; host?: string; ips?: readonly string[] };
+    /** one part or several, joined (default "ip") */
+    key?: KeyPart | readonly KeyPart[];
+    /** the `ip` key part groups IPv6 clients by this prefix, 32 to 128 (default 56) */
+    ipv6Prefix?: number;
+  }
+>;
 
 /** A rule set as `RATE_LIMIT_RULES` holds it: a JSON string, `{ rules: [...] }` or a bare array. */
 export type RuleSetInput = string | readonly RuleInput[] | { rules: readonly RuleInput[] };

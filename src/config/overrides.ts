@@ -34,7 +34,7 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
     const given = QUOTA_FIELDS.filter((field) => fields.has(field));
     if (given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more)`);
     const keys = keysOf(fields.get("keys"), rule, at, path);
-    const override = quotaOf(() => reparse(withOverride(ruleFields, fields, given)), at, path, given);
+    const override = quotaOf(() => reparse(withOverride(ruleFields, fields, given, rule)), at, path, given);
     for (const key of keys) {
       const first = namedAt.get(key);
       if (first !== undefined) fail(at, `${path}.keys`, `${show(key)} is named by overrides[${first}] too; a key has one quota: name it once`);
@@ -71,9 +71,14 @@ function applied(rule: Rule, override: KeyOverride): Rule {
   return keyed;
 }
 
-/** The rule's fields as written, with the override's quota in place of its own. */
-function withOverride(ruleFields: Fields, fields: Fields, given: readonly string[]): Record<string, unknown> {
+/**
+ * The rule's fields as written, with the override's quota in place of its own. A `burst` the rule
+ * gives where it can only equal the limit (any algorithm but a token bucket and gcra) follows an
+ * overridden limit, as it would have had the rule left it out.
+ */
+function withOverride(ruleFields: Fields, fields: Fields, given: readonly string[], rule: Rule): Record<string, unknown> {
   const merged = Object.fromEntries([...ruleFields].filter(([field]) => field !== "overrides"));
+  if (given.includes("limit") && rule.algorithm !== "token-bucket" && rule.algorithm !== "gcra") delete merged["burst"];
   for (const field of given) merged[field] = fields.get(field);
   return merged;
 }

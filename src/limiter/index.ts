@@ -199,6 +199,8 @@ export function unreturned(ask: Ask, taken: Taken): number {
 
 /** A decision, and when it took concurrency slots, the one way to give them back. */
 export interface Held {
+  /** the rule the key was decided under: the rule given, or with the key's override in place of its quota */
+  rule: Rule;
   decision: Decision;
   release?: Release;
   /** gives back what an admission took, as the proxy does when another rule denies the request (concurrency slots come back through `release`) */
@@ -229,7 +231,7 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const taken: Taken = heldTooLong ? { decision: holdRefused(decided.decision, cost, holdMs) } : decided;
   countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
-  if (await waitHold([{ rule: ask.rule, decision: taken.decision }], signal)) return { decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
+  if (await waitHold([{ rule: ask.rule, decision: taken.decision }], signal)) return { rule: ask.rule, decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;

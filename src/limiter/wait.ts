@@ -19,7 +19,7 @@ export async function limitWithin(context: LimiterContext, rule: Rule, key: stri
     const held = await limitKey(context, rule, key, cost, signal, deadline);
     const { decision } = held;
     // A cost the rule can never grant is told so only once no block hides it: answered at once, not after the block.
-    if (decision.allowed || rule.dryRun || cost > largestCost(rule)) return held;
+    if (decision.allowed || rule.dryRun || cost > largestCost(held.rule)) return held;
     const wait = Math.max(1, decision.retryAfter);
     if (Date.now() + wait > deadline) return held;
     if (!(await sleep(wait, signal))) throw signal!.reason;

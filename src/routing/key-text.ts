@@ -57,15 +57,16 @@ export class UnbuildableKeyError extends Error {
 /**
  * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
  * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
- * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part lower-cased without port or trailing dot, a
- * `method` upper-cased, a `path` part written as `match.path` sees paths (so `/café` may be typed).
- * Throws an {@link UnbuildableKeyError} saying how to write it for a key no request could have:
- * parts that do not line up with the rule's, a value with a raw `#` or a `%` that is not one of
- * the escapes, an `ip` part that is no address, a header value with spaces around it (the runtime
- * strips them) or a NUL, CR or LF in it, a path not starting with `/` or holding a `?`, a host or
- * method no request could name, a `global` part other than `global`. `#overflow` is a key of a
- * rule with `newKeysPerSecond`, and `#sha256:<hex>` the name {@link durableObjectName} gives a
- * key past 1 KB.
+ * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part as a URL has it, lower-cased, without port or
+ * trailing dot, a `method` upper-cased, a `path` part written as `match.path` sees paths (so
+ * `/café` may be typed). Throws an {@link UnbuildableKeyError} saying how to write it for a key no
+ * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
+ * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
+ * around it (the runtime strips them) or a NUL, CR, LF or character past U+00FF in it, a path not
+ * starting with `/` or holding a `?`, a host or method no request could name, a `global` part
+ * other than `global`, `#none` for a part every request has (`path`, `method`, `host`, `global`).
+ * `#overflow` is a key of a rule with `newKeysPerSecond`, and `#sha256:<hex>` the name
+ * `durableObjectName` (./key) gives a key past 1 KB.
  */
 export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
   if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || HASHED.test(key)) return key;
@@ -77,9 +78,15 @@ export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPer
   return values.map((value, i) => canonicalPart(rule.key[i]!, value, rule.ipv6Prefix)).join("|");
 }
 
+/** Parts every request has: one of them is never {@link MISSING_PART}. */
+const ALWAYS_PRESENT: ReadonlySet<KeyPart["source"]> = new Set(["path", "method", "host", "global"]);
+
 function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string {
-  if (value === MISSING_PART) return value;
   const named = describePart(part);
+  if (value === MISSING_PART) {
+    if (ALWAYS_PRESENT.has(part.source)) throw new UnbuildableKeyError(`${named}: every request has one, so it is never ${MISSING_PART}`);
+    return value;
+  }
   if (value === "") throw new UnbuildableKeyError(`${named} is empty: a part the request lacks, or gives empty, is ${MISSING_PART}`);
   if (/#|%(?!25|7C|23)/.test(value)) throw new UnbuildableKeyError(`${named}: a value's "%", "|" and "#" are written %25, %7C and %23`);
   switch (part.source) {
@@ -92,6 +99,8 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     case "header":
       if (trimOws(value) !== value) throw new UnbuildableKeyError(`${named}: header values arrive without the spaces and tabs around them`);
       if (/[\0\r\n]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value holds no NUL, CR or LF`);
+      // Header values are bytes, each read as one character: UTF-8's "é" arrives as "Ã©".
+      if (/[^\x00-\xff]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value is bytes, each read as one character up to U+00FF, so a UTF-8 "é" arrives as "Ã©"; write it as it arrives`);
       return value;
     case "path": {
       const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
@@ -99,8 +108,7 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
       return keyPart(pathAsMatched(path));
     }
     case "host":
-      if (!/^[\x21-\x7e]+$/.test(value)) throw new UnbuildableKeyError(`${named}: expected a host name like api.example.com`);
-      return hostKey(value);
+      return hostKey(urlHost(value, named));
     case "method":
       if (!TOKEN.test(value)) throw new UnbuildableKeyError(`${named}: expected an HTTP method like GET`);
       return value.toUpperCase();
@@ -115,6 +123,17 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
       return value.toUpperCase();
     default:
       return value;
+  }
+}
+
+/** A typed host as a request's URL has it (`[2001:0DB8::1]` is `[2001:db8::1]`, `127.1` is `127.0.0.1`), so that it names the key requests to that host have. */
+function urlHost(value: string, named: string): string {
+  const wrong = () => new UnbuildableKeyError(`${named}: expected a host name like api.example.com`);
+  if (!/^[\x21-\x7e]+$/.test(value) || /[/?@\\]/.test(value)) throw wrong();
+  try {
+    return new URL(`http://${value}/`).host;
+  } catch {
+    throw wrong();
   }
 }
 

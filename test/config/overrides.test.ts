@@ -101,6 +101,10 @@ describe("overrides", () => {
     expect(error.message).toContain(problem);
   });
 
+  it("lets an overridden limit take a sliding window's burst along, which the rule may spell as its limit", () => {
+    expect(ruleForKey(only({ ...api, burst: 100, overrides: [{ keys: ["k"], limit: 10 }] }), "k")).toMatchObject({ limit: 10, burst: 10 });
+  });
+
   it("names the override when the quota it gives breaks a bound of a field it does not set", () => {
     const error = errorFor({ ...api, cost: 50, overrides: [{ keys: ["k"], limit: 10 }] });
     expect(error.field).toBe("rules[0].overrides[0]");

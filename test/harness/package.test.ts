@@ -90,6 +90,13 @@ export async function probe(request: Request): Promise<boolean> {
   createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-partner"], limit: 10_000 }] }]);
   // @ts-expect-error: an override gives keys their own quota, not their own mode
   createGate(namespace, [{ name: "api-per-key", limit: 100, period: "1m", overrides: [{ keys: ["k"], mode: "fast" }] }]);
+  createGate(namespace, [{ name: "plan", algorithm: "fixed-window", limit: 1000, period: "1mo", overrides: [{ keys: ["k"], period: "1y" }] }]);
+  // @ts-expect-error: a calendar period is a fixed window's, in an override as in its rule
+  createGate(namespace, [{ name: "api", limit: 100, period: "1m", overrides: [{ keys: ["k"], period: "1mo" }] }]);
+  // @ts-expect-error: delay is gcra's, in an override as in its rule
+  createGate(namespace, [{ name: "tb", algorithm: "token-bucket", limit: 100, period: "1m", overrides: [{ keys: ["k"], delay: 2 }] }]);
+  // @ts-expect-error: a concurrency rule has no period, nor has its override
+  createGate(namespace, [{ name: "slots", algorithm: "concurrency", limit: 5, overrides: [{ keys: ["k"], period: "1m" }] }]);
   // @ts-expect-error: limit is given its key by code, which picks each key's rule
   limiter(namespace, { name: "api", limit: 5, period: "1m", overrides: [{ keys: ["k"], limit: 50 }] });
   return result.success && waited.success && checked.allowed && reset === "" && header === 0 && grouped !== "";

@@ -342,6 +342,7 @@ describe("canonicalKey", () => {
     ["203.0.113.7| k ", /without the spaces and tabs around them/],
     ["203.0.113.7|", /is empty/],
     ["203.0.113.7|a\nb", /holds no NUL, CR or LF/],
+    ["203.0.113.7|ключ", /a header value is bytes, each read as one character up to U\+00FF/],
   ])("refuses %j, which no request could have, saying how to write it", (key, why) => {
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(UnbuildableKeyError);
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(why);
@@ -353,8 +354,19 @@ describe("canonicalKey", () => {
     [{ source: "global" } as KeyPart, "other", /is always "global"/],
     [{ source: "method" } as KeyPart, "G E T", /expected an HTTP method/],
     [{ source: "host" } as KeyPart, "a b.example", /expected a host name/],
+    [{ source: "host" } as KeyPart, "api.example.com/x", /expected a host name/],
+    [{ source: "host" } as KeyPart, "user@api.example.com", /expected a host name/],
+    [{ source: "path" } as KeyPart, MISSING_PART, /every request has one, so it is never #none/],
+    [{ source: "method" } as KeyPart, MISSING_PART, /every request has one/],
+    [{ source: "host" } as KeyPart, MISSING_PART, /every request has one/],
+    [{ source: "global" } as KeyPart, MISSING_PART, /every request has one/],
   ])("refuses a %j part no request could give: %j", (part, key, why) => {
     expect(() => canonicalKey(typed([part]), key)).toThrow(why);
+  });
+
+  it.each(["[2001:0DB8:0:0::1]", "[2001:db8::1]:8443", "127.1", "API.Example.COM.:443"])("writes the host %j as a request's URL to it has it", (host) => {
+    const HOST: KeyPart = { source: "host" };
+    expect(canonicalKey(typed([HOST]), host)).toBe(buildKey(typed([HOST]), new Request(`http://${host}/x`)));
   });
 
   it("writes a path part typed as a path as floodgate keys it: encoded, normalized, then escaped", () => {

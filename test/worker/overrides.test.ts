@@ -1,10 +1,12 @@
 // A rule's overrides through the Worker with the real object: a named key's own quota, strict and fast, in its headers, past newKeysPerSecond and in the admin API.
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { Floodgate } from "../../src/binding/floodgate";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
+import { durableObjectName } from "../../src/routing/key";
 import { frozenStart } from "../helpers/clock";
-import { originLog, send } from "../helpers/worker";
+import { originLog, originUrl, send } from "../helpers/worker";
 
 const withKey = (tag: string, key: string) => new Request(`http://floodgate.test/${tag}/x`, { headers: { "CF-Connecting-IP": "192.0.2.190", "x-api-key": key } });
 
@@ -103,6 +105,18 @@ describe("overrides", () => {
     expect(anyone.state.limit).toBe(2);
   });
 
+  it("finds a long named key's override when the admin API is given its object's #sha256 name", async () => {
+    const long = "p".repeat(1100);
+    const rules = [{ name: "ovr-long", key: "header:x-api-key", limit: 2, period: "1m", overrides: [{ keys: [long], limit: 7 }] }];
+    const token = "ovr-long-token";
+    await send(new Request("http://floodgate.test/ovr-long/x", { headers: { "x-api-key": long } }), { rules, ADMIN_TOKEN: token });
+    const hashed = (await durableObjectName("ovr-long", long)).slice("ovr-long/".length);
+
+    const read = await send(new Request(`http://floodgate.test/__floodgate/state?rule=ovr-long&key=${encodeURIComponent(hashed)}`, { headers: { Authorization: `Bearer ${token}` } }), { rules, ADMIN_TOKEN: token });
+
+    expect(await read.json()).toMatchObject({ key: hashed, override: { limit: 7, period: "1m", burst: 7 }, state: { limit: 7, remaining: 6 } });
+  });
+
   it("carries a key's count over to its override when one is added, as any changed rule does", async () => {
     const plain = [{ name: "ovr-added", key: "header:x-api-key", limit: 2, period: "1m" }];
     const overridden = [{ ...plain[0]!, overrides: [{ keys: ["k-partner"], limit: 4 }] }];
@@ -114,5 +128,36 @@ describe("overrides", () => {
     expect(after).toEqual([200, 200, 429]);
     const object = (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName("ovr-added/k-partner"));
     expect((await object.peek({ algorithm: "sliding-window", limit: 4, periodMs: 60_000, burst: 4, buckets: 60 })).remaining).toBe(0);
+  });
+});
+
+describe("overrides from the service binding", () => {
+  function binding(rules: unknown): { floodgate: Floodgate; done: () => Promise<void> } {
+    const ctx = createExecutionContext();
+    const bound: Env = { ...(env as unknown as Env), ORIGIN_URL: originUrl(), RATE_LIMIT_RULES: JSON.stringify(rules) };
+    return { floodgate: new Floodgate(ctx as never, bound), done: () => waitOnExecutionContext(ctx) };
+  }
+
+  it("waits out a named key's denial whose cost its own, larger quota admits", async () => {
+    const rules = [{ name: "ovr-wait-up", key: "header:x-api-key", algorithm: "token-bucket", limit: 2, period: "1s", overrides: [{ keys: ["k-partner"], limit: 10 }] }];
+    const { floodgate, done } = binding(rules);
+    expect(await floodgate.limit({ key: "k-partner", cost: 10 })).toMatchObject({ success: true, limit: 10 });
+
+    const waited = await floodgate.blockUntilReady({ key: "k-partner", cost: 5, timeout: "3s" });
+    await done();
+
+    expect(waited).toMatchObject({ success: true, limit: 10 });
+  });
+
+  it("answers at once a cost a named key's own, smaller quota can never grant", async () => {
+    const rules = [{ name: "ovr-wait-down", key: "header:x-api-key", algorithm: "token-bucket", limit: 10, period: "1s", overrides: [{ keys: ["k-small"], limit: 2 }] }];
+    const { floodgate, done } = binding(rules);
+    const started = Date.now();
+
+    const answered = await floodgate.blockUntilReady({ key: "k-small", cost: 5, timeout: "3s" });
+    await done();
+
+    expect(answered).toMatchObject({ success: false, reason: "cost-exceeds-capacity" });
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 });
