@@ -1,7 +1,7 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics (bearer token required), and the status page that reads them. */
 import type { Settings } from "../config";
 import { ruleForKey } from "../config/overrides";
-import { describeRule, type RuleDescription } from "../config/rules";
+import { describeQuota, describeRule } from "../config/rules";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
 import { failureResponse } from "../http/failure";
@@ -79,7 +79,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const state = await standing(env.LIMITER, keyed, objectName);
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
-  return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: quotaOf(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
+  return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: describeQuota(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
 }
 
 /**
@@ -92,12 +92,6 @@ async function ruleOfObject(rule: Rule, key: string, objectName: string): Promis
     if ((await durableObjectName(rule.name, named)) === objectName) return ruleForKey(rule, named);
   }
   return rule;
-}
-
-/** The quota a key's override gives it, as the rule's own is described. */
-function quotaOf(keyed: Rule): Pick<RuleDescription, "limit" | "period" | "burst" | "delay"> {
-  const { limit, period, burst, delay } = describeRule(keyed);
-  return { limit, ...(period !== undefined ? { period } : {}), burst, ...(delay !== undefined ? { delay } : {}) };
 }
 
 /** The query parameter's value when it is given once; undefined when it is missing or repeated (which of two would a reset mean?). */

@@ -264,7 +264,7 @@ function renderStanding(body, note) {
   };
   item("allowed now", s.allowed ? "yes" : "no");
   item("remaining", remaining, ...(level ? [" — ", level] : []));
-  item("limit", s.limit + (rule && !rule.period ? " in flight" : " per " + (rule ? rule.period : "period")) + (body.override ? " (this key's override)" : ""));
+  item("limit", body.override && body.override.unlimited ? "none (this key's override leaves it unlimited)" : s.limit + (rule && !rule.period ? " in flight" : " per " + (rule ? rule.period : "period")) + (body.override ? " (this key's override)" : ""));
   item("more quota", inTime(s.moreAt));
   item("back to full quota", inTime(s.resetAt));
   item("retry after", s.retryAfter ? (s.retryAfter / 1000).toFixed(1) + " s" : "—");

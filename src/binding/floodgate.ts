@@ -62,8 +62,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async limit(options: LimitOptions): Promise<LimitResult> {
     const { rule, key, from } = this.#resolve(options, arguments, "limit", LIMIT_OPTIONS);
     const cost = checkCost(options.cost, rule, "limit");
-    const { decision, release, settle, charge } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
-    return limitResult(rule, decision, { release, settle, charge });
+    const { rule: keyed, decision, release, settle, charge } = await limitKey({ ...this.#context(), ...from }, rule, key, cost);
+    return limitResult(keyed, decision, { release, settle, charge });
   }
 
   /**
@@ -74,8 +74,8 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
     const { rule, key, from } = this.#resolve(options, arguments, "blockUntilReady", WAIT_OPTIONS, ["key", "timeout"]);
     const cost = checkCost(options.cost, rule, "blockUntilReady");
     const timeoutMs = checkTimeout(options.timeout, "blockUntilReady");
-    const { decision, release, settle, charge } = await limitWithin({ ...this.#context(), ...from }, rule, key, cost, timeoutMs);
-    return limitResult(rule, decision, { release, settle, charge });
+    const { rule: keyed, decision, release, settle, charge } = await limitWithin({ ...this.#context(), ...from }, rule, key, cost, timeoutMs);
+    return limitResult(keyed, decision, { release, settle, charge });
   }
 
   /**
@@ -94,7 +94,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.#resolve(options, arguments, "peek", KEY_OPTIONS);
     const owner = await peekedOwnerOf(rule, key, Date.now());
-    return limitResult(rule, await peekKey(this.#context(), owner.rule, owner.objectName));
+    return limitResult(owner.rule, await peekKey(this.#context(), owner.rule, owner.objectName));
   }
 
   /** Forgets the key: its next request starts from a full quota. */

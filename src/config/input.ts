@@ -77,14 +77,17 @@ export type RequestRule = CommonFields & RequestFields & Algorithms<ResponseFiel
 
 /**
  * Keys with a quota of their own (one of a rule's `overrides`): the fields given replace the rule's
- * for these keys alone. `Rule` is the rule's algorithm's fields: an override takes the `period`,
- * `burst` and `delay` its rule takes, and of the same types (a calendar period on a fixed window only).
+ * for these keys alone; or `unlimited`, which the rule does not limit at all. `Rule` is the rule's
+ * algorithm's fields: an override takes the `period`, `burst` and `delay` its rule takes, and of
+ * the same types (a calendar period on a fixed window only).
  */
 export type KeyOverrideInput<Rule = { period?: Duration | CalendarPeriod; burst?: number; delay?: number }> = {
   /** keys as the rule builds them, written as the admin API takes them: `"203.0.113.7"`, `"k-partner"`, `"203.0.113.7|k-partner"` for two parts */
   keys: readonly string[];
-  limit?: number;
-} & Partial<Pick<Rule, Extract<keyof Rule, "period" | "burst" | "delay">>>;
+} & (
+  | ({ limit?: number; unlimited?: never } & Partial<Pick<Rule, Extract<keyof Rule, "period" | "burst" | "delay">>>)
+  | { /** the keys are limited by no quota of this rule: it sits out their requests */ unlimited: true }
+);
 
 /** Each algorithm's rule with the overrides it takes (a conditional type, so that it applies to each algorithm's rule apart). */
 type WithOverrides<Rule> = Rule extends unknown ? Rule & { /** keys with a quota of their own, in place of the rule's */ overrides?: readonly KeyOverrideInput<Rule>[] } : never;

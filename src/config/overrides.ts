@@ -1,24 +1,25 @@
-/** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address), validated once and looked up per request. */
+/** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address) or none, validated once and looked up per request. */
 import { canonicalKey, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
-import type { KeyOverride, Rule } from "./types";
+import type { KeyOverride, KeyQuota, Rule } from "./types";
 
-/** What an override may set: the rule's quota, never how it is matched, keyed, counted or enforced. */
-const OVERRIDE_FIELDS = ["keys", "limit", "period", "burst", "delay"] as const;
-const QUOTA_FIELDS = OVERRIDE_FIELDS.slice(1);
+/** What sets an override's quota: the rule's quota fields, never how it is matched, keyed, counted or enforced. */
+const QUOTA_FIELDS = ["limit", "period", "burst", "delay"] as const;
+const OVERRIDE_FIELDS = ["keys", ...QUOTA_FIELDS, "unlimited"];
 
 /** A name {@link durableObjectName} gives a key past 1 KB; no request's key is one. */
 const HASHED = /^#sha256:/;
 
 /**
- * Parses a rule's `overrides`: an array of `{ keys, limit?, period?, burst?, delay? }`, each key
- * written as the admin API takes it and canonicalized as the rule builds keys, so an override
- * matches the requests it names (`::ffff:203.0.113.7` is `203.0.113.7`). An override's quota is
- * checked as the rule written with it would be, by `reparse` (the rule's own parser, given the
- * rule's fields with the override's in their place), so every bound a rule has holds for each key
- * (a cost the override's limit cannot admit, a delay past its burst); its errors name the override.
- * A key named by two overrides is an error. Undefined when the rule gives none.
+ * Parses a rule's `overrides`: an array of `{ keys, limit?, period?, burst?, delay? }` or
+ * `{ keys, unlimited: true }`, each key written as the admin API takes it and canonicalized as the
+ * rule builds keys, so an override matches the requests it names (`::ffff:203.0.113.7` is
+ * `203.0.113.7`). An override's quota is checked as the rule written with it would be, by
+ * `reparse` (the rule's own parser, given the rule's fields with the override's in their place),
+ * so every bound a rule has holds for each key (a cost the override's limit cannot admit, a delay
+ * past its burst); its errors name the override. A key named by two overrides is an error.
+ * Undefined when the rule gives none.
  */
 export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, at: RuleRef, reparse: (fields: Record<string, unknown>) => Rule): ReadonlyMap<string, KeyOverride> | undefined {
   if (value === undefined) return undefined;
@@ -32,9 +33,12 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
     const fields = fieldsOf(entry);
     rejectUnknown(fields, OVERRIDE_FIELDS, at, path);
     const given = QUOTA_FIELDS.filter((field) => fields.has(field));
-    if (given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more)`);
+    const unlimited = fields.has("unlimited");
+    if (unlimited && fields.get("unlimited") !== true) fail(at, `${path}.unlimited`, `expected true (the keys are counted by no quota), or leave it out and give their own ${QUOTA_FIELDS.join(", ")}; got ${show(fields.get("unlimited"))}`);
+    if (unlimited && given.length > 0) fail(at, `${path}.${given[0]}`, `an unlimited key has no quota; remove ${given.join(", ")}, or "unlimited"`);
+    if (!unlimited && given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more), or "unlimited": true`);
     const keys = keysOf(fields.get("keys"), rule, at, path);
-    const override = quotaOf(() => reparse(withOverride(ruleFields, fields, given, rule)), at, path, given);
+    const override: KeyOverride = unlimited ? { unlimited: true } : quotaOf(() => reparse(withOverride(ruleFields, fields, given, rule)), at, path, given);
     for (const key of keys) {
       const first = namedAt.get(key);
       if (first !== undefined) fail(at, `${path}.keys`, `${show(key)} is named by overrides[${first}] too; a key has one quota: name it once`);
@@ -47,8 +51,9 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
 
 /**
  * The rule a request for `key` is decided under: the rule itself, or with the key's override in
- * place of its quota. The same object for the same rule and override, so that what is kept per
- * rule object (its compiled headers) is kept once.
+ * place of its quota (`unlimited` for a key its override leaves unlimited, which the rule does not
+ * decide at all). The same object for the same rule and override, so that what is kept per rule
+ * object (its compiled headers) is kept once.
  */
 export function ruleForKey(rule: Rule, key: string): Rule {
   const override = rule.overrides?.get(key);
@@ -63,6 +68,7 @@ export function ruleForKey(rule: Rule, key: string): Rule {
 const overridden = new WeakMap<Rule, Map<KeyOverride, Rule>>();
 
 function applied(rule: Rule, override: KeyOverride): Rule {
+  if ("unlimited" in override) return { ...rule, unlimited: true };
   const keyed: Rule = { ...rule, limit: override.limit, periodMs: override.periodMs, burst: override.burst, buckets: override.buckets };
   delete keyed.delay;
   delete keyed.months;
@@ -84,7 +90,7 @@ function withOverride(ruleFields: Fields, fields: Fields, given: readonly string
 }
 
 /** The quota of the rule as written with the override; a problem it has is named at the override, at its field when the override gave that field. */
-function quotaOf(parse: () => Rule, at: RuleRef, path: string, given: readonly string[]): KeyOverride {
+function quotaOf(parse: () => Rule, at: RuleRef, path: string, given: readonly string[]): KeyQuota {
   let rule: Rule;
   try {
     rule = parse();

@@ -10,7 +10,7 @@ import { pathText, repeatedMember, type Repeated } from "./json";
 import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
-import { parseOverrides } from "./overrides";
+import { parseOverrides, ruleForKey } from "./overrides";
 import type { Aggregate, Config, Count, DenyResponse, KeyOverride, Mode, OnError, Rule } from "./types";
 
 const RULE_FIELDS = [
@@ -74,8 +74,11 @@ export interface RuleDescription {
   /** only when set: the status, and the body with its content type when given */
   denyResponse?: { status: number; body?: string; contentType?: string };
   /** only when set: each override's keys (as the rule builds them) and the quota they have */
-  overrides?: { keys: string[]; limit: number; period?: string; burst: number; delay?: number }[];
+  overrides?: ({ keys: string[] } & QuotaDescription)[];
 }
+
+/** A key's quota as described: the rule's quota fields, or none at all. */
+export type QuotaDescription = Pick<RuleDescription, "limit" | "period" | "burst" | "delay"> | { unlimited: true };
 
 /**
  * Validates the `RATE_LIMIT_RULES` binding: a JSON string, or the object wrangler makes of a TOML
@@ -175,13 +178,19 @@ function describeOverrides(rule: Rule): NonNullable<RuleDescription["overrides"]
     if (keys) keys.push(key);
     else byOverride.set(override, [key]);
   }
-  return [...byOverride].map(([{ limit, periodMs, months, burst, delay }, keys]) => ({
-    keys,
+  return [...byOverride.values()].map((keys) => ({ keys, ...describeQuota(ruleForKey(rule, keys[0]!)) }));
+}
+
+/** The quota a rule gives a key (with the key's override, if it has one: see ruleForKey), as the rule's own is described. */
+export function describeQuota(keyed: Rule): QuotaDescription {
+  if (keyed.unlimited) return { unlimited: true };
+  const { limit, periodMs, months, burst, delay } = keyed;
+  return {
     limit,
-    ...(rule.algorithm === "concurrency" ? {} : { period: months !== undefined ? formatMonths(months) : formatDuration(periodMs) }),
+    ...(keyed.algorithm === "concurrency" ? {} : { period: months !== undefined ? formatMonths(months) : formatDuration(periodMs) }),
     burst,
     ...(delay !== undefined ? { delay } : {}),
-  }));
+  };
 }
 
 function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleDescription["denyResponse"]> {

@@ -85,12 +85,17 @@ export interface Rule {
   blockMs: number | null;
   /** what the rule's denial is answered with in place of the 429 problem+json; absent: that 429 */
   denyResponse?: DenyResponse;
-  /** keys with a quota of their own, by the key as the rule builds it (see ruleForKey, ./overrides); absent: none */
+  /** keys with a quota of their own, or none, by the key as the rule builds it (see ruleForKey, ./overrides); absent: none */
   overrides?: ReadonlyMap<string, KeyOverride>;
+  /** set on the rule of a key its override leaves unlimited: the rule sits out its requests, counting nothing */
+  unlimited?: true;
 }
 
-/** A key's own quota, in place of its rule's: the rule's quota fields as the rule written with the override's would have them. */
-export type KeyOverride = Pick<Rule, "limit" | "periodMs" | "months" | "burst" | "buckets" | "delay">;
+/** A key's own quota in place of its rule's, or none at all. */
+export type KeyOverride = KeyQuota | { unlimited: true };
+
+/** A key's own quota: the rule's quota fields as the rule written with the override's would have them. */
+export type KeyQuota = Pick<Rule, "limit" | "periodMs" | "months" | "burst" | "buckets" | "delay">;
 
 /** A denial's own answer: its status, and its body as sent (absent: the problem+json, with this status). */
 export interface DenyResponse {

@@ -1,5 +1,6 @@
 /** These rules, this request → a verdict: every applicable rule decided concurrently, all-or-nothing. */
 import { largestCost, type Decision } from "../algorithms";
+import { ruleForKey } from "../config/overrides";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
 import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, ownerOf, type Ask, type LimiterContext } from "../limiter";
@@ -80,9 +81,10 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   return { ...released, ...releaseOf(admitted, context), ...settleOf(admitted, context) };
 }
 
-/** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out. */
+/** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out (a malformed cost under a dry-run rule, a key its override leaves unlimited). */
 function partsOf(rule: Rule, request: Request, context: LimiterContext): Omit<Ask, "objectName">[] {
   const key = buildKey(rule, request);
+  if (ruleForKey(rule, key).unlimited) return [];
   const cost = costOf({ rule, key }, request, context);
   return cost === undefined ? [] : [{ rule, key, cost }];
 }

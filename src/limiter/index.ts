@@ -1,5 +1,5 @@
 /** This rule, this key, this cost → a Decision: the one core every surface (proxy, binding, library, middleware) decides with. */
-import { decide as decideAlgorithm, largestCost, type Decision } from "../algorithms";
+import { decide as decideAlgorithm, largestCost, peek as peekAlgorithm, type Decision } from "../algorithms";
 import { ruleForKey } from "../config/overrides";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
@@ -223,6 +223,7 @@ export interface Held {
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
   const now = Date.now();
   const ask: Ask = { ...(await ownerOf(rule, key, now)), key, cost };
+  if (ask.rule.unlimited) return { rule: ask.rule, decision: unlimited(ask.rule, now), refund: () => Promise.resolve() };
   const cached = cachedDenial(ask, context, now);
   const decided = cached ? { decision: cached } : await decide(ask, context);
   const holdMs = decided.decision.allowed && !rule.dryRun ? (decided.decision.holdMs ?? 0) : 0;
@@ -235,6 +236,11 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;
+}
+
+/** What a key its override leaves unlimited is told: admitted, nothing counted, its rule's quota whole. */
+function unlimited(rule: Rule, now: number): Decision {
+  return peekAlgorithm(policyOf(rule), undefined, now);
 }
 
 /** An admission whose hold would outlast the caller's deadline, as a denial told to come back when the hold would have ended: its units are back, yet it says fewer than the request asked for, as every denial does. */
@@ -261,6 +267,7 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
  * `peek` answers, on the binding and the library. A peek needs no `waitUntil`: it awaits its sync.
  */
 export async function peekKey(context: LimiterContext, rule: Rule, objectName: string): Promise<Decision> {
+  if (rule.unlimited) return unlimited(rule, Date.now());
   const fast = rule.mode === "fast" ? await peekFastReported(fastContext({ ...context, waitUntil: context.waitUntil ?? (() => undefined) }), rule, objectName) : undefined;
   return fast ?? standing(context.namespace, rule, objectName);
 }

@@ -28,10 +28,11 @@ export interface LimitResult {
   rule: string;
   /**
    * why, when it needs saying: "limit", "cost-exceeds-capacity", "local", "cache", "error",
-   * "blocked", or "dry-run" (a dry-run rule would have denied: `success` is true all the same, and
-   * nothing was consumed; see the README)
+   * "blocked", "dry-run" (a dry-run rule would have denied: `success` is true all the same, and
+   * nothing was consumed; see the README), or "unlimited" (the rule's `overrides` leave the key
+   * unlimited: nothing was counted, and the figures are the rule's quota, whole)
    */
-  reason?: Reason | "dry-run";
+  reason?: Reason | "dry-run" | "unlimited";
   /**
    * present when a concurrency rule granted slots: call it once the work they guard is over (your
    * response sent, or failed) to give them back; a slot never given back is freed after the rule's
@@ -79,7 +80,8 @@ export function limitResult(rule: Rule, decision: Decision, { release, settle, c
     retryAfter: decision.allowed || wouldDeny ? 0 : decision.retryAfter,
     rule: rule.name,
   };
-  if (wouldDeny) result.reason = "dry-run";
+  if (rule.unlimited) result.reason = "unlimited";
+  else if (wouldDeny) result.reason = "dry-run";
   else if (decision.reason !== undefined) result.reason = decision.reason;
   if (release) result.release = release;
   if (settle) result.settle = settle;

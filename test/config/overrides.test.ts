@@ -68,6 +68,13 @@ describe("overrides", () => {
     expect([...rule.overrides!.keys()]).toEqual(["203.0.113.7|k", "#none|#none", "#overflow"]);
   });
 
+  it("marks a key an override leaves unlimited, keeping the rule's fields", () => {
+    const rule = only({ ...api, overrides: [{ keys: ["k-internal"], unlimited: true }] });
+    expect(ruleForKey(rule, "k-internal")).toMatchObject({ name: "api", unlimited: true, limit: 100 });
+    expect(ruleForKey(rule, "k-anyone").unlimited).toBeUndefined();
+    expect(describeRule(rule).overrides).toEqual([{ keys: ["k-internal"], unlimited: true }]);
+  });
+
   it("describes each override with its keys and the quota they have", () => {
     const rule = only({ ...api, overrides: [{ keys: ["a", "b"], limit: 5 }, { keys: ["c"], period: "1h" }] });
     expect(describeRule(rule).overrides).toEqual([
@@ -81,8 +88,10 @@ describe("overrides", () => {
     [[], "rules[0] (\"api\").overrides", "expected a non-empty array of overrides"],
     [{ "k-partner": { limit: 5 } }, "rules[0] (\"api\").overrides", "expected a non-empty array of overrides"],
     [["k"], "rules[0] (\"api\").overrides[0]", "expected an object like"],
-    [[{ keys: ["k"] }], "rules[0] (\"api\").overrides[0]", "sets nothing: give the keys' own limit, period, burst, delay"],
-    [[{ keys: ["k"], limit: 5, mode: "fast" }], "rules[0] (\"api\").overrides[0].mode", "unknown field; allowed fields here are keys, limit, period, burst, delay"],
+    [[{ keys: ["k"] }], "rules[0] (\"api\").overrides[0]", `sets nothing: give the keys' own limit, period, burst, delay (one or more), or "unlimited": true`],
+    [[{ keys: ["k"], limit: 5, mode: "fast" }], "rules[0] (\"api\").overrides[0].mode", "unknown field; allowed fields here are keys, limit, period, burst, delay, unlimited"],
+    [[{ keys: ["k"], unlimited: false }], "rules[0] (\"api\").overrides[0].unlimited", "expected true (the keys are counted by no quota)"],
+    [[{ keys: ["k"], unlimited: true, limit: 5 }], "rules[0] (\"api\").overrides[0].limit", `an unlimited key has no quota; remove limit, or "unlimited"`],
     [[{ limit: 5 }], "rules[0] (\"api\").overrides[0].keys", "expected a non-empty array of keys"],
     [[{ keys: "k", limit: 5 }], "rules[0] (\"api\").overrides[0].keys", "expected a non-empty array of keys"],
     [[{ keys: ["k", ""], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[1]", "expected a key written as the admin API takes it"],

@@ -95,6 +95,9 @@ export async function probe(request: Request): Promise<boolean> {
   createGate(namespace, [{ name: "api", limit: 100, period: "1m", overrides: [{ keys: ["k"], period: "1mo" }] }]);
   // @ts-expect-error: delay is gcra's, in an override as in its rule
   createGate(namespace, [{ name: "tb", algorithm: "token-bucket", limit: 100, period: "1m", overrides: [{ keys: ["k"], delay: 2 }] }]);
+  createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true }] }]);
+  // @ts-expect-error: an unlimited key has no quota
+  createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true, limit: 5 }] }]);
   // @ts-expect-error: a concurrency rule has no period, nor has its override
   createGate(namespace, [{ name: "slots", algorithm: "concurrency", limit: 5, overrides: [{ keys: ["k"], period: "1m" }] }]);
   // @ts-expect-error: limit is given its key by code, which picks each key's rule

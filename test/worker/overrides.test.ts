@@ -105,6 +105,25 @@ describe("overrides", () => {
     expect(anyone.state.limit).toBe(2);
   });
 
+  it("lets a key its override leaves unlimited through, the rule sitting out: nothing counted, no header of its own, no cost read", async () => {
+    const rules = [
+      { name: "ovr-free", key: "header:x-api-key", limit: 1, period: "1m", cost: "header:x-cost", overrides: [{ keys: ["k-internal"], unlimited: true }] },
+      { name: "ovr-free-ip", key: "ip", limit: 100, period: "1m" },
+    ];
+    const internal = () => new Request("http://floodgate.test/ovr-free/x", { headers: { "CF-Connecting-IP": "192.0.2.191", "x-api-key": "k-internal", "x-cost": "not-a-number" } });
+
+    const responses = [];
+    for (let i = 0; i < 5; i++) responses.push(await send(internal(), { rules }));
+
+    expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(responses[4]!.headers.get("RateLimit-Policy")).toBe('"ovr-free-ip";q=100;w=60');
+    expect(await originLog("ovr-free")).toHaveLength(5);
+    const object = (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName("ovr-free/k-internal"));
+    expect((await object.peek({ algorithm: "sliding-window", limit: 1, periodMs: 60_000, burst: 1, buckets: 60 })).remaining).toBe(1);
+    expect((await send(withKey("ovr-free", "k-anyone"), { rules })).status).toBe(200);
+    expect((await send(withKey("ovr-free", "k-anyone"), { rules })).status).toBe(429);
+  });
+
   it("finds a long named key's override when the admin API is given its object's #sha256 name", async () => {
     const long = "p".repeat(1100);
     const rules = [{ name: "ovr-long", key: "header:x-api-key", limit: 2, period: "1m", overrides: [{ keys: [long], limit: 7 }] }];
@@ -147,6 +166,19 @@ describe("overrides from the service binding", () => {
     await done();
 
     expect(waited).toMatchObject({ success: true, limit: 10 });
+  });
+
+  it("admits a key its override leaves unlimited, saying so, and peeks it at the rule's whole quota", async () => {
+    const rules = [{ name: "ovr-free-rpc", key: "header:x-api-key", limit: 1, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true }] }];
+    const { floodgate, done } = binding(rules);
+
+    const limited = [await floodgate.limit({ key: "k-internal" }), await floodgate.limit({ key: "k-internal" })];
+    const peeked = await floodgate.peek({ key: "k-internal" });
+    await done();
+
+    expect(limited).toEqual([expect.objectContaining({ success: true, limit: 1, remaining: 1, retryAfter: 0, reason: "unlimited" }), expect.objectContaining({ success: true, reason: "unlimited" })]);
+    expect(limited[0]!.charge).toBeUndefined();
+    expect(peeked).toMatchObject({ success: true, remaining: 1, reason: "unlimited" });
   });
 
   it("answers at once a cost a named key's own, smaller quota can never grant", async () => {
