@@ -38,6 +38,13 @@ export async function send(request: Request, bindings: Partial<Env> & { rules?: 
   return response;
 }
 
+/** The statuses of `count` requests sent one after another through floodgate, each waited out as {@link send} does. */
+export async function statuses(count: number, request: () => Request, bindings: Partial<Env> & { rules?: unknown } = {}): Promise<number[]> {
+  const out = [];
+  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
+  return out;
+}
+
 /** What the origin recorded for requests under `/<tag>/`. */
 export async function originLog(tag: string): Promise<{ method: string; url: string; headers: Record<string, string>; bodyBytes: number; bodySha256: string; chunks: number }[]> {
   return (await fetch(`${originUrl()}/__origin/log?tag=${tag}`)).json();

@@ -4,19 +4,13 @@ import type { Env } from "../../src/env";
 import { localView } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
 import { frozenStart } from "../helpers/clock";
-import { dispatch, originLog, send } from "../helpers/worker";
+import { dispatch, originLog, send, statuses } from "../helpers/worker";
 
 const get = (path: string, ip: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
 const flaky = (objectName: string) => env.FLAKY.get(env.FLAKY.idFromName(objectName));
 const withFlaky = { LIMITER: env.FLAKY as unknown as Env["LIMITER"] };
 const withSlow = { LIMITER: env.SLOW as unknown as Env["LIMITER"] };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
-  const out = [];
-  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
-  return out;
-}
 
 afterEach(() => {
   vi.useRealTimers();

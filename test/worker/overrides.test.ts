@@ -6,15 +6,9 @@ import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
 import { frozenStart } from "../helpers/clock";
-import { originLog, originUrl, send } from "../helpers/worker";
+import { originLog, originUrl, send, statuses } from "../helpers/worker";
 
 const withKey = (tag: string, key: string) => new Request(`http://floodgate.test/${tag}/x`, { headers: { "CF-Connecting-IP": "192.0.2.190", "x-api-key": key } });
-
-async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
-  const out = [];
-  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
-  return out;
-}
 
 afterEach(() => {
   vi.useRealTimers();

@@ -3,17 +3,11 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
-import { originLog, send } from "../helpers/worker";
+import { originLog, send, statuses } from "../helpers/worker";
 import { frozenStart } from "../helpers/clock";
 
 const get = (path: string, ip: string | null, headers: Record<string, string> = {}) =>
   new Request(`http://floodgate.test${path}`, { headers: { ...(ip === null ? {} : { "CF-Connecting-IP": ip }), ...headers } });
-
-async function statuses(count: number, request: () => Request, bindings: Parameters<typeof send>[1]): Promise<number[]> {
-  const out = [];
-  for (let i = 0; i < count; i++) out.push((await send(request(), bindings)).status);
-  return out;
-}
 
 const peek = (name: string, limit: number, periodMs = 60_000) =>
   (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName(name)).peek({ algorithm: "sliding-window", limit, periodMs, burst: limit, buckets: 60 });
