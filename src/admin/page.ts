@@ -148,8 +148,9 @@ function renderRules() {
   select.replaceChildren();
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
-    const overridden = r.overrides ? r.overrides.reduce((n, o) => n + o.keys.length, 0) : 0;
-    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", overridden ? overridden + (overridden === 1 ? " key with its own quota" : " keys with their own quota") : "", "onError " + r.onError].filter(Boolean).join(", ");
+    const keys = (unlimited) => (r.overrides || []).filter((o) => !o.unlimited === !unlimited).reduce((n, o) => n + o.keys.length, 0);
+    const [quotas, free] = [keys(false), keys(true)];
+    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", quotas ? quotas + (quotas === 1 ? " key with its own quota" : " keys with their own quota") : "", free ? free + (free === 1 ? " key unlimited" : " keys unlimited") : "", "onError " + r.onError].filter(Boolean).join(", ");
     body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + (r.period ? " / " + r.period : " in flight"), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
     const option = el("option", r.name);
     option.value = r.name;

@@ -85,9 +85,12 @@ export type KeyOverrideInput<Rule = { period?: Duration | CalendarPeriod; burst?
   /** keys as the rule builds them, written as the admin API takes them: `"203.0.113.7"`, `"k-partner"`, `"203.0.113.7|k-partner"` for two parts */
   keys: readonly string[];
 } & (
-  | ({ limit?: number; unlimited?: never } & Partial<Pick<Rule, Extract<keyof Rule, "period" | "burst" | "delay">>>)
+  | ({ unlimited?: undefined } & OneOrMore<{ limit?: number } & Pick<Rule, Extract<keyof Rule, "period" | "burst" | "delay">>>)
   | { /** the keys are limited by no quota of this rule: it sits out their requests */ unlimited: true }
 );
+
+/** `Fields` all optional but one or more of them, as an override that sets nothing is refused. */
+type OneOrMore<Fields> = { [Field in keyof Fields]-?: Required<Pick<Fields, Field>> & Partial<Omit<Fields, Field>> }[keyof Fields];
 
 /** Each algorithm's rule with the overrides it takes (a conditional type, so that it applies to each algorithm's rule apart). */
 type WithOverrides<Rule> = Rule extends unknown ? Rule & { /** keys with a quota of their own, in place of the rule's */ overrides?: readonly KeyOverrideInput<Rule>[] } : never;

@@ -1,5 +1,6 @@
 /** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address) or none, validated once and looked up per request. */
-import { canonicalKey, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
+import { canonicalKey, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
+import { matchFits } from "../routing/match";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
 import type { KeyOverride, KeyQuota, Rule } from "./types";
@@ -32,12 +33,15 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
     if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${show(entry)}`);
     const fields = fieldsOf(entry);
     rejectUnknown(fields, OVERRIDE_FIELDS, at, path);
-    const given = QUOTA_FIELDS.filter((field) => fields.has(field));
-    const unlimited = fields.has("unlimited");
+    // A field given as undefined (from code) is a field left out, as in the rule.
+    const given = QUOTA_FIELDS.filter((field) => fields.get(field) !== undefined);
+    const unlimited = fields.get("unlimited") !== undefined;
     if (unlimited && fields.get("unlimited") !== true) fail(at, `${path}.unlimited`, `expected true (the keys are counted by no quota), or leave it out and give their own ${QUOTA_FIELDS.join(", ")}; got ${show(fields.get("unlimited"))}`);
     if (unlimited && given.length > 0) fail(at, `${path}.${given[0]}`, `an unlimited key has no quota; remove ${given.join(", ")}, or "unlimited"`);
     if (!unlimited && given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more), or "unlimited": true`);
     const keys = keysOf(fields.get("keys"), rule, at, path);
+    // Past newKeysPerSecond every new key is counted as #overflow: an unlimited one would let a client rotating keys through unlimited.
+    if (unlimited && keys.includes(OVERFLOW_KEY)) fail(at, `${path}.keys[${(fields.get("keys") as unknown[]).indexOf(OVERFLOW_KEY)}]`, `${OVERFLOW_KEY} cannot be unlimited: past newKeysPerSecond every new key is counted under it, so a client rotating keys would go unlimited; give it a quota instead`);
     const override: KeyOverride = unlimited ? { unlimited: true } : quotaOf(() => reparse(withOverride(ruleFields, fields, given, rule)), at, path, given);
     for (const key of keys) {
       const first = namedAt.get(key);
@@ -79,12 +83,13 @@ function applied(rule: Rule, override: KeyOverride): Rule {
 
 /**
  * The rule's fields as written, with the override's quota in place of its own. A `burst` the rule
- * gives where it can only equal the limit (any algorithm but a token bucket and gcra) follows an
- * overridden limit, as it would have had the rule left it out.
+ * gives equal to its limit (the default, spelled out; on a sliding window the only value it takes)
+ * follows an overridden limit, as it would have had the rule left it out; gcra's burst is a
+ * tolerance, not tied to its limit, and stays.
  */
 function withOverride(ruleFields: Fields, fields: Fields, given: readonly string[], rule: Rule): Record<string, unknown> {
   const merged = Object.fromEntries([...ruleFields].filter(([field]) => field !== "overrides"));
-  if (given.includes("limit") && rule.algorithm !== "token-bucket" && rule.algorithm !== "gcra") delete merged["burst"];
+  if (given.includes("limit") && rule.algorithm !== "gcra" && rule.burst === rule.limit) delete merged["burst"];
   for (const field of given) merged[field] = fields.get(field);
   return merged;
 }
@@ -113,11 +118,32 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
     if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${show(key)}`);
     if (HASHED.test(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);
     if (key === OVERFLOW_KEY && rule.newKeysPerSecond === null) fail(at, field, `${OVERFLOW_KEY} is the key new keys share past newKeysPerSecond, which this rule does not set`);
+    let canonical: string;
     try {
-      return canonicalKey(rule, key);
+      canonical = canonicalKey(rule, key);
     } catch (error) {
       if (error instanceof UnbuildableKeyError) fail(at, field, `no request has this key: ${error.message}`);
       throw error;
     }
+    const outside = outsideMatch(rule, canonical);
+    if (outside) fail(at, field, `no request the rule applies to has this key: ${outside}`);
+    return canonical;
   });
+}
+
+/** What puts the key outside the requests the rule's `match` fits (a `method` part it does not name, say), so that an override of it would never apply; undefined when some request may have it. */
+function outsideMatch(rule: Rule, key: string): string | undefined {
+  if (key === OVERFLOW_KEY) return undefined;
+  const values = key.split("|");
+  for (const [i, part] of rule.key.entries()) {
+    const value = values[i]!;
+    if (value === MISSING_PART) continue;
+    const { source } = part;
+    if (source === "method" || source === "host" || source === "path") {
+      const seen = source === "path" ? value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape)) : value;
+      if (!matchFits(rule, source, seen)) return `its ${source} ${show(seen)} is not one match.${source === "method" ? "methods" : source} fits (${show(source === "method" ? rule.match.methods?.join(", ") : rule.match[source])})`;
+    }
+    if (source === "ip" && rule.match.ips && !rule.match.ips.overlaps(value)) return `its address ${show(value)} is in none of match.ips`;
+  }
+  return undefined;
 }

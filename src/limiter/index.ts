@@ -272,8 +272,12 @@ export async function peekKey(context: LimiterContext, rule: Rule, objectName: s
   return fast ?? standing(context.namespace, rule, objectName);
 }
 
-/** The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit. */
+/**
+ * The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit;
+ * for a key its override leaves unlimited, the rule's whole quota, whatever its object still holds.
+ */
 export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
+  if (rule.unlimited) return unlimited(rule, Date.now());
   metrics.count("floodgate_durable_object_calls_total", { method: "peek" });
   return limiterStub(namespace, objectName).peek(policyOf(rule));
 }

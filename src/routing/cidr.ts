@@ -18,6 +18,12 @@ export interface IpList {
    * surrounding spaces) is in no list. Allocates nothing.
    */
   has(address: string | null | undefined): boolean;
+  /**
+   * Whether some address of `network` (an address, or a CIDR as the `ip` key part writes an IPv6
+   * client's network: `2001:db8:abcd:1200::/56`) is in the list; false for anything else. For
+   * checking configuration: it allocates.
+   */
+  overlaps(network: string): boolean;
   /** the entries as written, trimmed, in order */
   readonly entries: readonly string[];
   /** {@link entries}, so a rule holding a list serializes as it was written */
@@ -106,26 +112,37 @@ export function parseIpList(entries: readonly string[] | string, source: IpListS
 
 /** Adds one trimmed entry to its family's ranges; what is wrong with it, or null. */
 function addEntry(text: string, v4: RangesBuilder, v6: RangesBuilder): string | null {
-  const slash = text.indexOf("/");
-  const address = slash < 0 ? text : text.slice(0, slash);
-  const family = parseAddress(address, groups);
-  if (family === 0) return `expected ${FORM}, got ${show(text)}`;
-  const bits = family === 4 ? 32 : 128;
-  const prefix = slash < 0 ? bits : prefixLength(text.slice(slash + 1), bits);
+  const read = readCidr(text);
+  if (read.family === 0) return `expected ${FORM}, got ${show(text)}`;
+  const { family, prefix, words, wordPrefix } = read;
   if (prefix < 0) {
     const v = family === 4 ? "IPv4" : "IPv6";
-    return `${show(text)} has a bad prefix length: after "/" write a whole number from 0 to ${bits} for ${v}, like "${family === 4 ? "203.0.113.0/24" : "2001:db8::/32"}"`;
+    return `${show(text)} has a bad prefix length: after "/" write a whole number from 0 to ${family === 4 ? 32 : 128} for ${v}, like "${family === 4 ? "203.0.113.0/24" : "2001:db8::/32"}"`;
   }
-  const mapped = family === 6 && isIpv4Mapped(groups) && prefix >= 96;
-  const words = family === 4 || mapped ? [groups[6]! * 0x10000 + groups[7]!] : wordsOf(groups);
-  const wordPrefix = mapped ? prefix - 96 : prefix;
   const start = masked(words, wordPrefix);
   if (start.some((word, k) => word !== words[k])) {
-    const network = family === 4 ? dotted(start[0]!) : mapped ? `::ffff:${dotted(start[0]!)}` : formatIpv6(groupsOf(start));
+    const network = words.length === 4 ? formatIpv6(groupsOf(start)) : family === 4 ? dotted(start[0]!) : `::ffff:${dotted(start[0]!)}`;
+    const address = text.slice(0, text.indexOf("/"));
     return `${show(text)} has bits set after its /${prefix} prefix; write "${network}/${prefix}" for the network, or "${address}" alone for the one address`;
   }
   (words.length === 1 ? v4 : v6).add(start, lastIn(start, wordPrefix));
   return null;
+}
+
+/**
+ * An address or CIDR as read: its family (0: not an address), its prefix length (-1: malformed;
+ * an address alone is its /32 or /128), and its address in its family's 32-bit words with the
+ * prefix over them (an IPv4-mapped one with a prefix of 96 or more as IPv4).
+ */
+function readCidr(text: string): { family: 0 } | { family: 4 | 6; prefix: number; words: number[]; wordPrefix: number } {
+  const slash = text.indexOf("/");
+  const family = parseAddress(slash < 0 ? text : text.slice(0, slash), groups);
+  if (family === 0) return { family };
+  const bits = family === 4 ? 32 : 128;
+  const prefix = slash < 0 ? bits : prefixLength(text.slice(slash + 1), bits);
+  const mapped = family === 6 && isIpv4Mapped(groups) && prefix >= 96;
+  const words = family === 4 || mapped ? [groups[6]! * 0x10000 + groups[7]!] : wordsOf(groups);
+  return { family, prefix, words, wordPrefix: mapped ? prefix - 96 : prefix };
 }
 
 /** A prefix length written after `/`: decimal digits without a leading zero, at most `bits`; -1 otherwise. */
@@ -269,7 +286,26 @@ class SortedIpList implements IpList {
     return within(this.v6);
   }
 
+  overlaps(network: string): boolean {
+    const range = rangeOf(network);
+    if (range === null) return false;
+    const ranges = range.start.length === 1 ? this.v4 : this.v6;
+    const { width, starts, ends } = ranges;
+    for (let i = 0; i < starts.length; i += width) {
+      if (compare(Array.from(starts.subarray(i, i + width)), range.end, width) <= 0 && compare(Array.from(ends.subarray(i, i + width)), range.start, width) >= 0) return true;
+    }
+    return false;
+  }
+
   toJSON(): readonly string[] {
     return this.entries;
   }
+}
+
+/** The first and last address of an address or CIDR, in its family's words (see {@link readCidr}); null when it is neither. */
+function rangeOf(text: string): { start: number[]; end: number[] } | null {
+  const read = readCidr(text);
+  if (read.family === 0 || read.prefix < 0) return null;
+  const start = masked(read.words, read.wordPrefix);
+  return { start, end: lastIn(start, read.wordPrefix) };
 }

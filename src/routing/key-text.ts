@@ -62,7 +62,7 @@ export class UnbuildableKeyError extends Error {
  * `/café` may be typed). Throws an {@link UnbuildableKeyError} saying how to write it for a key no
  * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
  * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
- * around it (the runtime strips them) or a NUL, CR, LF or character past U+00FF in it, a path not
+ * around it (the runtime strips them) or a NUL, CR or LF in it, an AS number past 32 bits, a path not
  * starting with `/` or holding a `?`, a host or method no request could name, a `global` part
  * other than `global`, `#none` for a part every request has (`path`, `method`, `host`, `global`).
  * `#overflow` is a key of a rule with `newKeysPerSecond`, and `#sha256:<hex>` the name
@@ -88,7 +88,10 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     return value;
   }
   if (value === "") throw new UnbuildableKeyError(`${named} is empty: a part the request lacks, or gives empty, is ${MISSING_PART}`);
-  if (/#|%(?!25|7C|23)/.test(value)) throw new UnbuildableKeyError(`${named}: a value's "%", "|" and "#" are written %25, %7C and %23`);
+  if (/#|%(?!25|7C|23)/.test(value)) {
+    const path = part.source === "path" ? ` (a path may be typed as is, /café, or with its own escapes' "%" written %25, /a%252Fb for /a%2Fb)` : "";
+    throw new UnbuildableKeyError(`${named}: a value's "%", "|" and "#" are written %25, %7C and %23${path}`);
+  }
   switch (part.source) {
     case "ip": {
       const slash = value.lastIndexOf("/");
@@ -99,8 +102,6 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     case "header":
       if (trimOws(value) !== value) throw new UnbuildableKeyError(`${named}: header values arrive without the spaces and tabs around them`);
       if (/[\0\r\n]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value holds no NUL, CR or LF`);
-      // Header values are bytes, each read as one character: UTF-8's "é" arrives as "Ã©".
-      if (/[^\x00-\xff]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value is bytes, each read as one character up to U+00FF, so a UTF-8 "é" arrives as "Ã©"; write it as it arrives`);
       return value;
     case "path": {
       const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
@@ -116,7 +117,7 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
       if (value !== "global") throw new UnbuildableKeyError(`${named}: is always "global"`);
       return value;
     case "asn":
-      if (!/^[0-9]{1,10}$/.test(value)) throw new UnbuildableKeyError(`${named}: expected an AS number like 13335`);
+      if (!/^[0-9]{1,10}$/.test(value) || Number(value) > MAX_ASN) throw new UnbuildableKeyError(`${named}: expected an AS number like 13335 (at most ${MAX_ASN})`);
       return String(Number(value));
     case "country":
       if (!COUNTRY.test(value)) throw new UnbuildableKeyError(`${named}: expected a two-letter country code like NL (T1 for Tor, XX unknown)`);
@@ -126,10 +127,17 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
   }
 }
 
-/** A typed host as a request's URL has it (`[2001:0DB8::1]` is `[2001:db8::1]`, `127.1` is `127.0.0.1`), so that it names the key requests to that host have. */
+/** AS numbers are 32 bits (RFC 6793). */
+const MAX_ASN = 4_294_967_295;
+
+/**
+ * A typed host as a request's URL has it (`[2001:0DB8::1]` is `[2001:db8::1]`, `127.1` is
+ * `127.0.0.1`, `bücher.example` is `xn--bcher-kva.example`), so that it names the key requests to
+ * that host have. Spaces and control characters, which the URL parser would drop, are refused.
+ */
 function urlHost(value: string, named: string): string {
   const wrong = () => new UnbuildableKeyError(`${named}: expected a host name like api.example.com`);
-  if (!/^[\x21-\x7e]+$/.test(value) || /[/?@\\]/.test(value)) throw wrong();
+  if (/[\x00-\x20\x7f/?@\\]/.test(value)) throw wrong();
   try {
     return new URL(`http://${value}/`).host;
   } catch {

@@ -61,6 +61,18 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
 }
 
 /**
+ * Whether `rule.match` lets through some request with this method (upper-case), this path (as
+ * {@link normalizePath} makes it) or this host (a `host` key part's: lower-case, without port or
+ * trailing dot): what a key an operator names for the rule (an override's) is checked against.
+ */
+export function matchFits(rule: Rule, part: "method" | "path" | "host", value: string): boolean {
+  const match = compiledMatch(rule);
+  if (part === "method") return match.methods === null || match.methods.has(value);
+  if (part === "path") return match.path(value);
+  return match.host === null || stripPort(match.host) === value;
+}
+
+/**
  * The methods with HEAD wherever GET is: origins (Express, Hono, ASP.NET) answer a HEAD with their
  * GET handler, so a rule limiting GET that let HEAD through would leave that work unlimited.
  */

@@ -110,8 +110,40 @@ describe("overrides", () => {
     expect(error.message).toContain(problem);
   });
 
-  it("lets an overridden limit take a sliding window's burst along, which the rule may spell as its limit", () => {
+  it("lets an overridden limit take along a burst the rule spells out as its limit", () => {
     expect(ruleForKey(only({ ...api, burst: 100, overrides: [{ keys: ["k"], limit: 10 }] }), "k")).toMatchObject({ limit: 10, burst: 10 });
+    expect(ruleForKey(only({ ...api, algorithm: "token-bucket", burst: 100, overrides: [{ keys: ["k"], limit: 3 }] }), "k")).toMatchObject({ limit: 3, burst: 3 });
+    expect(ruleForKey(only({ ...api, algorithm: "gcra", burst: 100, overrides: [{ keys: ["k"], limit: 3 }] }), "k")).toMatchObject({ limit: 3, burst: 100 });
+  });
+
+  it("takes a field given as undefined from code as a field left out", () => {
+    const rule = parseConfig([{ ...api, overrides: [{ keys: ["k"], limit: 5, unlimited: undefined, period: undefined }] }]).rules[0]!;
+    expect(ruleForKey(rule, "k")).toMatchObject({ limit: 5, periodMs: 60_000 });
+  });
+
+  it.each([
+    [{ key: "method", match: { methods: ["POST"] } }, "GET", `its method "GET" is not one match.methods fits ("POST")`],
+    [{ key: "path", match: { path: "/api/*" } }, "/login", `its path "/login" is not one match.path fits ("/api/*")`],
+    [{ key: "host", match: { host: "a.example" } }, "b.example", `its host "b.example" is not one match.host fits ("a.example")`],
+    [{ key: "ip", match: { ips: ["10.0.0.0/8"] } }, "192.0.2.1", `its address "192.0.2.1" is in none of match.ips`],
+    [{ key: "ip", match: { ips: ["10.0.0.0/8"] } }, "2001:db8::1", `its address "2001:db8::/56" is in none of match.ips`],
+  ])("refuses a key outside the rule's match (%j), whose override would never apply", (fields, key, problem) => {
+    const error = errorFor({ ...api, ...fields, overrides: [{ keys: [key], limit: 5 }] });
+    expect(error.field).toBe("rules[0].overrides[0].keys[0]");
+    expect(error.message).toContain(`no request the rule applies to has this key: ${problem}`);
+  });
+
+  it("takes a key inside the rule's match: HEAD where it names GET, a path its glob fits, an IPv6 network holding a listed address", () => {
+    expect(() => only({ ...api, key: "method", match: { methods: ["GET"] }, overrides: [{ keys: ["HEAD"], limit: 5 }] })).not.toThrow();
+    expect(() => only({ ...api, key: "path", match: { path: "/api/*" }, overrides: [{ keys: ["/api/caf%25C3%25A9"], limit: 5 }] })).not.toThrow();
+    expect(() => only({ ...api, key: "ip", match: { ips: ["2001:db8:abcd:12ff::1"] }, overrides: [{ keys: ["2001:db8:abcd:1200::1"], limit: 5 }] })).not.toThrow();
+    expect(() => only({ ...api, key: "host", match: { host: "a.example:8443" }, overrides: [{ keys: ["A.example"], limit: 5 }] })).not.toThrow();
+  });
+
+  it("refuses an unlimited #overflow, which would let a client rotating keys go unlimited", () => {
+    const error = errorFor({ ...api, newKeysPerSecond: 10, overrides: [{ keys: ["k", "#overflow"], unlimited: true }] });
+    expect(error.field).toBe("rules[0].overrides[0].keys[1]");
+    expect(error.message).toContain("#overflow cannot be unlimited");
   });
 
   it("names the override when the quota it gives breaks a bound of a field it does not set", () => {

@@ -96,6 +96,8 @@ export async function probe(request: Request): Promise<boolean> {
   // @ts-expect-error: delay is gcra's, in an override as in its rule
   createGate(namespace, [{ name: "tb", algorithm: "token-bucket", limit: 100, period: "1m", overrides: [{ keys: ["k"], delay: 2 }] }]);
   createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true }] }]);
+  // @ts-expect-error: an override that sets nothing
+  createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-partner"] }] }]);
   // @ts-expect-error: an unlimited key has no quota
   createGate(namespace, [{ name: "api-per-key", key: "header:x-api-key", limit: 100, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true, limit: 5 }] }]);
   // @ts-expect-error: a concurrency rule has no period, nor has its override

@@ -116,6 +116,23 @@ describe("IpList.has: several entries", () => {
   });
 });
 
+describe("IpList.overlaps", () => {
+  it("finds a network holding a listed address, or inside a listed range, and none apart from them", () => {
+    const ips = list(["2001:db8:abcd:12ff::1", "203.0.113.0/24", "2001:db9::/32"]);
+    expect(ips.overlaps("2001:db8:abcd:1200::/56")).toBe(true);
+    expect(ips.overlaps("2001:db8:abcd:1300::/56")).toBe(false);
+    expect(ips.overlaps("2001:db9:1:100::/56")).toBe(true);
+    expect(ips.overlaps("203.0.113.9")).toBe(true);
+    expect(ips.overlaps("203.0.114.9")).toBe(false);
+  });
+
+  it("reads an address as its own network, an IPv4-mapped one as IPv4, and anything else as no network", () => {
+    const ips = list(["203.0.113.0/24"]);
+    expect(ips.overlaps("::ffff:203.0.113.9/128")).toBe(true);
+    expect([ips.overlaps("not-an-address"), ips.overlaps("203.0.113.0/99"), ips.overlaps("")]).toEqual([false, false, false]);
+  });
+});
+
 describe("IpList.has: not an address", () => {
   const everything = list(["0.0.0.0/0", "::/0"]);
 

@@ -342,7 +342,6 @@ describe("canonicalKey", () => {
     ["203.0.113.7| k ", /without the spaces and tabs around them/],
     ["203.0.113.7|", /is empty/],
     ["203.0.113.7|a\nb", /holds no NUL, CR or LF/],
-    ["203.0.113.7|ключ", /a header value is bytes, each read as one character up to U\+00FF/],
   ])("refuses %j, which no request could have, saying how to write it", (key, why) => {
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(UnbuildableKeyError);
     expect(() => canonicalKey(typed([IP, header("x-api-key")]), key)).toThrow(why);
@@ -356,6 +355,8 @@ describe("canonicalKey", () => {
     [{ source: "host" } as KeyPart, "a b.example", /expected a host name/],
     [{ source: "host" } as KeyPart, "api.example.com/x", /expected a host name/],
     [{ source: "host" } as KeyPart, "user@api.example.com", /expected a host name/],
+    [{ source: "host" } as KeyPart, "api.exa\tmple.com", /expected a host name/],
+    [{ source: "path" } as KeyPart, "/a%2Fb", /a path may be typed as is, \/café, or with its own escapes' "%" written %25/],
     [{ source: "path" } as KeyPart, MISSING_PART, /every request has one, so it is never #none/],
     [{ source: "method" } as KeyPart, MISSING_PART, /every request has one/],
     [{ source: "host" } as KeyPart, MISSING_PART, /every request has one/],
@@ -364,7 +365,16 @@ describe("canonicalKey", () => {
     expect(() => canonicalKey(typed([part]), key)).toThrow(why);
   });
 
-  it.each(["[2001:0DB8:0:0::1]", "[2001:db8::1]:8443", "127.1", "API.Example.COM.:443"])("writes the host %j as a request's URL to it has it", (host) => {
+  it("takes a header value as the runtime hands it over, UTF-8 decoded", () => {
+    const rule = typed([header("x-api-key")]);
+    expect(canonicalKey(rule, "ключ")).toBe(buildKey(rule, request({ "x-api-key": "ключ" })));
+  });
+
+  it("refuses an AS number past 32 bits, which no network has", () => {
+    expect(() => canonicalKey(typed([{ source: "asn" }]), "4294967296")).toThrow(/^asn: expected an AS number like 13335 \(at most 4294967295\)/);
+  });
+
+  it.each(["[2001:0DB8:0:0::1]", "[2001:db8::1]:8443", "127.1", "API.Example.COM.:443", "bücher.example"])("writes the host %j as a request's URL to it has it", (host) => {
     const HOST: KeyPart = { source: "host" };
     expect(canonicalKey(typed([HOST]), host)).toBe(buildKey(typed([HOST]), new Request(`http://${host}/x`)));
   });

@@ -118,6 +118,18 @@ describe("overrides", () => {
     expect((await send(withKey("ovr-free", "k-anyone"), { rules })).status).toBe(429);
   });
 
+  it("shows a key its override leaves unlimited at the rule's whole quota in the admin API, though its object still counts what came before", async () => {
+    const plain = [{ name: "ovr-free-admin", key: "header:x-api-key", limit: 1, period: "1h" }];
+    const freed = [{ ...plain[0]!, overrides: [{ keys: ["k-internal"], unlimited: true }] }];
+    const token = "ovr-free-admin-token";
+    await statuses(2, () => withKey("ovr-free-admin", "k-internal"), { rules: plain });
+
+    const read = await send(new Request("http://floodgate.test/__floodgate/state?rule=ovr-free-admin&key=k-internal", { headers: { Authorization: `Bearer ${token}` } }), { rules: freed, ADMIN_TOKEN: token });
+
+    expect(await read.json()).toMatchObject({ override: { unlimited: true }, state: { allowed: true, remaining: 1 } });
+    expect((await send(withKey("ovr-free-admin", "k-internal"), { rules: freed })).status).toBe(200);
+  });
+
   it("finds a long named key's override when the admin API is given its object's #sha256 name", async () => {
     const long = "p".repeat(1100);
     const rules = [{ name: "ovr-long", key: "header:x-api-key", limit: 2, period: "1m", overrides: [{ keys: [long], limit: 7 }] }];
