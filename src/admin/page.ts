@@ -140,6 +140,29 @@ async function load() {
   renderCounters(series);
 }
 
+function quotaText(q) {
+  return q.unlimited ? "unlimited" : q.limit + (q.period ? " / " + q.period : " in flight") + (q.burst !== q.limit ? ", burst " + q.burst : "");
+}
+
+/** A rule's limit, and under it the keys its overrides name, each with its own quota, folded. */
+function limitCell(r) {
+  const text = r.limit + (r.period ? " / " + r.period : " in flight");
+  if (!r.overrides) return text;
+  const cell = el("div", text);
+  const details = el("details", undefined, "overrides");
+  const count = r.overrides.reduce((n, o) => n + o.keys.length, 0);
+  details.append(el("summary", count + (count === 1 ? " key of its own" : " keys of their own")));
+  for (const o of r.overrides) {
+    for (const key of o.keys) {
+      const line = el("div");
+      line.append(el("code", key), ": " + quotaText(o));
+      details.append(line);
+    }
+  }
+  cell.append(details);
+  return cell;
+}
+
 function renderRules() {
   const body = $("rules-body");
   body.replaceChildren(row(["rule", "match", "key", "algorithm", "limit", "burst", "cost", "mode", "policy"], true));
@@ -148,10 +171,8 @@ function renderRules() {
   select.replaceChildren();
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
-    const keys = (unlimited) => (r.overrides || []).filter((o) => !o.unlimited === !unlimited).reduce((n, o) => n + o.keys.length, 0);
-    const [quotas, free] = [keys(false), keys(true)];
-    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", quotas ? quotas + (quotas === 1 ? " key with its own quota" : " keys with their own quota") : "", free ? free + (free === 1 ? " key unlimited" : " keys unlimited") : "", "onError " + r.onError].filter(Boolean).join(", ");
-    body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, r.limit + (r.period ? " / " + r.period : " in flight"), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
+    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", "onError " + r.onError].filter(Boolean).join(", ");
+    body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, limitCell(r), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
     const option = el("option", r.name);
     option.value = r.name;
     select.append(option);

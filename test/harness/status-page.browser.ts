@@ -140,7 +140,8 @@ describe("the status page in Chromium", () => {
   });
 
   it("tells a rule's overridden keys, and a key's own quota when it has one", async () => {
-    expect(await page.$eval("#rules-body tr:nth-child(2)", (row) => row.textContent)).toContain("1 key with its own quota");
+    expect(await page.$eval("#rules-body tr:nth-child(2) details.overrides summary", (node) => node.textContent)).toBe("1 key of its own");
+    expect(await page.$eval("#rules-body tr:nth-child(2) details.overrides div", (node) => node.textContent)).toBe("k-partner|#none: 10 / 1m");
     await page.$eval("#key", (input) => void ((input as unknown as { value: string }).value = ""));
     await page.type("#key", "k-partner|#none");
     await page.click("#lookup button[type=submit]");
