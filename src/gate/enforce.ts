@@ -3,7 +3,7 @@ import { largestCost, type Decision } from "../algorithms";
 import { ruleForKey } from "../config/overrides";
 import type { Rule } from "../config/types";
 import { invalidRequest } from "../http/problem";
-import { asReleased, cachedDenial, countDecision, countRefusal, decide, giveBack, locatedAt, ownerOf, type Ask, type LimiterContext } from "../limiter";
+import { asReleased, cachedDenial, countDecision, countRefusal, countUnlimited, decide, giveBack, locatedAt, ownerOf, type Ask, type LimiterContext } from "../limiter";
 import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { settleOf, type Settle } from "../limiter/settle";
@@ -84,7 +84,10 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
 /** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out (a malformed cost under a dry-run rule, a key its override leaves unlimited). */
 function partsOf(rule: Rule, request: Request, context: LimiterContext): Omit<Ask, "objectName">[] {
   const key = buildKey(rule, request);
-  if (ruleForKey(rule, key).unlimited) return [];
+  if (ruleForKey(rule, key).unlimited) {
+    countUnlimited(rule);
+    return [];
+  }
   const cost = costOf({ rule, key }, request, context);
   return cost === undefined ? [] : [{ rule, key, cost }];
 }

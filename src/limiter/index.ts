@@ -223,7 +223,10 @@ export interface Held {
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
   const now = Date.now();
   const ask: Ask = { ...(await ownerOf(rule, key, now)), key, cost };
-  if (ask.rule.unlimited) return { rule: ask.rule, decision: unlimited(ask.rule, now), refund: () => Promise.resolve() };
+  if (ask.rule.unlimited) {
+    countUnlimited(ask.rule);
+    return { rule: ask.rule, decision: unlimited(ask.rule, now), refund: () => Promise.resolve() };
+  }
   const cached = cachedDenial(ask, context, now);
   const decided = cached ? { decision: cached } : await decide(ask, context);
   const holdMs = decided.decision.allowed && !rule.dryRun ? (decided.decision.holdMs ?? 0) : 0;
@@ -236,6 +239,11 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   // Given back before rejecting, so a caller that retries at once finds the units free.
   await giveBack(ask, taken, context);
   throw signal!.reason;
+}
+
+/** Counts a request of a key its rule's overrides leave unlimited, which the rule sat out: the one trace it leaves. */
+export function countUnlimited(rule: Rule): void {
+  metrics.count("floodgate_decisions_total", { rule: rule.name, decision: "unlimited" });
 }
 
 /** What a key its override leaves unlimited is told: admitted, nothing counted, its rule's quota whole. */

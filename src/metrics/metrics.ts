@@ -3,7 +3,7 @@ import type { Rule } from "../config/types";
 
 /** Every counter floodgate keeps, with its help text; the names are the exported metric names. */
 const COUNTERS = {
-  floodgate_decisions_total: "Rate-limit decisions, by rule and outcome (allowed, denied, or dry_run_denied for a dry-run rule's would-be denial).",
+  floodgate_decisions_total: "Rate-limit decisions, by rule and outcome (allowed, denied, dry_run_denied for a dry-run rule's would-be denial, or unlimited for a request of a key the rule's overrides leave unlimited, which it sat out).",
   floodgate_durable_object_calls_total: "Calls made to RateLimiter Durable Objects, by method.",
   floodgate_local_decisions_total: "Decisions made in the isolate without a Durable Object call (fast mode), by rule.",
   floodgate_syncs_total: "Fast-path reconciliations with a Durable Object, by result.",
@@ -83,10 +83,11 @@ export class Metrics {
    * and each of `rules`' decision series, is there from the start at 0, so that a rate or an alert
    * over it has a series before the first event.
    */
-  render(rules: readonly Pick<Rule, "name" | "dryRun">[] = []): string {
+  render(rules: readonly Pick<Rule, "name" | "dryRun" | "overrides">[] = []): string {
     const lines: string[] = [];
+    const unlimited = (r: Pick<Rule, "overrides">) => [...(r.overrides?.values() ?? [])].some((o) => "unlimited" in o);
     const zeros: Partial<Record<CounterName, Labels[]>> = {
-      floodgate_decisions_total: rules.flatMap((r) => ["allowed", "denied", ...(r.dryRun ? ["dry_run_denied"] : [])].map((decision) => ({ rule: r.name, decision }))),
+      floodgate_decisions_total: rules.flatMap((r) => ["allowed", "denied", ...(r.dryRun ? ["dry_run_denied"] : []), ...(unlimited(r) ? ["unlimited"] : [])].map((decision) => ({ rule: r.name, decision }))),
       floodgate_ip_refusals_total: [{}],
       floodgate_key_evictions_total: [{}],
     };

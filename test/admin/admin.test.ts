@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import { parseConfig } from "../../src/config/rules";
 import { Metrics } from "../../src/metrics/metrics";
 import { send } from "../helpers/worker";
 
@@ -146,6 +147,12 @@ describe("admin API", () => {
     expect(fresh).toMatch(/^floodgate_decisions_total\{decision="dry_run_denied",rule="never-used"\} 0$/m);
     expect(fresh).toMatch(/^floodgate_ip_refusals_total 0$/m);
     expect(fresh).toMatch(/^floodgate_key_evictions_total 0$/m);
+    expect(fresh).not.toMatch(/decision="unlimited"/);
+  });
+
+  it("exports the unlimited series, at 0, of a rule whose overrides leave a key unlimited", () => {
+    const [rule] = parseConfig([{ name: "with-free-key", key: "header:x-api-key", limit: 1, period: "1m", overrides: [{ keys: ["k"], unlimited: true }] }]).rules;
+    expect(new Metrics().render([rule!])).toMatch(/^floodgate_decisions_total\{decision="unlimited",rule="with-free-key"\} 0$/m);
   });
 
   it("exports a configured rule's decision series through the admin API before it decides anything", async () => {

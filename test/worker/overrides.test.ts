@@ -105,11 +105,14 @@ describe("overrides", () => {
       { name: "ovr-free-ip", key: "ip", limit: 100, period: "1m" },
     ];
     const internal = () => new Request("http://floodgate.test/ovr-free/x", { headers: { "CF-Connecting-IP": "192.0.2.191", "x-api-key": "k-internal", "x-cost": "not-a-number" } });
+    const satOut = () => metrics.value("floodgate_decisions_total", { rule: "ovr-free", decision: "unlimited" });
+    const before = satOut();
 
     const responses = [];
     for (let i = 0; i < 5; i++) responses.push(await send(internal(), { rules }));
 
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(satOut() - before).toBe(5);
     expect(responses[4]!.headers.get("RateLimit-Policy")).toBe('"ovr-free-ip";q=100;w=60');
     expect(await originLog("ovr-free")).toHaveLength(5);
     const object = (env as unknown as Env).LIMITER.get((env as unknown as Env).LIMITER.idFromName("ovr-free/k-internal"));
@@ -177,6 +180,7 @@ describe("overrides from the service binding", () => {
   it("admits a key its override leaves unlimited, saying so, and peeks it at the rule's whole quota", async () => {
     const rules = [{ name: "ovr-free-rpc", key: "header:x-api-key", limit: 1, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true }] }];
     const { floodgate, done } = binding(rules);
+    const before = metrics.value("floodgate_decisions_total", { rule: "ovr-free-rpc", decision: "unlimited" });
 
     const limited = [await floodgate.limit({ key: "k-internal" }), await floodgate.limit({ key: "k-internal" })];
     const peeked = await floodgate.peek({ key: "k-internal" });
@@ -184,6 +188,7 @@ describe("overrides from the service binding", () => {
 
     expect(limited).toEqual([expect.objectContaining({ success: true, limit: 1, remaining: 1, retryAfter: 0, reason: "unlimited" }), expect.objectContaining({ success: true, reason: "unlimited" })]);
     expect(limited[0]!.charge).toBeUndefined();
+    expect(metrics.value("floodgate_decisions_total", { rule: "ovr-free-rpc", decision: "unlimited" }) - before).toBe(2);
     expect(peeked).toMatchObject({ success: true, remaining: 1, reason: "unlimited" });
   });
 
