@@ -122,7 +122,8 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
     try {
       canonical = canonicalKey(rule, key);
     } catch (error) {
-      if (error instanceof UnbuildableKeyError) fail(at, field, `no request has this key: ${error.message}`);
+      // The service binding passes keys as they are: one it names under a rule never used by the proxy still has to fit the rule's key parts.
+      if (error instanceof UnbuildableKeyError) fail(at, field, `no request has this key: ${error.message} (a key your code passes to the service binding's limit must fit the rule's "key" too: for free-form keys, give the rule one header part, "key": "header:x-key")`);
       throw error;
     }
     const outside = outsideMatch(rule, canonical);

@@ -140,6 +140,14 @@ describe("overrides", () => {
     expect(() => only({ ...api, key: "host", match: { host: "a.example:8443" }, overrides: [{ keys: ["A.example"], limit: 5 }] })).not.toThrow();
   });
 
+  it("tells how to name the binding's free-form keys when a key does not fit the rule's key parts", () => {
+    const error = errorFor({ name: "login", limit: 5, period: "1m", overrides: [{ keys: ["alice"], limit: 50 }] });
+    expect(error.field).toBe("rules[0].overrides[0].keys[0]");
+    expect(error.message).toContain(`ip: expected an address`);
+    expect(error.message).toContain(`for free-form keys, give the rule one header part, "key": "header:x-key"`);
+    expect(ruleForKey(only({ name: "login", key: "header:x-key", limit: 5, period: "1m", overrides: [{ keys: ["alice"], limit: 50 }] }), "alice").limit).toBe(50);
+  });
+
   it("refuses an unlimited #overflow, which would let a client rotating keys go unlimited", () => {
     const error = errorFor({ ...api, newKeysPerSecond: 10, overrides: [{ keys: ["k", "#overflow"], unlimited: true }] });
     expect(error.field).toBe("rules[0].overrides[0].keys[1]");
