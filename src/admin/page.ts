@@ -27,6 +27,7 @@ th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #e6e9ed; v
 th { color: #46525e; font-weight: 600; background: #f7f9fa; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 #rules-body code { white-space: nowrap; }
+#rules-body details code { white-space: pre-wrap; overflow-wrap: anywhere; }
 code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f0f2f5; padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; white-space: pre-wrap; }
 .row { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
 #chart { width: 100%; min-width: 560px; height: auto; display: block; margin-bottom: 12px; }

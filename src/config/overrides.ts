@@ -138,8 +138,10 @@ function outsideMatch(rule: Rule, key: string): string | undefined {
   const values = key.split("|");
   for (const [i, part] of rule.key.entries()) {
     const value = values[i]!;
-    if (value === MISSING_PART) continue;
     const { source } = part;
+    // A request without a client address is in no list: under match.ips the rule never sees one.
+    if (value === MISSING_PART && source === "ip" && rule.match.ips) return `a request without an address (${MISSING_PART}) is in none of match.ips`;
+    if (value === MISSING_PART) continue;
     if (source === "method" || source === "host" || source === "path") {
       const seen = source === "path" ? value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape)) : value;
       if (!matchFits(rule, source, seen)) return `its ${source} ${show(seen)} is not one match.${source === "method" ? "methods" : source} fits (${show(source === "method" ? rule.match.methods?.join(", ") : rule.match[source])})`;

@@ -48,7 +48,10 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const ip = request.headers.get("CF-Connecting-IP");
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: hostOf(url), ip });
   const now = Date.now();
-  const parts = applicable.flatMap((rule) => partsOf(rule, request, context));
+  const unlimited: Rule[] = [];
+  const parts = applicable.flatMap((rule) => partsOf(rule, request, context, unlimited));
+  // Counted once every rule has read its cost: a request another rule refuses with a 400 was let through by none.
+  for (const rule of unlimited) countUnlimited(rule);
   // Rules that admit any key are asked first: a request one of them already denies spends no
   // other rule's allowance of new keys (newKeysPerSecond), which would push new clients into #overflow.
   const open = await Promise.all(parts.map((p) => (p.rule.newKeysPerSecond === null ? named(p, now) : undefined)));
@@ -81,11 +84,15 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   return { ...released, ...releaseOf(admitted, context), ...settleOf(admitted, context) };
 }
 
-/** A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request out (a malformed cost under a dry-run rule, a key its override leaves unlimited). */
-function partsOf(rule: Rule, request: Request, context: LimiterContext): Omit<Ask, "objectName">[] {
+/**
+ * A rule's key and cost for the request (see {@link costOf}); none when the rule sits the request
+ * out (a malformed cost under a dry-run rule, a key its override leaves unlimited: that rule is
+ * added to `unlimited`).
+ */
+function partsOf(rule: Rule, request: Request, context: LimiterContext, unlimited: Rule[]): Omit<Ask, "objectName">[] {
   const key = buildKey(rule, request);
   if (ruleForKey(rule, key).unlimited) {
-    countUnlimited(rule);
+    unlimited.push(rule);
     return [];
   }
   const cost = costOf({ rule, key }, request, context);

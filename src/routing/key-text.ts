@@ -106,7 +106,9 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
     case "path": {
       const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
       if (!path.startsWith("/") || /[?\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", without its query, like /api/items`);
-      return keyPart(pathAsMatched(path));
+      // The URL parser drops tabs and line breaks from a URL, and escapes spaces and other controls in a path: "/a b" arrives as "/a%20b".
+      if (/[\t\n\r]/.test(path)) throw new UnbuildableKeyError(`${named}: no request path holds a tab or a line break`);
+      return keyPart(pathAsMatched(path.replace(/[\x00-\x20\x7f]/g, (c) => encodeURIComponent(c))));
     }
     case "host":
       return hostKey(urlHost(value, named));

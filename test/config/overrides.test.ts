@@ -127,6 +127,7 @@ describe("overrides", () => {
     [{ key: "host", match: { host: "a.example" } }, "b.example", `its host "b.example" is not one match.host fits ("a.example")`],
     [{ key: "ip", match: { ips: ["10.0.0.0/8"] } }, "192.0.2.1", `its address "192.0.2.1" is in none of match.ips`],
     [{ key: "ip", match: { ips: ["10.0.0.0/8"] } }, "2001:db8::1", `its address "2001:db8::/56" is in none of match.ips`],
+    [{ key: "ip", match: { ips: ["10.0.0.0/8"] } }, "#none", `a request without an address (#none) is in none of match.ips`],
   ])("refuses a key outside the rule's match (%j), whose override would never apply", (fields, key, problem) => {
     const error = errorFor({ ...api, ...fields, overrides: [{ keys: [key], limit: 5 }] });
     expect(error.field).toBe("rules[0].overrides[0].keys[0]");

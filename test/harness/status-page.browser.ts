@@ -13,7 +13,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const OUTPUT = join(ROOT, "test/output");
 const TOKEN = "browser-admin-token-7f3a9c";
 const rules = [
-  { name: "per-key", match: { path: "/api/*" }, key: ["header:x-api-key", "header:x-team"], limit: 3, period: "1h", overrides: [{ keys: ["k-partner|#none"], limit: 10, period: "1m" }] },
+  { name: "per-key", match: { path: "/api/*" }, key: ["header:x-api-key", "header:x-team"], limit: 3, period: "1h", overrides: [{ keys: ["k-partner|#none"], limit: 10, period: "1m" }, { keys: [`${"k".repeat(98)}|#none`], unlimited: true }] },
   { name: "login-dry", match: { path: "/login", methods: ["POST"] }, key: "ip", limit: 1, period: "1h", dryRun: true },
   { name: "per-ip", key: "ip", limit: 1000, period: "1h" },
 ];
@@ -140,8 +140,13 @@ describe("the status page in Chromium", () => {
   });
 
   it("tells a rule's overridden keys, and a key's own quota when it has one", async () => {
-    expect(await page.$eval("#rules-body tr:nth-child(2) details.overrides summary", (node) => node.textContent)).toBe("1 key of its own");
+    expect(await page.$eval("#rules-body tr:nth-child(2) details.overrides summary", (node) => node.textContent)).toBe("2 keys of their own");
     expect(await page.$eval("#rules-body tr:nth-child(2) details.overrides div", (node) => node.textContent)).toBe("k-partner|#none: 10 / 1m");
+    // Opened, a long key wraps inside its cell rather than pushing the table past the page.
+    await page.$eval("#rules-body tr:nth-child(2) details.overrides", (node) => void ((node as unknown as { open: boolean }).open = true));
+    const table = await page.$eval("#rules-body", (node) => (node as unknown as { closest(s: string): { getBoundingClientRect(): { width: number } } }).closest("table").getBoundingClientRect().width);
+    expect(table).toBeLessThanOrEqual(1100);
+    await page.$eval("#rules-body tr:nth-child(2) details.overrides", (node) => void ((node as unknown as { open: boolean }).open = false));
     await page.$eval("#key", (input) => void ((input as unknown as { value: string }).value = ""));
     await page.type("#key", "k-partner|#none");
     await page.click("#lookup button[type=submit]");

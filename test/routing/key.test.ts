@@ -365,6 +365,12 @@ describe("canonicalKey", () => {
     expect(() => canonicalKey(typed([part]), key)).toThrow(why);
   });
 
+  it("writes a path typed with a space or a control as a request's URL escapes it, and refuses a tab or line break, which none holds", () => {
+    const PATH: KeyPart = { source: "path" };
+    expect(canonicalKey(typed([PATH]), "/a\x01b c")).toBe(buildKey(typed([PATH]), new Request("http://x.example/a\x01b c")));
+    expect(() => canonicalKey(typed([PATH]), "/a\tb")).toThrow(/no request path holds a tab or a line break/);
+  });
+
   it("takes a header value as the runtime hands it over, UTF-8 decoded", () => {
     const rule = typed([header("x-api-key")]);
     expect(canonicalKey(rule, "ключ")).toBe(buildKey(rule, request({ "x-api-key": "ключ" })));

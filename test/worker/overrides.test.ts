@@ -121,6 +121,19 @@ describe("overrides", () => {
     expect((await send(withKey("ovr-free", "k-anyone"), { rules })).status).toBe(429);
   });
 
+  it("counts no unlimited request when another rule refuses it with a 400, whichever rule comes first", async () => {
+    const free = { name: "ovr-free-400", key: "header:x-api-key", limit: 5, period: "1m", overrides: [{ keys: ["k-internal"], unlimited: true }] };
+    const costly = { name: "ovr-cost-400", key: "ip", limit: 5, period: "1m", cost: "header:x-cost" };
+    const malformed = () => new Request("http://floodgate.test/ovr-free-400/x", { headers: { "CF-Connecting-IP": "192.0.2.192", "x-api-key": "k-internal", "x-cost": "nope" } });
+    const satOut = () => metrics.value("floodgate_decisions_total", { rule: "ovr-free-400", decision: "unlimited" });
+    const before = satOut();
+
+    const statuses = [(await send(malformed(), { rules: [free, costly] })).status, (await send(malformed(), { rules: [costly, free] })).status];
+
+    expect(statuses).toEqual([400, 400]);
+    expect(satOut()).toBe(before);
+  });
+
   it("shows a key its override leaves unlimited at the rule's whole quota in the admin API, though its object still counts what came before", async () => {
     const plain = [{ name: "ovr-free-admin", key: "header:x-api-key", limit: 1, period: "1h" }];
     const freed = [{ ...plain[0]!, overrides: [{ keys: ["k-internal"], unlimited: true }] }];
