@@ -11,7 +11,7 @@ import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
 import { durableObjectName } from "../routing/key";
-import { canonicalKey, UnbuildableKeyError } from "../routing/key-text";
+import { canonicalKey, isHashedName, UnbuildableKeyError } from "../routing/key-text";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
@@ -87,7 +87,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
  * 1 KB may be typed as its object's `#sha256` name, which finds the override whose key has that name.
  */
 async function ruleOfObject(rule: Rule, key: string, objectName: string): Promise<Rule> {
-  if (!key.startsWith("#sha256:")) return ruleForKey(rule, key);
+  if (!isHashedName(key)) return ruleForKey(rule, key);
   for (const named of rule.overrides?.keys() ?? []) {
     if ((await durableObjectName(rule.name, named)) === objectName) return ruleForKey(rule, named);
   }

@@ -1,5 +1,5 @@
 /** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address) or none, validated once and looked up per request. */
-import { canonicalKey, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
+import { canonicalKey, isHashedName, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
 import { matchFits } from "../routing/match";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
@@ -8,9 +8,6 @@ import type { KeyOverride, KeyQuota, Rule } from "./types";
 /** What sets an override's quota: the rule's quota fields, never how it is matched, keyed, counted or enforced. */
 const QUOTA_FIELDS = ["limit", "period", "burst", "delay"] as const;
 const OVERRIDE_FIELDS = ["keys", ...QUOTA_FIELDS, "unlimited"];
-
-/** A name {@link durableObjectName} gives a key past 1 KB; no request's key is one. */
-const HASHED = /^#sha256:/;
 
 /**
  * Parses a rule's `overrides`: an array of `{ keys, limit?, period?, burst?, delay? }` or
@@ -116,7 +113,7 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
   return value.map((key, index) => {
     const field = `${path}.keys[${index}]`;
     if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${show(key)}`);
-    if (HASHED.test(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);
+    if (isHashedName(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);
     if (key === OVERFLOW_KEY && rule.newKeysPerSecond === null) fail(at, field, `${OVERFLOW_KEY} is the key new keys share past newKeysPerSecond, which this rule does not set`);
     let canonical: string;
     try {

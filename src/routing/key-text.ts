@@ -49,6 +49,11 @@ export const COUNTRY = /^[A-Za-z0-9]{2}$/;
 /** How `durableObjectName` (./key) names a key past 1 KB. */
 const HASHED = /^#sha256:[0-9a-f]{64}$/;
 
+/** Whether `key` is the name `durableObjectName` (./key) gives a key past 1 KB, `#sha256:<hex>`, rather than a key a request has. */
+export function isHashedName(key: string): boolean {
+  return HASHED.test(key);
+}
+
 /** A key typed for a rule that floodgate could never build for it: reading or resetting it would find an object no request uses. */
 export class UnbuildableKeyError extends Error {
   override readonly name = "UnbuildableKeyError";
@@ -58,18 +63,19 @@ export class UnbuildableKeyError extends Error {
  * A key an operator typed, as floodgate builds it: each `ip` part given as an address is grouped
  * as the rule groups clients (`2001:db8:abcd:12ff::1` → `2001:db8:abcd:1200::/56`,
  * `::ffff:10.0.0.1` → `10.0.0.1`), each `host` part as a URL has it, lower-cased, without port or
- * trailing dot, a `method` upper-cased, a `path` part written as `match.path` sees paths (so
- * `/café` may be typed). Throws an {@link UnbuildableKeyError} saying how to write it for a key no
- * request could have: parts that do not line up with the rule's, a value with a raw `#` or a `%`
- * that is not one of the escapes, an `ip` part that is no address, a header value with spaces
- * around it (the runtime strips them) or a NUL, CR or LF in it, an AS number past 32 bits, a path not
- * starting with `/` or holding a `?`, a host or method no request could name, a `global` part
- * other than `global`, `#none` for a part every request has (`path`, `method`, `host`, `global`).
- * `#overflow` is a key of a rule with `newKeysPerSecond`, and `#sha256:<hex>` the name
- * `durableObjectName` (./key) gives a key past 1 KB.
+ * trailing dot, a `method` upper-cased, a `path` part written as `match.path` sees paths and a
+ * URL escapes them (so `/café` and `/a b` may be typed). Throws an {@link UnbuildableKeyError}
+ * saying how to write it for a key no request could have: parts that do not line up with the
+ * rule's, a value with a raw `#` or a `%` that is not one of the escapes, an `ip` part that is no
+ * address, a header value with spaces around it (the runtime strips them) or a NUL, CR or LF in
+ * it, an AS number past 32 bits, a path not starting with `/` or holding a `?`, a tab or a line
+ * break, a host or method no request could name, a `global` part other than `global`, `#none` for
+ * a part every request has (`path`, `method`, `host`, `global`). `#overflow` is a key of a rule
+ * with `newKeysPerSecond`, and `#sha256:<hex>` the name `durableObjectName` (./key) gives a key
+ * past 1 KB.
  */
 export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
-  if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || HASHED.test(key)) return key;
+  if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || isHashedName(key)) return key;
   const values = key.split("|");
   if (values.length !== rule.key.length) {
     const parts = rule.key.map(describePart).join(", ");
