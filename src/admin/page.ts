@@ -141,15 +141,19 @@ async function load() {
   renderCounters(series);
 }
 
+/** A limit over its period, or in flight for a concurrency rule. */
+function limitText(q) {
+  return q.limit + (q.period ? " / " + q.period : " in flight");
+}
+
 function quotaText(q) {
-  return q.unlimited ? "unlimited" : q.limit + (q.period ? " / " + q.period : " in flight") + (q.burst !== q.limit ? ", burst " + q.burst : "");
+  return q.unlimited ? "unlimited" : limitText(q) + (q.burst !== q.limit ? ", burst " + q.burst : "");
 }
 
 /** A rule's limit, and under it the keys its overrides name, each with its own quota, folded. */
 function limitCell(r) {
-  const text = r.limit + (r.period ? " / " + r.period : " in flight");
-  if (!r.overrides) return text;
-  const cell = el("div", text);
+  if (!r.overrides) return limitText(r);
+  const cell = el("div", limitText(r));
   const details = el("details", undefined, "overrides");
   const count = r.overrides.reduce((n, o) => n + o.keys.length, 0);
   details.append(el("summary", count + (count === 1 ? " key of its own" : " keys of their own")));

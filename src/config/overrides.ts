@@ -1,5 +1,5 @@
 /** A rule's `overrides`: named keys with limits of their own (a partner's API key, an office's address) or none, validated once and looked up per request. */
-import { canonicalKey, isHashedName, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError } from "../routing/key-text";
+import { canonicalKey, isHashedName, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError, unescapedPart } from "../routing/key-text";
 import { matchFits } from "../routing/match";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
@@ -140,7 +140,7 @@ function outsideMatch(rule: Rule, key: string): string | undefined {
     if (value === MISSING_PART && source === "ip" && rule.match.ips) return `a request without an address (${MISSING_PART}) is in none of match.ips`;
     if (value === MISSING_PART) continue;
     if (source === "method" || source === "host" || source === "path") {
-      const seen = source === "path" ? value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape)) : value;
+      const seen = source === "path" ? unescapedPart(value) : value;
       if (!matchFits(rule, source, seen)) return `its ${source} ${show(seen)} is not one match.${source === "method" ? "methods" : source} fits (${show(source === "method" ? rule.match.methods?.join(", ") : rule.match[source])})`;
     }
     if (source === "ip" && rule.match.ips && !rule.match.ips.overlaps(value)) return `its address ${show(value)} is in none of match.ips`;

@@ -28,6 +28,11 @@ export function keyPart(value: string | null): string {
 
 const ESCAPED = /[%|#]/;
 
+/** A value of one part of a key as it was before {@link keyPart} escaped it: `%25`, `%7C` and `%23` read back as `%`, `|` and `#`. */
+export function unescapedPart(part: string): string {
+  return part.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
+}
+
 function escapeValue(value: string): string {
   // Most values (addresses, API keys) have nothing to escape: testing is cheaper than replacing.
   if (!ESCAPED.test(value)) return value;
@@ -110,7 +115,7 @@ function canonicalPart(part: KeyPart, value: string, ipv6Prefix: number): string
       if (/[\0\r\n]/.test(value)) throw new UnbuildableKeyError(`${named}: a header value holds no NUL, CR or LF`);
       return value;
     case "path": {
-      const path = value.replace(/%(25|7C|23)/g, (escape) => decodeURIComponent(escape));
+      const path = unescapedPart(value);
       if (!path.startsWith("/") || /[?\uD800-\uDFFF]/u.test(path)) throw new UnbuildableKeyError(`${named}: expected a path starting with "/", without its query, like /api/items`);
       // The URL parser drops tabs and line breaks from a URL, and escapes spaces and other controls in a path: "/a b" arrives as "/a%20b".
       if (/[\t\n\r]/.test(path)) throw new UnbuildableKeyError(`${named}: no request path holds a tab or a line break`);
