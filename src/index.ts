@@ -1,5 +1,5 @@
 /** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
-import { ADMIN_PREFIX, handleAdmin } from "./admin/admin";
+import { handleAdmin, isAdminPath } from "./admin/admin";
 import { denyListOnly, hashKeyOf, loadSettings, type Settings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
@@ -24,7 +24,7 @@ export default {
 
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
-  const admin = url.pathname.startsWith(ADMIN_PREFIX);
+  const admin = isAdminPath(url.pathname);
   const ip = request.headers.get("CF-Connecting-IP");
   let settings: Settings;
   try {

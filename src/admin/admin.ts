@@ -12,9 +12,22 @@ import { localView } from "../fast";
 import { forget, standing } from "../limiter";
 import { durableObjectName } from "../routing/key";
 import { canonicalKey, isHashedName, UnbuildableKeyError } from "../routing/key-text";
+import { normalizePath } from "../routing/path";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
+
+/** `/__floodgate`, alone or before "/" (or its escape), in any case, after any run of slashes. */
+const ADMIN_PATH = /^\/+__floodgate(?:$|\/|%2F)/i;
+
+/**
+ * Whether a request is the admin API's: its prefix however written (`/__FLOODGATE/rules`,
+ * `/%5f%5ffloodgate/rules`, `/__floodgate` without its slash), so that a mistyped admin call is
+ * answered here, a 404 at worst, and never forwarded to the origin with the admin's token.
+ */
+export function isAdminPath(pathname: string): boolean {
+  return ADMIN_PATH.test(normalizePath(pathname));
+}
 
 const UNSENDABLE_TOKEN =
   "ADMIN_TOKEN: holds whitespace, control or non-ASCII characters, which an Authorization: Bearer header cannot carry, so no call can sign in; set a token of letters, digits and -._~+/= (openssl rand -base64 32)";
@@ -33,6 +46,7 @@ export async function handleAdmin(request: Request, env: Env, settingsOf: () => 
   // Rules, a key's state and the counters are the admin's, and so is an invalid configuration's 500: no cache, not even the browser's own, keeps them.
   const headers = new Headers(answer.headers);
   headers.set("Cache-Control", "no-store");
+  headers.set("X-Content-Type-Options", "nosniff");
   return new Response(head ? null : answer.body, { status: answer.status, statusText: answer.statusText, headers });
 }
 
@@ -47,7 +61,8 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
   }
   // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.
   const settings = settingsOf();
-  const route = `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}`;
+  // Only the prefix as documented names a call; another spelling of it is answered as an unknown call.
+  const route = url.pathname.startsWith(ADMIN_PREFIX) ? `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}` : "";
   switch (route) {
     case "GET rules":
       return Response.json({ rules: settings.rules.map(describeRule) });

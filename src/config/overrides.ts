@@ -24,7 +24,7 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
   const example = `[{"keys": ["k-partner"], "limit": 10000}]`;
   if (!Array.isArray(value) || value.length === 0) fail(at, "overrides", `expected a non-empty array of overrides like ${example}, got ${show(value)}`);
   const byKey = new Map<string, KeyOverride>();
-  const namedAt = new Map<string, number>();
+  const namedAt = new Map<string, string>();
   value.forEach((entry, index) => {
     const path = `overrides[${index}]`;
     if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${show(entry)}`);
@@ -40,12 +40,13 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
     // Past newKeysPerSecond every new key is counted as #overflow: an unlimited one would let a client rotating keys through unlimited.
     if (unlimited && keys.includes(OVERFLOW_KEY)) fail(at, `${path}.keys[${(fields.get("keys") as unknown[]).indexOf(OVERFLOW_KEY)}]`, `${OVERFLOW_KEY} cannot be unlimited: past newKeysPerSecond every new key is counted under it, so a client rotating keys would go unlimited; give it a quota instead`);
     const override: KeyOverride = unlimited ? { unlimited: true } : quotaOf(() => reparse(withOverride(ruleFields, fields, given, rule)), at, path, given);
-    for (const key of keys) {
+    keys.forEach((key, i) => {
       const first = namedAt.get(key);
-      if (first !== undefined) fail(at, `${path}.keys`, `${show(key)} is named by overrides[${first}] too; a key has one quota: name it once`);
-      namedAt.set(key, index);
+      // By position, never by value: an override's key is often an API key, and this message reaches logs and the 500's detail.
+      if (first !== undefined) fail(at, `${path}.keys[${i}]`, `is the key ${first} names (as the rule builds keys); a key has one quota: name it once`);
+      namedAt.set(key, `${path}.keys[${i}]`);
       byKey.set(key, override);
-    }
+    });
   });
   return byKey;
 }

@@ -197,6 +197,13 @@ function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleD
   return { status, ...(body ? { body: body.text, contentType: body.contentType } : {}) };
 }
 
+/**
+ * The part of V8's JSON.parse message that quotes the text around the fault (`Unexpected token ']',
+ * ..."sk_live_…"]},]}]" is not valid JSON`): the rules hold override keys, often API keys, and this
+ * message reaches the logs and the 500's detail.
+ */
+const QUOTED_SOURCE = /, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
+
 function decode(raw: unknown): unknown {
   if (raw === undefined) return [];
   if (typeof raw !== "string") return raw;
@@ -205,7 +212,7 @@ function decode(raw: unknown): unknown {
   try {
     parsed = JSON.parse(raw);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = (error instanceof Error ? error.message : String(error)).replace(QUOTED_SOURCE, "");
     throw ConfigError.topLevel(`not valid JSON (${reason}); write {"rules": [...]} or a bare array of rules`);
   }
   const repeated = repeatedMember(raw);

@@ -51,7 +51,7 @@ export function workerContext(namespace: Env["LIMITER"], ctx: Pick<ExecutionCont
   return { namespace, waitUntil: (promise) => ctx.waitUntil(promise), ...(analytics ? { analytics } : {}), ...(hashKey ? { hashKey } : {}) };
 }
 
-/** One rule asked about one key: the key, the object that owns it and the units the request costs. */
+/** One rule asked about one key: the key counted (the key, or `#overflow`: see {@link Owner}), the object that owns it and the units the request costs. */
 export interface Ask {
   rule: Rule;
   key: string;
@@ -62,9 +62,14 @@ export interface Ask {
 /** A decision, and for a strict one that took units, when the object counted them. */
 export type Taken = StrictDecision;
 
-/** A key's object and the rule it is decided under there: the rule, or with the key's override (its `overrides`) in place of its quota. */
+/**
+ * A key's object and the rule it is decided under there: the rule, or with the key's override (its
+ * `overrides`) in place of its quota; and the key counted there, the key itself or `#overflow`, which
+ * is the key its decisions are logged and recorded under.
+ */
 export interface Owner {
   rule: Rule;
+  key: string;
   objectName: string;
 }
 
@@ -83,7 +88,7 @@ export function peekedOwnerOf(rule: Rule, key: string, now: number): Promise<Own
 }
 
 async function owner(rule: Rule, counted: string): Promise<Owner> {
-  return { rule: ruleForKey(rule, counted), objectName: await durableObjectName(rule.name, counted) };
+  return { rule: ruleForKey(rule, counted), key: counted, objectName: await durableObjectName(rule.name, counted) };
 }
 
 /** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */
@@ -222,7 +227,7 @@ export interface Held {
  */
 export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
   const now = Date.now();
-  const ask: Ask = { ...(await ownerOf(rule, key, now)), key, cost };
+  const ask: Ask = { ...(await ownerOf(rule, key, now)), cost };
   if (ask.rule.unlimited) {
     countUnlimited(ask.rule);
     return { rule: ask.rule, decision: unlimited(ask.rule, now), refund: () => Promise.resolve() };

@@ -1,7 +1,7 @@
 /** Workers Analytics Engine: one sampled data point per rule decision, written off the response's path, the key only as a keyed hash. */
 import type { Decision } from "../algorithms";
 import type { Rule } from "../config/types";
-import { metrics } from "./metrics";
+import { countError } from "./log";
 
 /** Where points go, and how: the `ANALYTICS` dataset, `ANALYTICS_SAMPLE` (0–1) and the `ANALYTICS_HASH_KEY` secret. */
 export interface AnalyticsSettings {
@@ -24,7 +24,7 @@ export interface DecisionPoint {
  * Writes the point with probability `sample`, in `waitUntil` (hashing the key is asynchronous):
  * index1 the rule; blob1–6 rule, outcome, reason, mode, algorithm, key hash; double1–3 cost,
  * remaining, and the point's weight 1 / sample, so `SUM(_sample_interval * double3)` counts
- * decisions whatever the sampling. A write that fails is counted and never touches the request.
+ * decisions whatever the sampling. A write that fails is counted and logged, and never touches the request.
  */
 export function recordDecision(analytics: AnalyticsSettings, point: DecisionPoint, waitUntil: (promise: Promise<unknown>) => void): void {
   if (analytics.sample <= 0 || (analytics.sample < 1 && Math.random() >= analytics.sample)) return;
@@ -36,7 +36,7 @@ export function recordDecision(analytics: AnalyticsSettings, point: DecisionPoin
       doubles: [cost, decision.remaining, 1 / analytics.sample],
     });
   });
-  waitUntil(write.catch(() => metrics.count("floodgate_errors_total", { kind: "analytics" })));
+  waitUntil(write.catch(countError("analytics", rule)));
 }
 
 const keys = new Map<string, Promise<CryptoKey>>();

@@ -22,7 +22,7 @@ type Labels = Record<string, string>;
 /** Every histogram floodgate keeps, with its help text. */
 const HISTOGRAMS = {
   floodgate_object_wait_seconds:
-    "Seconds a request waited on a Durable Object call for its decision (a strict decision, or a fast one its lease could not make), until the answer or the timeout, by rule and mode. Requests decided in the isolate are not counted: their share is this count over floodgate_decisions_total.",
+    "Seconds a request waited on a Durable Object call for its decision (a strict decision, or a fast one its lease could not make), until the answer or the timeout, by rule and mode. Requests decided in the isolate are not counted: this count over floodgate_decisions_total is the share that waited.",
 } as const;
 
 export type HistogramName = keyof typeof HISTOGRAMS;

@@ -106,10 +106,12 @@ describe("admin API", () => {
     expect((await admin("state?rule=adm-window&key=192.0.2.77&key=192.0.2.78", { method: "DELETE" })).status).toBe(400);
   });
 
-  it("marks every answer of the API no-store: rules, state and counters are kept by no cache", async () => {
+  it("marks every answer of the API no-store and nosniff: rules, state and counters are kept by no cache, read as no other type", async () => {
     for (const path of ["rules", "metrics", "state?rule=adm-window&key=192.0.2.79", "state?rule=adm-window&key=%25", "state?rule=nope&key=a", "unknown"]) {
-      expect((await admin(path)).headers.get("Cache-Control"), path).toBe("no-store");
-      expect((await admin(path, { method: "HEAD" })).headers.get("Cache-Control"), path).toBe("no-store");
+      for (const answer of [await admin(path), await admin(path, { method: "HEAD" })]) {
+        expect(answer.headers.get("Cache-Control"), path).toBe("no-store");
+        expect(answer.headers.get("X-Content-Type-Options"), path).toBe("nosniff");
+      }
     }
   });
 
@@ -183,4 +185,14 @@ describe("admin API", () => {
   it("answers 404 to an unknown admin path", async () => {
     expect((await admin("unknown")).status).toBe(404);
   });
+
+  it.each(["/__FLOODGATE/rules", "/%5f%5ffloodgate/rules", "/__floodgate", "/__floodgate%2frules", "//__floodgate/rules"])(
+    "answers a mistyped admin call %s itself, never forwarding the admin's token to the origin",
+    async (path) => {
+      const signedIn = await send(new Request(`http://floodgate.test${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } }), { rules, ADMIN_TOKEN: TOKEN });
+      const anonymous = await send(new Request(`http://floodgate.test${path}`), { rules, ADMIN_TOKEN: TOKEN });
+      expect([signedIn.status, anonymous.status]).toEqual([404, 401]);
+      expect(signedIn.headers.get("Content-Type")).toBe("application/problem+json");
+    },
+  );
 });

@@ -99,7 +99,7 @@ describe("overrides", () => {
     [[{ keys: ["a|b"], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "the rule's key has 1 part"],
     [[{ keys: ["#overflow"], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "newKeysPerSecond, which this rule does not set"],
     [[{ keys: [`#sha256:${"0".repeat(64)}`], limit: 5 }], "rules[0] (\"api\").overrides[0].keys[0]", "write the key itself"],
-    [[{ keys: ["k"], limit: 5 }, { keys: ["j", "k"], limit: 6 }], "rules[0] (\"api\").overrides[1].keys", `"k" is named by overrides[0] too`],
+    [[{ keys: ["k"], limit: 5 }, { keys: ["j", "k"], limit: 6 }], "rules[0] (\"api\").overrides[1].keys[1]", "is the key overrides[0].keys[0] names (as the rule builds keys)"],
     [[{ keys: ["k"], limit: 0 }], "rules[0] (\"api\").overrides[0].limit", "expected a positive integer"],
     [[{ keys: ["k"], period: "ten" }], "rules[0] (\"api\").overrides[0].period", "expected a duration"],
     [[{ keys: ["k"], period: "1mo" }], "rules[0] (\"api\").overrides[0].period", "is a calendar period, which only \"fixed-window\" counts by"],
@@ -108,6 +108,11 @@ describe("overrides", () => {
     const error = errorFor({ ...api, overrides });
     expect(error.message.slice(0, location.length + 2)).toBe(`${location}: `);
     expect(error.message).toContain(problem);
+  });
+
+  it("names a key given twice by its places, never by its value: an API key in an error would reach the logs and the 500", () => {
+    const error = errorFor({ ...api, overrides: [{ keys: ["sk_live_PARTNER"], limit: 50 }, { keys: ["sk_live_PARTNER"], unlimited: true }] });
+    expect(error.message).toBe(`rules[0] ("api").overrides[1].keys[0]: is the key overrides[0].keys[0] names (as the rule builds keys); a key has one quota: name it once`);
   });
 
   it("lets an overridden limit take along a burst the rule spells out as its limit", () => {

@@ -272,6 +272,11 @@ describe("top-level errors", () => {
     expect(error.message).toContain(`not valid JSON (${parserMessage})`);
   });
 
+  it("rejects a string that is not JSON without quoting its text, which may hold an override's API key", () => {
+    const error = errorFor(`[{"name": "api", "key": "header:x-api-key", "limit": 5, "period": "1m", "overrides": [{"keys": ["sk_live_PARTNER"], "limit": 9},]}]`);
+    expect(error.message).toBe(`RATE_LIMIT_RULES: not valid JSON (Unexpected token ']'); write {"rules": [...]} or a bare array of rules`);
+  });
+
   it.each(['"rules"', "null", "true", "7"])("rejects the JSON %s, which is neither an array nor an object", (text) => {
     expect(errorFor(text).field).toBe("RATE_LIMIT_RULES");
   });

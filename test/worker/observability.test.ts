@@ -69,12 +69,28 @@ describe("Analytics Engine", () => {
     expect(points[0]!.doubles![2]).toBe(4);
   });
 
-  it("never lets a failing writeDataPoint affect the request", async () => {
+  it("never lets a failing writeDataPoint affect the request, and counts and logs the failure", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
     const failing = { writeDataPoint: () => { throw new Error("dataset down"); } };
     const before = metrics.value("floodgate_errors_total", { kind: "analytics" });
     const response = await send(get("/ae-fail/a", "192.0.2.182"), { rules: [{ name: "ae-fail", limit: 5, period: "1m" }], ANALYTICS: failing as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "s" });
     expect(response.status).toBe(200);
     expect(metrics.value("floodgate_errors_total", { kind: "analytics" }) - before).toBe(1);
+    expect(lines).toEqual([{ event: "error", kind: "analytics", rule: "ae-fail", message: "dataset down" }]);
+  });
+
+  it("records a request counted under #overflow by the hash of #overflow, the key its object holds, not the client's own", async () => {
+    const { points, dataset } = recorder();
+    const rules = [{ name: "ae-overflow", key: "header:x-key", limit: 1, period: "1m", newKeysPerSecond: 1 }];
+    const bindings = { rules, ANALYTICS: dataset as unknown as AnalyticsEngineDataset, ANALYTICS_HASH_KEY: "secret" };
+    const request = (key: string) => new Request("http://floodgate.test/ae-overflow", { headers: { "x-key": key } });
+    const statuses = [];
+    for (const key of ["k1", "k2", "k3"]) statuses.push((await send(request(key), bindings)).status);
+
+    expect(statuses).toEqual([200, 200, 429]);
+    const [own, overflow] = [await keyHash("secret", "k1"), await keyHash("secret", "#overflow")];
+    expect(points.map((p) => [p.blobs![1], p.blobs![5]])).toEqual([["allowed", own], ["allowed", overflow], ["denied", overflow]]);
   });
 
   it("writes to Miniflare's own Analytics Engine binding without error", async () => {
