@@ -10,7 +10,7 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { localView } from "../fast";
 import { forget, standing } from "../limiter";
-import { durableObjectName } from "../routing/key";
+import { durableObjectName, namedObject } from "../routing/key";
 import { canonicalKey, isHashedName, UnbuildableKeyError } from "../routing/key-text";
 import { normalizePath } from "../routing/path";
 import { statusPage } from "./page";
@@ -85,7 +85,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   if (!rule) throw new HttpProblem({ type: "about:blank", status: 404, title: "Not Found", detail: `no rule named ${JSON.stringify(ruleName)}` });
   // A client's address as typed is the key its requests are counted under: the answer names that key.
   const key = keyFor(rule, typed);
-  const objectName = await durableObjectName(rule.name, key);
+  const objectName = await namedObject(rule.name, key);
   if (method === "DELETE") {
     await forget(env.LIMITER, objectName);
     return Response.json({ rule: rule.name, key, reset: true });

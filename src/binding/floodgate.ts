@@ -86,6 +86,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async check(request: Request): Promise<Checked> {
     checkRequest(request, "check");
     checkNoMore(arguments, 1, "check", "a Request");
+    checkProps(this.ctx.props, "check");
     const settings = this.#settings();
     return check(request, new URL(request.url), settings, this.#context(settings));
   }
@@ -121,11 +122,22 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   #resolve(options: unknown, given: ArrayLike<unknown>, method: string, known: readonly string[], required = ["key"]): { rule: Rule; key: string; from: Whereabouts } {
     checkOptions(options, known, method, required);
     checkNoMore(given, 1, method, "one options object");
+    checkProps(this.ctx.props, method);
     const from = checkWhereabouts(options, method);
     const { rule: named, key } = options as { rule?: unknown; key?: unknown };
     if (named !== undefined && typeof named !== "string") throw new TypeError(`${method}: rule must be a rule's name, or left out, got ${named === null ? "null" : typeof named}`);
     const fromProps = named === undefined && this.ctx.props?.rule !== undefined;
     return { rule: ruleNamed(this.#settings().rules, named ?? this.ctx.props?.rule, method, fromProps), key: checkKey(key, method), from };
+  }
+}
+
+/** The binding's `props` as its wrangler.toml gives them: `rule` alone, so a `cost` or a misspelled `rul` there is never silently ignored. */
+function checkProps(props: unknown, method: string): void {
+  if (props === undefined || props === null) return;
+  const unknown = typeof props === "object" ? Object.keys(props).filter((name) => name !== "rule") : [];
+  if (typeof props !== "object" || unknown.length > 0) {
+    const what = unknown.length > 0 ? `props.${unknown[0]}` : `props of type ${typeof props}`;
+    throw new TypeError(`${method}: the binding's ${what} is not something floodgate reads; its props take only "rule" (the rule a call uses when it names none), and a call's own options (cost, key) go in the call`);
   }
 }
 

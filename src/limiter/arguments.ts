@@ -7,7 +7,7 @@ import type { Whereabouts } from "../fast/relay";
  * A key as given: a non-empty string. An empty or missing key is an error, never an unlimited
  * grant, and never silently a shared bucket. It is used as given: `durableObjectName` names a key
  * past 1 KB of UTF-8 by its hash, as it does the proxy's, so the two share one counter whatever
- * the key's length.
+ * the key's length (and hashes a key written as such a hash, which names no long key's counter here).
  */
 export function checkKey(key: unknown, where: string): string {
   if (typeof key !== "string" || key === "") {
@@ -102,7 +102,8 @@ function checkPlace(place: unknown, where: string, option: string, like: string,
   return place;
 }
 
-function describe(value: unknown): string {
+/** A value as a message names it: short, and unambiguous about its type (`NaN`, `"3"`, `an object`). */
+export function describe(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value);
   if (typeof value === "number" || typeof value === "boolean" || value === null || value === undefined) return String(value);
   const kind = Array.isArray(value) ? "array" : typeof value;

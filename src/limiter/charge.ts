@@ -5,6 +5,7 @@ import { chargeFast, unchargeFast } from "../fast";
 import { countError } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { chargeStrict } from "../strict";
+import { checkNoMore, describe } from "./arguments";
 import { fastContext, giveBack, refundAt, unreturned, type Ask, type LimiterContext, type Taken } from "./index";
 
 /**
@@ -44,8 +45,9 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
   const admitted = taken.decision.allowed;
   if (rule.algorithm === "concurrency" || (!admitted && !rule.dryRun)) return {};
   const where = `charge ("${rule.name}")`;
-  const charge: Charge = async (units) => {
-    if (!Number.isInteger(units)) throw new TypeError(`${where}: expected a whole number of units (negative to give some back), got ${typeof units === "number" ? units : typeof units}`);
+  const charge: Charge = async (units, ...extra: unknown[]) => {
+    checkNoMore([units, ...extra], 1, where, "a whole number of units");
+    if (!Number.isInteger(units)) throw new TypeError(`${where}: expected a whole number of units (negative to give some back), got ${describe(units)}`);
     const why = units < 0 ? givesNothingBackLate(rule.algorithm) : undefined;
     if (why) throw new TypeError(`${where}: a "${rule.algorithm}" rule cannot give units back: ${why}; take the least a request can cost up front, and charge the rest once it is known`);
     if (units === 0 || !admitted) return;
@@ -65,7 +67,7 @@ export function chargeOf(ask: Ask, taken: Taken, context: LimiterContext): { cha
     await Promise.all(account.pending);
     const charged = chargedUnits(taken);
     const left = unreturned(ask, taken) + charged;
-    if (units > left) throw new TypeError(`${where}: cannot give back ${units} units: the request is counted at ${left} now (it took ${ask.cost}; charges and give-backs since count too)`);
+    if (units > left) throw new TypeError(`${where}: cannot give back ${units} unit${units === 1 ? "" : "s"}: the request is counted at ${left} now (it took ${ask.cost}; charges and give-backs since count too)`);
     const fromCharges = Math.min(units, charged);
     metrics.count("floodgate_charged_units_total", { rule: rule.name, direction: "given_back" }, units);
     await Promise.all([giveBackCharged(ask, taken, fromCharges, context), giveBack(ask, taken, context, units - fromCharges)]);

@@ -4,6 +4,7 @@ import { givesNothingBackLate } from "../config/rules";
 import type { Count } from "../config/types";
 import { countError } from "../metrics/log";
 import { headerUnits } from "../routing/key";
+import { checkNoMore, describe } from "./arguments";
 import { chargeOf, countedUnits, giveAllBack } from "./charge";
 import type { ResponseHeaders } from "./result";
 import type { Ask, LimiterContext, Taken } from "./index";
@@ -27,7 +28,8 @@ export function settleOf(taken: readonly { ask: Ask; taken: Taken }[], context: 
   const judged = taken.filter((t) => (t.ask.rule.count !== "all" || t.ask.rule.responseCost) && t.taken.decision.allowed);
   if (judged.length === 0) return {};
   let settled: Promise<void> | undefined;
-  const settle: Settle = async (outcome, headers) => {
+  const settle: Settle = async (outcome, headers, ...extra: unknown[]) => {
+    checkNoMore([outcome, headers, ...extra], 2, "settle", "the response's status or whether it succeeded, and its headers");
     const succeeded = succeededBy(outcome);
     const read = headers === undefined ? undefined : headersOf(headers);
     return (settled ??= Promise.all(judged.map((t) => settleOne(t, succeeded, read, context))).then(() => undefined));
@@ -75,5 +77,5 @@ function headersOf(headers: ResponseHeaders): Headers {
 function succeededBy(outcome: unknown): boolean {
   if (typeof outcome === "boolean") return outcome;
   if (Number.isInteger(outcome) && (outcome as number) >= 100 && (outcome as number) <= 599) return (outcome as number) < 400;
-  throw new TypeError(`settle: expected the response's HTTP status (100 to 599) or whether the request succeeded (true or false), got ${JSON.stringify(outcome) ?? typeof outcome}`);
+  throw new TypeError(`settle: expected the response's HTTP status (100 to 599) or whether the request succeeded (true or false), got ${describe(outcome)}`);
 }

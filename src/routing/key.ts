@@ -1,7 +1,7 @@
 /** A rule's key for a request, the Durable Object name it maps to, and the units the request costs. */
 import type { Cost, KeyPart, Rule } from "../config/types";
 import { ipKey } from "./ip";
-import { COUNTRY, keyPart, MISSING_PART, trimOws } from "./key-text";
+import { COUNTRY, isHashedName, keyPart, MISSING_PART, trimOws } from "./key-text";
 import { hostKey } from "./match";
 import { normalizePath } from "./path";
 
@@ -131,8 +131,9 @@ function percentDecoded(value: string): string {
 /**
  * The name that addresses the Durable Object owning (rule, key): `<rule>/<key>`, or, when the key
  * is longer than {@link MAX_KEY_BYTES} in UTF-8, `<rule>/#sha256:<hex>`. Rule names cannot
- * contain `/`, so two rules never share an object; and a real key cannot start with `#sha256:`
- * (its only `#` is in `#none`), so a hashed name never meets an unhashed one.
+ * contain `/`, so two rules never share an object. A key the proxy builds never starts with `#`
+ * but for its markers (a value's `#` is written `%23`); one code passes may look like a hashed
+ * name itself, and is hashed too, so that it never reaches a long key's object.
  *
  * @example
  * await durableObjectName("login", "203.0.113.9"); // "login/203.0.113.9"
@@ -140,9 +141,14 @@ function percentDecoded(value: string): string {
  */
 export async function durableObjectName(ruleName: string, key: string): Promise<string> {
   // A UTF-16 code unit is at most 3 bytes of UTF-8: most keys are short enough without encoding them.
-  if (key.length * 3 <= MAX_KEY_BYTES) return `${ruleName}/${key}`;
+  if (key.length * 3 <= MAX_KEY_BYTES && !isHashedName(key)) return `${ruleName}/${key}`;
   const bytes = new TextEncoder().encode(key);
-  return bytes.length <= MAX_KEY_BYTES ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
+  return bytes.length <= MAX_KEY_BYTES && !isHashedName(key) ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
+}
+
+/** The object an operator names (the admin API): {@link durableObjectName}'s, or the object a `#sha256` name names, the long key's it was made from. */
+export function namedObject(ruleName: string, typed: string): Promise<string> {
+  return isHashedName(typed) ? Promise.resolve(`${ruleName}/${typed}`) : durableObjectName(ruleName, typed);
 }
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {

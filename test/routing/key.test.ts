@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/rules";
 import type { KeyPart } from "../../src/config/types";
-import { MAX_KEY_BYTES, buildKey, durableObjectName, requestCost } from "../../src/routing/key";
+import { MAX_KEY_BYTES, buildKey, durableObjectName, namedObject, requestCost } from "../../src/routing/key";
 import { MISSING_PART, OVERFLOW_KEY, canonicalKey, UnbuildableKeyError } from "../../src/routing/key-text";
 
 const request = (headers: Record<string, string> = {}, url = "https://api.example.com/v1/items?page=2", method = "GET") =>
@@ -392,11 +392,17 @@ describe("canonicalKey", () => {
     expect(canonicalKey(typed([PATH]), "/caf%25C3%25A9/a")).toBe("/caf%25C3%25A9/a");
   });
 
-  it("takes the #sha256 name of a key past 1 KB, which names its object as the key itself would", async () => {
+  it("takes the #sha256 name of a key past 1 KB, which an operator names its object by as the key itself would", async () => {
     const long = "k".repeat(MAX_KEY_BYTES + 1);
     const hashed = (await durableObjectName("r", long)).slice("r/".length);
     expect(canonicalKey(typed([header("x-api-key")]), hashed)).toBe(hashed);
-    expect(await durableObjectName("r", hashed)).toBe(await durableObjectName("r", long));
+    expect(await namedObject("r", hashed)).toBe(await durableObjectName("r", long));
+  });
+
+  it("hashes a key that is itself written as a #sha256 name, so that code passing it never reaches the long key's object", async () => {
+    const hashed = (await durableObjectName("r", "k".repeat(MAX_KEY_BYTES + 1))).slice("r/".length);
+    expect(await durableObjectName("r", hashed)).toMatch(/^r\/#sha256:[0-9a-f]{64}$/);
+    expect(await durableObjectName("r", hashed)).not.toBe(`r/${hashed}`);
   });
 
   it("takes #overflow as a key of a rule with newKeysPerSecond only", () => {
