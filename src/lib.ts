@@ -6,7 +6,8 @@ import type { Env } from "./env";
 import { check, type Checked } from "./gate/check";
 import { headerOptions, type HeaderForm } from "./http/header-options";
 import { isNamespace } from "./durable-object/stub";
-import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts } from "./limiter/arguments";
+import { checkCallContext, checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTimeout, checkWhereabouts, describe } from "./limiter/arguments";
+import { claimKind, kindsTable } from "./limiter/kinds";
 import { forget, limitKey, peekedOwnerOf, peekKey, type LimiterContext } from "./limiter";
 import { limitWithin } from "./limiter/wait";
 import { limitResult, type LimitResult } from "./limiter/result";
@@ -86,6 +87,7 @@ export interface Limiter {
 export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter {
   const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
+  claimKind(limiterKinds, parsed, "limiter");
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
   /** A call's key, cost and context, each checked, or a TypeError naming the method and what to pass. */
   const callOf = (method: string, key: unknown, options: LimitCallOptions) => {
@@ -179,7 +181,16 @@ function ipOption(raw: unknown, option: "allowIps" | "denyIps"): IpList | null {
 /** A mistyped binding (`env.LIMITR`) must fail loudly here, not decide every request by onError later. */
 function requireNamespace(namespace: unknown, where: string): Env["LIMITER"] {
   if (!isNamespace(namespace)) {
-    throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${namespace === null ? "null" : Object.prototype.toString.call(namespace)}`);
+    throw new TypeError(`${where}: the first argument must be the RateLimiter Durable Object namespace (env.LIMITER as bound in wrangler.toml), got ${nameOf(namespace)}`);
   }
   return namespace;
 }
+
+/** What was passed instead: its class where it has one (`[object Fetcher]`, a service binding), else as any argument is named. */
+function nameOf(value: unknown): string {
+  const tag = Object.prototype.toString.call(value);
+  return typeof value === "object" && value !== null && tag !== "[object Object]" ? tag : describe(value);
+}
+
+/** The kinds of the rules limiters were made with in this isolate, by name: a key's object is its rule's name and the key. */
+const limiterKinds = kindsTable();

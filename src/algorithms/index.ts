@@ -265,6 +265,21 @@ function tokenTickMs(policy: Slots): number {
   return Math.max(1, Math.floor(policy.periodMs / TOKEN_TICKS_PER_PERIOD));
 }
 
+/** Whether two policies are one: the same algorithm with the same figures, so that what one decided the other would too. */
+export function samePolicy(a: Policy, b: Policy): boolean {
+  return (
+    a.algorithm === b.algorithm &&
+    a.limit === b.limit &&
+    a.periodMs === b.periodMs &&
+    a.burst === b.burst &&
+    a.buckets === b.buckets &&
+    a.months === b.months &&
+    a.delay === b.delay &&
+    a.blockMs === b.blockMs &&
+    a.warmupMs === b.warmupMs
+  );
+}
+
 /** Whether two policies file units under the same slots (see {@link slotOf}), so that a slot of one is a slot of the other. */
 export function sameSlots(a: Slots, b: Slots): boolean {
   return slotShape(a) === slotShape(b);

@@ -1,5 +1,5 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
-import { largestCost, type Decision } from "../algorithms";
+import { largestCost, samePolicy, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
@@ -23,6 +23,7 @@ import {
   fromLease,
   hasPending,
   knownShare,
+  leaveOtherPolicy,
   localPeek,
   nextSync,
   refundLocally,
@@ -125,14 +126,14 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
 export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   if (cost > largestCost(rule)) return fastBeyondCapacity(rule, objectName, now);
   const entry = table.peek(objectName);
-  if (entry === undefined || !deniedLocally(entry.key, rule, cost, now)) return undefined;
+  if (entry === undefined || underOtherPolicy(entry, rule) || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
 }
 
 /** What this isolate would answer a one-unit request for a fast key now, from its lease or its denial, counting nothing; undefined when only a sync could tell. */
 function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
-  return entry ? localPeek(entry.key, rule, now) : undefined;
+  return entry && !underOtherPolicy(entry, rule) ? localPeek(entry.key, rule, now) : undefined;
 }
 
 /**
@@ -265,12 +266,18 @@ export function shareOf(objectName: string, now: number): Share {
   return knownShare(entry.key, rulePeers.get(name) ?? 0, now - (ruleColdSince.get(name) ?? now));
 }
 
+/** Whether the entry was last decided under other figures than the rule's: what it knows of the key's denial holds for those alone. */
+function underOtherPolicy(entry: Entry, rule: Rule): boolean {
+  return entry.rule !== rule && !samePolicy(policyOf(entry.rule), policyOf(rule));
+}
+
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
   const known = table.get(objectName);
   // A re-read configuration, or a limiter() made per request, brings a new Rule object: the entry
   // itself stays, since requests in flight hold it (a copy split the sync in flight and the waiting
   // units between copies, and a burst of 300 at a key of 100 was granted 20).
   if (known) {
+    if (underOtherPolicy(known, rule)) leaveOtherPolicy(known.key);
     known.rule = rule;
     return known;
   }

@@ -120,6 +120,17 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 }
 
 /**
+ * Ends what the key holds under another policy than the one it is now asked under (code naming one
+ * rule with other figures: a plan upgraded, or downgraded): its lots, which the next sync reports
+ * and gives back, and the object's denial. The request asks the object under its own policy.
+ */
+export function leaveOtherPolicy(key: LocalKey): void {
+  endLots(key);
+  key.blockedUntil = 0;
+  key.saturated = false;
+}
+
+/**
  * What {@link decideLocally} would answer a one-unit request now, spending and counting nothing:
  * an admission while the lease holds a unit, this isolate's denial while it denies the key;
  * undefined when only a sync could tell. What a peek must say.

@@ -4,6 +4,7 @@ import { parseStandaloneRule } from "../config/rules";
 import type { RequestRule } from "../config/input";
 import type { Rule } from "../config/types";
 import { LruTable } from "../fast/table";
+import { claimKind, kindsTable } from "../limiter/kinds";
 
 /** A rule, or a function of the context choosing one per request (a plan's, say). */
 export type RuleOption<C extends Context> = RequestRule | ((c: C) => RequestRule | Promise<RequestRule>);
@@ -30,18 +31,14 @@ export function ruleOf<C extends Context>(option: RuleOption<C>, adopted: (rule:
     return () => rule;
   }
   const parsed = new LruTable<Rule>(PARSED_RULES, () => undefined);
-  const slots = new LruTable<boolean>(PARSED_RULES, () => undefined);
+  const kinds = kindsTable();
   return async (c) => {
     const input = await option(c);
     const text = JSON.stringify(input);
     const known = typeof text === "string" ? parsed.get(text) : undefined;
     if (known) return known;
     const rule = adopted(parseStandaloneRule(input, { requests: true }), false);
-    const concurrency = rule.algorithm === "concurrency";
-    if ((slots.get(rule.name) ?? concurrency) !== concurrency) {
-      throw new TypeError(`rateLimit: the rule function returned a concurrency rule and a rate rule both named "${rule.name}"; a key's object cannot count slots and units at once: give each its own name`);
-    }
-    slots.set(rule.name, concurrency);
+    claimKind(kinds, rule, "rateLimit: the rule function's rules");
     if (typeof text === "string") parsed.set(text, rule);
     return rule;
   };

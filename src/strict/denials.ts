@@ -1,5 +1,5 @@
 /** Strict keys their object just denied: the isolate denies the same request again, with no call, until the object's retryAfter. */
-import { costlierUntil, type Decision, type Policy } from "../algorithms";
+import { costlierUntil, samePolicy, type Decision, type Policy } from "../algorithms";
 import { LruTable } from "../fast/table";
 
 /** Denied keys one isolate remembers; the least recently used is forgotten first. */
@@ -34,17 +34,22 @@ export class DenialCache {
     else if (decision.reason === "limit") {
       // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a cheaper one no more.
       const agrees = (d: Denial) => (d.cost < cost ? d.until <= until : d.cost > cost && d.until >= until);
-      const kept = (this.table.peek(objectName) ?? []).filter((d) => d.until > now && d.decision.reason !== "blocked" && agrees(d));
+      const kept = (this.table.peek(objectName) ?? []).filter((d) => d.until > now && d.decision.reason !== "blocked" && samePolicy(d.policy, policy) && agrees(d));
       kept.push({ decision, cost, until, policy });
       kept.sort((a, b) => a.cost - b.cost);
       this.table.set(objectName, kept.slice(0, MAX_COSTS));
     }
   }
 
-  /** The remembered denial of a request of `cost` at `now`, its wait counted down; undefined when none holds. */
-  lookup(objectName: string, cost: number, now: number): Decision | undefined {
+  /**
+   * The remembered denial of a request of `cost` at `now` under `policy`, its wait counted down;
+   * undefined when none holds. One made under another policy (code that names one rule with
+   * another limit: a plan upgraded) says nothing of this one: its object is asked.
+   */
+  lookup(objectName: string, cost: number, now: number, policy: Policy): Decision | undefined {
     const all = this.table.peek(objectName);
     if (all === undefined) return undefined;
+    if (!samePolicy(all[0]!.policy, policy)) return undefined;
     // The costliest live denial this request is at least as costly as: they are kept cheapest first.
     let denial: Denial | undefined;
     for (const d of all) if (now < d.until && d.cost <= cost) denial = d;

@@ -33,7 +33,7 @@ export interface StrictDecision {
  * denies every request until it ends).
  */
 export function cachedStrictDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  const cached = denials.lookup(objectName, cost, now);
+  const cached = denials.lookup(objectName, cost, now, policyOf(rule));
   if (!cached || cost <= largestCost(rule) || denials.blocks(objectName)) return cached;
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }

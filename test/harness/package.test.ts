@@ -203,16 +203,21 @@ describe("the packed floodgate", () => {
     expect(installed.peerDependenciesMeta).toEqual({ hono: { optional: true } });
   });
 
-  it("type-checks the example and type probes against the packed .d.ts, under bundler and nodenext resolution", async () => {
+  it("type-checks the example and type probes against the packed .d.ts, under bundler, nodenext and node10 resolution", async () => {
     await writeFile(join(project, "src/types.probe.ts"), PROBE);
     await writeFile(
       join(project, "tsconfig.nodenext.json"),
       JSON.stringify({ extends: "./tsconfig.json", compilerOptions: { module: "nodenext", moduleResolution: "nodenext" } }),
     );
+    // node10 reads no "exports": floodgate/hono resolves through "typesVersions".
+    await writeFile(
+      join(project, "tsconfig.node10.json"),
+      JSON.stringify({ extends: "./tsconfig.json", compilerOptions: { module: "esnext", moduleResolution: "node10" } }),
+    );
     const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
     // The probe's @ts-expect-error lines only pass if the types resolved: `any` would leave them unused, an error.
     // skipLibCheck off: the packed declarations themselves are checked too (and workers-types and hono's, which pass).
-    for (const config of ["tsconfig.json", "tsconfig.nodenext.json"]) await sh(project, process.execPath, [tsc, "--noEmit", "--skipLibCheck", "false", "-p", config]);
+    for (const config of ["tsconfig.json", "tsconfig.nodenext.json", "tsconfig.node10.json"]) await sh(project, process.execPath, [tsc, "--noEmit", "--skipLibCheck", "false", "-p", config]);
   }, 60_000);
 
   it("runs the example built from the installed package: exactly the limit, c.get('rateLimit'), and the proxy's own 429 and header names for the same rule", async () => {

@@ -434,7 +434,7 @@ describe("rateLimit (Hono middleware)", () => {
 
     // HEAD: the concurrency slot comes back as soon as the response is out, with no body to read.
     expect([(await get(hono, "/upload", {}, "HEAD")).status, (await get(hono, "/api")).status]).toEqual([200, 500]);
-    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function returned a concurrency rule and a rate rule both named "hono-one-name"; a key\'s object cannot count slots and units at once: give each its own name');
+    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function\'s rules: a concurrency rule and a rate rule are both named "hono-one-name"; a key\'s object cannot count slots and units at once: give each its own name');
   });
 
   it("keeps a request counted and its response as it was when requestWasSuccessful throws or says neither true nor false", async () => {

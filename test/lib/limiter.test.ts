@@ -142,6 +142,27 @@ describe("limiter", () => {
     expect(await durableObjectName("lib-long", long)).toMatch(/^lib-long\/#sha256:[0-9a-f]{64}$/);
   });
 
+  it.each(["strict", "fast"] as const)("admits a key its %s rule denied once code asks under the same name with a raised limit (a plan upgraded)", async (mode) => {
+    const ctx = createExecutionContext();
+    const [free, pro] = [3, 10].map((limit) => limiter(namespace, { name: `lib-upgrade-${mode}`, limit, period: "1h", mode }));
+    for (let i = 0; i < 3; i++) expect((await free!.limit("k", { ctx })).success).toBe(true);
+    expect(await free!.limit("k", { ctx })).toMatchObject({ success: false, limit: 3 });
+
+    expect(await pro!.limit("k", { ctx })).toMatchObject({ success: true, limit: 10 });
+    expect(await free!.limit("k", { ctx })).toMatchObject({ success: false, limit: 3 });
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("refuses a concurrency rule and a rate rule under one name: a key's object cannot count slots and units at once", () => {
+    limiter(namespace, { name: "lib-one-kind", algorithm: "concurrency", limit: 2 });
+    expect(() => limiter(namespace, { name: "lib-one-kind", limit: 5, period: "1m" })).toThrow(/^limiter: a concurrency rule and a rate rule are both named "lib-one-kind"/);
+    expect(() => limiter(namespace, { name: "lib-one-kind", algorithm: "concurrency", limit: 3 })).not.toThrow();
+  });
+
+  it("says what came instead of the namespace when it is missing", () => {
+    expect(() => limiter(undefined as never, { name: "lib-no-ns", limit: 1, period: "1m" })).toThrow(/got undefined$/);
+  });
+
   it("keeps a key written as a long key's #sha256 name off that long key's counter: code passes keys as given", async () => {
     const api = limiter(namespace, { name: "lib-hashed", limit: 10, period: "1h" });
     const long = "q".repeat(2000);

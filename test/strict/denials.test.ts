@@ -21,33 +21,33 @@ describe("DenialCache", () => {
   it("denies the same request again until the object's retryAfter, its wait counted down", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
-    expect(cache.lookup("r/k", 1, T0 + 1_000)).toMatchObject({ allowed: false, retryAfter: 3_000, reason: "cache", remaining: 0 });
-    expect(cache.lookup("r/k", 1, T0 + 3_999)?.retryAfter).toBe(1);
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)).toMatchObject({ allowed: false, retryAfter: 3_000, reason: "cache", remaining: 0 });
+    expect(cache.lookup("r/k", 1, T0 + 3_999, log)?.retryAfter).toBe(1);
   });
 
   it("says blocked, not cache, while a remembered block holds, for any cost", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 3, denied(30_000, "blocked"), T0, log);
-    expect(cache.lookup("r/k", 1, T0 + 1_000)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
   });
 
   it("says nothing once retryAfter has passed", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
-    expect(cache.lookup("r/k", 1, T0 + 4_000)).toBeUndefined();
+    expect(cache.lookup("r/k", 1, T0 + 4_000, log)).toBeUndefined();
   });
 
   it("denies a costlier request, and leaves a cheaper one to the object", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 5, denied(4_000), T0, fixed);
-    expect(cache.lookup("r/k", 6, T0)?.allowed).toBe(false);
-    expect(cache.lookup("r/k", 4, T0)).toBeUndefined();
+    expect(cache.lookup("r/k", 6, T0, fixed)?.allowed).toBe(false);
+    expect(cache.lookup("r/k", 4, T0, fixed)).toBeUndefined();
   });
 
   it("says the units the object had left at its denial, not none: a costlier request was refused with some left", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 2, { ...denied(10_000), remaining: 1 }, T0, fixed);
-    expect(cache.lookup("r/k", 3, T0 + 100)).toMatchObject({ allowed: false, remaining: 1, reason: "cache" });
+    expect(cache.lookup("r/k", 3, T0 + 100, fixed)).toMatchObject({ allowed: false, remaining: 1, reason: "cache" });
   });
 
   it("does not remember a cost over the capacity, an error, or an admission", () => {
@@ -55,21 +55,28 @@ describe("DenialCache", () => {
     cache.remember("r/a", 50, denied(60_000, "cost-exceeds-capacity"), T0, log);
     cache.remember("r/b", 1, denied(1_000, "error"), T0, log);
     cache.remember("r/c", 1, { ...denied(0), allowed: true, reason: undefined }, T0, log);
-    expect([cache.lookup("r/a", 50, T0), cache.lookup("r/b", 1, T0), cache.lookup("r/c", 1, T0)]).toEqual([undefined, undefined, undefined]);
+    expect([cache.lookup("r/a", 50, T0, log), cache.lookup("r/b", 1, T0, log), cache.lookup("r/c", 1, T0, log)]).toEqual([undefined, undefined, undefined]);
+  });
+
+  it("says nothing to a request under another policy of the key (code naming one rule with a raised limit): its object is asked", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 1, denied(40_000), T0, log);
+    expect(cache.lookup("r/k", 1, T0 + 1_000, { ...log, limit: 20, burst: 20 })).toBeUndefined();
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)?.allowed).toBe(false);
   });
 
   it("forgets a key that was reset", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
     cache.forget("r/k");
-    expect(cache.lookup("r/k", 1, T0)).toBeUndefined();
+    expect(cache.lookup("r/k", 1, T0, log)).toBeUndefined();
   });
 
   describe("tells a costlier request than the one denied to wait no less than it must, so that a retry then passes", () => {
     const costlier = (policy: Policy, denial: Decision) => {
       const cache = new DenialCache();
       cache.remember("r/k", 1, denial, T0, policy);
-      return cache.lookup("r/k", 8, T0)?.retryAfter;
+      return cache.lookup("r/k", 8, T0, policy)?.retryAfter;
     };
 
     it("a log's or a window's: none, the object is asked, as only it knows when each unit leaves (its full quota may be a period away)", () => {
@@ -100,15 +107,15 @@ describe("DenialCache", () => {
     const window: Policy = { algorithm: "sliding-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 60 };
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(600), T0, window);
-    expect(cache.lookup("r/k", 2, T0)).toBeUndefined();
+    expect(cache.lookup("r/k", 2, T0, window)).toBeUndefined();
     cache.remember("r/k", 2, denied(800), T0, window);
-    expect([cache.lookup("r/k", 1, T0)?.retryAfter, cache.lookup("r/k", 2, T0)?.retryAfter, cache.lookup("r/k", 3, T0)]).toEqual([600, 800, undefined]);
+    expect([cache.lookup("r/k", 1, T0, window)?.retryAfter, cache.lookup("r/k", 2, T0, window)?.retryAfter, cache.lookup("r/k", 3, T0, window)]).toEqual([600, 800, undefined]);
   });
 
   it("drops a cheaper cost's denial that a costlier one's contradicts: a costlier request never waits less", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
     cache.remember("r/k", 2, denied(1_000), T0, log);
-    expect(cache.lookup("r/k", 1, T0)).toBeUndefined();
+    expect(cache.lookup("r/k", 1, T0, log)).toBeUndefined();
   });
 });
