@@ -49,7 +49,7 @@ export class StrictIsolate extends IsolateBase {
     const clock = this.link.clock;
     const now = clock.now;
     const policy = policyOf(rule);
-    const cached = this.denials.lookup(objectName, cost, now);
+    const cached = this.denials.lookup(objectName, cost, now, policy);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
     if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(policy, objectName), now), waited: false, error: "unavailable" });
