@@ -8,7 +8,7 @@ import { check, refusal, refused } from "./gate/check";
 import { workerContext } from "./limiter";
 import { demoOrigin } from "./http/demo-origin";
 import { failureResponse } from "./http/failure";
-import { HttpProblem, notFound } from "./http/problem";
+import { AnswerLost, HttpProblem, notFound } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
@@ -50,14 +50,15 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (checked.response) return checked.response;
   const send = () => (origin.kind === "demo" ? demoOrigin(request) : forward(request, url, origin.url));
   // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
-  let unreached = false;
+  let ended = "answered" as "answered" | "unreached" | "lost";
   const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {
     if (!(error instanceof HttpProblem)) throw error;
-    unreached = true;
+    ended = error instanceof AnswerLost ? "lost" : "unreached";
     return error.toResponse();
   });
   // A rule that counts by response (its `count`) learns how the request ended: the origin's status, or the 502 of none;
   // one that reads its cost from the response (`responseCost`), the origin's headers (with none, it stays at its cost).
-  if (checked.settle) ctx.waitUntil(unreached ? checked.settle(response.status) : checked.settle(response.status, response.headers));
+  // An origin whose answer was lost was reached, and how it ended is unknown: every rule keeps it counted at its cost.
+  if (checked.settle && ended !== "lost") ctx.waitUntil(ended === "unreached" ? checked.settle(response.status) : checked.settle(response.status, response.headers));
   return withRateLimitHeaders(response, checked.headers);
 }

@@ -68,7 +68,7 @@ export interface RateLimitOptions<C extends Context = Context> {
   /**
    * answers a request the rule denies instead of the proxy's 429 problem+json, e.g. `(c, result) =>
    * c.json({ error: "slow down", retryAfterMs: result.retryAfter }, 429)`; its response gets the
-   * rate-limit headers and `Retry-After` unless it sets a `Retry-After` of its own. A handler that
+   * rate-limit headers and `Retry-After` unless it is a 429 or 503 with a `Retry-After` of its own. A handler that
    * throws fails the request, never letting it through; one that returns no Response is an error.
    */
   handler?: (c: C, result: LimitResult) => Response | Promise<Response>;

@@ -119,6 +119,13 @@ export function badGateway(detail = "The origin could not be reached."): HttpPro
   return new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail });
 }
 
+/** The 502 for an origin that was reached but whose final answer was lost (see `forward`, ./proxy): how its request ended is unknown. */
+export class AnswerLost extends HttpProblem {
+  constructor(detail: string) {
+    super({ type: "about:blank", status: 502, title: "Bad Gateway", detail });
+  }
+}
+
 /**
  * 499 (nginx's "Client Closed Request"): the client went away while its request was held, so it
  * was not proxied. No one reads it; it is what logs and `wrangler tail` show for such a request.

@@ -1,6 +1,6 @@
 /** Forwards an allowed request to the configured origin, exactly once, body streamed. */
 import { countError } from "../metrics/log";
-import { badGateway } from "./problem";
+import { AnswerLost, badGateway } from "./problem";
 
 /**
  * Connection-level headers (RFC 9110 §7.6.1) that a proxy must not pass on, and `Expect`: the
@@ -61,7 +61,9 @@ function isWebSocketUpgrade(headers: Headers): boolean {
  * Sends the request to the origin and returns its answer, redirects included, untouched; an opened
  * WebSocket is handed through as the 101 it is. Throws a
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
- * closed): the request is not retried, as it may have arrived.
+ * closed): the request is not retried, as it may have arrived. Throws {@link AnswerLost}, a 502
+ * too, when the origin answered with an interim response first, which the runtime hands back in
+ * place of the final one.
  */
 export async function forward(request: Request, url: URL, origin: URL): Promise<Response> {
   const headers = forwardedHeaders(request.headers);
@@ -84,7 +86,7 @@ export async function forward(request: Request, url: URL, origin: URL): Promise<
     // The runtime's fetch hands back an interim answer (103 Early Hints) as if it were the final one, which is then lost.
     const message = `The origin sent an interim ${upstream.status} response, which cannot be passed on.`;
     countError("origin")(new Error(message));
-    throw badGateway(message);
+    throw new AnswerLost(message);
   }
   return new Response(upstream.body, upstream);
 }

@@ -117,27 +117,36 @@ export function rateLimitHeaders(rule: Rule, decision: Decision, now: number, op
   return headers;
 }
 
-/** The fields of each family floodgate sends, lower-cased: one family owned is owned whole. */
-const FAMILIES: readonly { prefix: string; names: readonly string[] }[] = [
-  { prefix: "ratelimit", names: ["ratelimit", "ratelimit-policy", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"] },
-  { prefix: "x-ratelimit", names: ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] },
+/**
+ * The fields of each family floodgate sends, lower-cased: one family owned is owned whole. The
+ * drafts' family is its five names; the legacy one is every `X-RateLimit-*` field, whose origins
+ * send more than floodgate's three (GitHub's `X-RateLimit-Used` and `X-RateLimit-Resource`).
+ */
+const FAMILIES: readonly { prefix: string; owns: (name: string) => boolean }[] = [
+  { prefix: "ratelimit", owns: (name) => DRAFT_NAMES.has(name) },
+  { prefix: "x-ratelimit", owns: (name) => name.startsWith("x-ratelimit-") },
 ];
+
+const DRAFT_NAMES: ReadonlySet<string> = new Set(["ratelimit", "ratelimit-policy", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]);
 
 /**
  * `response` with `headers` (from {@link rateLimitHeaders}) added. Each family of fields they hold
  * (`RateLimit*`, `X-RateLimit-*`) replaces whatever of that family the response carried, so a
  * client never reads two sets of figures; a family floodgate does not send (`RATE_LIMIT_HEADERS`
- * `none`, `LEGACY_HEADERS` `false`) is left to the origin. A response that says itself when to
- * come back (`Retry-After`: an origin's own 429 or 503) is left as it is: floodgate's figures of
- * an admitted request would contradict it. The response itself when its headers can be changed,
- * a copy when they are immutable (straight from `fetch`).
+ * `none`, `LEGACY_HEADERS` `false`) is left to the origin. A 429 or 503 that says itself when to
+ * come back (`Retry-After`: an origin's own limit or outage) is left as it is: floodgate's figures
+ * of an admitted request would contradict it (a `Retry-After` on another status, a 202's polling
+ * interval or a redirect's, says nothing of a quota). The response itself when its headers can be
+ * changed, a copy when they are immutable (straight from `fetch`).
  */
 export function withRateLimitHeaders(response: Response, headers: Record<string, string>): Response {
   const names = Object.keys(headers);
-  if (names.length === 0 || response.headers.has("retry-after")) return response;
+  if (names.length === 0 || ((response.status === 429 || response.status === 503) && response.headers.has("retry-after"))) return response;
   const owned = FAMILIES.filter((f) => names.some((n) => n.toLowerCase().startsWith(f.prefix)));
   const apply = (to: Response) => {
-    for (const family of owned) for (const name of family.names) to.headers.delete(name);
+    // Names first, then deletions: a Headers is not changed while it is walked.
+    const theirs = owned.length === 0 ? [] : [...to.headers.keys()].filter((name) => owned.some((f) => f.owns(name)));
+    for (const name of theirs) to.headers.delete(name);
     for (const name of names) to.headers.set(name, headers[name]!);
     return to;
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dispatch, originLog, send } from "../helpers/worker";
+import { dispatch, originLog, send, statuses } from "../helpers/worker";
 
 const rules = [{ name: "proxy-ip", key: "ip", limit: 1000, period: "1m" }];
 
@@ -147,15 +147,27 @@ describe("proxying an allowed request", () => {
     expect([res.headers.get("X-RateLimit-Limit"), res.headers.get("X-RateLimit-Remaining")]).toEqual(["1000", "999"]);
   });
 
+  it("replaces every X-RateLimit-* field the origin sent, not only the three it sends itself", async () => {
+    const own = ["X-RateLimit-Used:7", "X-RateLimit-Resource:core", "X-RateLimit-Limit:100"];
+    const res = await send(new Request(`http://floodgate.test/forward-own/w?${own.map((h) => `h=${encodeURIComponent(h)}`).join("&")}`, { headers: { "CF-Connecting-IP": "198.51.100.56" } }), { rules });
+    expect([res.headers.get("X-RateLimit-Used"), res.headers.get("X-RateLimit-Resource"), res.headers.get("X-RateLimit-Limit")]).toEqual([null, null, "1000"]);
+  });
+
+  it.each([202, 301])("adds its fields to a %i whose Retry-After is a polling interval or a redirect's, not an origin's own limit", async (status) => {
+    const res = await send(new Request(`http://floodgate.test/forward-own/v?status=${status}&h=${encodeURIComponent("Retry-After:5")}&h=${encodeURIComponent("Location:/jobs/1")}`, { headers: { "CF-Connecting-IP": "198.51.100.57" } }), { rules });
+    expect([res.status, res.headers.get("Retry-After")]).toEqual([status, "5"]);
+    expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=\d+;t=\d+$/);
+  });
+
   it("leaves the origin's fields of a family it does not send", async () => {
     const res = await send(new Request(`http://floodgate.test/forward-own/y?h=${encodeURIComponent("X-RateLimit-Remaining:7")}`, { headers: { "CF-Connecting-IP": "198.51.100.51" } }), { rules, LEGACY_HEADERS: "false" });
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("7");
     expect(res.headers.get("RateLimit")).toMatch(/^"proxy-ip";r=999/);
   });
 
-  it("leaves an origin's own answer that says when to come back (Retry-After) as it is", async () => {
-    const res = await send(new Request(`http://floodgate.test/forward-own/z?status=429&h=${encodeURIComponent("Retry-After:120")}`, { headers: { "CF-Connecting-IP": "198.51.100.52" } }), { rules });
-    expect(res.status).toBe(429);
+  it.each([429, 503])("leaves an origin's own %i that says when to come back (Retry-After) as it is", async (status) => {
+    const res = await send(new Request(`http://floodgate.test/forward-own/z?status=${status}&h=${encodeURIComponent("Retry-After:120")}`, { headers: { "CF-Connecting-IP": "198.51.100.52" } }), { rules });
+    expect(res.status).toBe(status);
     expect(res.headers.get("Retry-After")).toBe("120");
     expect(res.headers.get("RateLimit")).toBeNull();
     expect(res.headers.get("X-RateLimit-Remaining")).toBeNull();
@@ -173,6 +185,13 @@ describe("proxying an allowed request", () => {
     expect(res.status).toBe(502);
     expect(res.headers.get("Content-Type")).toBe("application/problem+json");
     expect(await originLog("forward-hints")).toHaveLength(1);
+  });
+
+  it("keeps a request whose origin sent 103 Early Hints counted, even by a rule that counts only successes: the origin was reached, and how it ended is lost", async () => {
+    const successes = [{ name: "proxy-hints-count", key: "ip", limit: 2, period: "1h", count: "successful" }];
+    const hinted = () => new Request("http://floodgate.test/forward-hints-count/early-hints", { headers: { "CF-Connecting-IP": "198.51.100.55" } });
+    expect(await statuses(3, hinted, { rules: successes })).toEqual([502, 502, 429]);
+    expect(await originLog("forward-hints-count")).toHaveLength(2);
   });
 
   it("passes the origin's redirects back instead of following them", async () => {
