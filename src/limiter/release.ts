@@ -1,7 +1,6 @@
 /** A request's concurrency slots: renewed while it is in flight, given back exactly once however many ways its end is seen (response sent, origin failed, client gone). */
 import { renewStrict } from "../strict";
 import { countError } from "../metrics/log";
-import { checkNoMore } from "./arguments";
 import { giveBack, type Ask, type LimiterContext, type Taken } from "./index";
 
 /**
@@ -20,15 +19,14 @@ export function releaseOf(taken: readonly { ask: Ask; taken: Taken }[], context:
   const slots = taken.filter((t) => t.ask.rule.algorithm === "concurrency" && t.taken.decision.allowed).map((t) => ({ ask: t.ask, held: renewing(t.ask, t.taken, context) }));
   if (slots.length === 0) return {};
   let released: Promise<void> | undefined;
-  const release: Release = async (...extra: unknown[]) => {
-    checkNoMore(extra, 0, "release", "no arguments");
-    return (released ??= Promise.all(
+  // Arguments are ignored, not refused: `done.then(result.release)` hands it the promise's value.
+  const release: Release = () =>
+    (released ??= Promise.all(
       slots.map(async ({ ask, held }) => {
         const where = await held();
         if (where) await giveBack(ask, where, context);
       }),
     ).then(() => undefined));
-  };
   return { release };
 }
 
