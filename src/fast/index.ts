@@ -101,9 +101,13 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
   entry.waiting.push(cost);
+  // One deadline for the decision: a second attempt that had its own waited up to twice the rule's timeout.
+  const deadline = now + rule.timeoutMs;
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
-      await withTimeout(sync(context, entry, cost), rule.timeoutMs).catch((error: unknown) => {
+      const left = deadline - Date.now();
+      if (attempt > 0 && left <= 0) break;
+      await withTimeout(sync(context, entry, cost), left).catch((error: unknown) => {
         if (error instanceof TimeoutError) syncLate(entry, Date.now());
         throw error;
       });

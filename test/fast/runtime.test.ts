@@ -2,6 +2,8 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { decideFast, localView, type FastContext } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
+import { TimeoutError } from "../../src/strict/timeout";
+import { delayedSyncs } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 import { originLog, send } from "../helpers/worker";
 
@@ -80,6 +82,22 @@ describe("fast mode in the real runtime", () => {
     const { remaining } = await peek("resync/192.0.2.50", policy);
     expect(admitted).toBe(20);
     expect(remaining + admitted + view.leased + view.returning).toBe(100);
+  });
+
+  it("answers a request within the rule's timeout when the sync it joined does not cover it", async () => {
+    const pending: Promise<unknown>[] = [];
+    const context: FastContext = { namespace: delayedSyncs(() => sleep(250)), waitUntil: (p) => void pending.push(p) };
+    const fast = rule({ name: "one-deadline", mode: "fast", aggregate: undefined, limit: 1_000, periodMs: 3_600_000, timeoutMs: 300 });
+    const first = decideFast(context, fast, "one-deadline/k", 1);
+    await sleep(50);
+    // It joins the first sync, whose grant is sized for one request, and has 100 ms left for its own.
+    const started = Date.now();
+    const second = await decideFast(context, fast, "one-deadline/k", 500).catch((error: unknown) => error);
+    expect(second).toBeInstanceOf(TimeoutError);
+    // Its timer fires a moment after the deadline, never a second timeout later.
+    expect(Date.now() - started).toBeLessThan(fast.timeoutMs + 50);
+    await first;
+    while (pending.length) await pending.shift()!.catch(() => undefined);
   });
 
   it("makes a key's booked call on time when no request comes to make it, so the next request is not kept waiting on it", async () => {
