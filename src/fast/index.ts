@@ -76,13 +76,24 @@ export interface FastContext extends Whereabouts {
 /** The number of keys this isolate tracks; FAST_MAX_KEYS changes it. */
 export function setCapacity(maxKeys: number | undefined): void {
   table.capacity = maxKeys ?? DEFAULT_MAX_KEYS;
+  leaving.capacity = table.capacity;
 }
 
 let evicted: Entry[] = [];
-const table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
+/**
+ * Evicted keys whose object has not yet answered what they gave back (see {@link letGo}). A key that
+ * comes back takes its entry up again rather than a fresh one, so its next sync follows that answer:
+ * both carry this isolate's id, and a fresh entry's sync, with a higher seq, overtook a release that
+ * was slow on its way (through a relay), which the object then took for a retry and never counted.
+ * A release that failed stays, to be sent again (the same seq, applied once) if the key comes back.
+ */
+const leaving = new LruTable<Entry>(DEFAULT_MAX_KEYS, () => undefined);
+const table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (name, entry) => {
   metrics.count("floodgate_key_evictions_total");
   entry.evicted = true;
-  if (hasPending(entry.key)) evicted.push(entry);
+  if (!hasPending(entry.key)) return;
+  evicted.push(entry);
+  leaving.set(name, entry);
 });
 let lastSweep = 0;
 
@@ -257,6 +268,7 @@ export function localView(objectName: string): { leased: number; returning: numb
 /** Drops this isolate's lease and denial for a key whose object was reset. */
 export function forgetLocal(objectName: string): void {
   table.delete(objectName);
+  leaving.delete(objectName);
 }
 
 /** The most isolates any object of each rule (by name) has reported sharing a key with this one. */
@@ -280,7 +292,7 @@ function underOtherPolicy(entry: Entry, rule: Rule): boolean {
 }
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
-  const known = table.get(objectName);
+  const known = table.get(objectName) ?? takenBack(objectName);
   // A re-read configuration, or a limiter() made per request, brings a new Rule object: the entry
   // itself stays, since requests in flight hold it (a copy split the sync in flight and the waiting
   // units between copies, and a burst of 300 at a key of 100 was granted 20).
@@ -290,6 +302,16 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
     return known;
   }
   const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: [] };
+  table.set(objectName, entry);
+  return entry;
+}
+
+/** The entry of an evicted key still {@link leaving}, back in the table; undefined when there is none. */
+function takenBack(objectName: string): Entry | undefined {
+  const entry = leaving.peek(objectName);
+  if (!entry) return undefined;
+  leaving.delete(objectName);
+  entry.evicted = false;
   table.set(objectName, entry);
   return entry;
 }
@@ -409,9 +431,13 @@ function flushEvicted(context: FastContext): void {
  * release would resend it, and an object that stays down would be asked again and again.
  */
 function letGo(context: FastContext, entry: Entry): void {
-  if (!entry.evicted || entry.inflight || entry.waiting.length > 0 || !hasPending(entry.key)) return;
-  surrender(entry.key);
-  void inBackground(entry, () => sync(context, entry, 0, true));
+  if (!entry.evicted || entry.inflight || entry.waiting.length > 0) return;
+  if (hasPending(entry.key)) {
+    surrender(entry.key);
+    void inBackground(entry, () => sync(context, entry, 0, true));
+  } else if (leaving.peek(entry.objectName) === entry) {
+    leaving.delete(entry.objectName);
+  }
 }
 
 /**
