@@ -141,7 +141,9 @@ export class RateLimiter extends DurableObject<Env> {
       if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}) };
       this.write();
     }
-    if (this.alarmAt === null) this.schedule(now + RETRY_WINDOW_MS);
+    // While it has peers the object looks at them every minute or so (see `alarm`): an alarm set further off, before this one came, is brought forward, once.
+    const soon = now + RETRY_WINDOW_MS;
+    if (this.alarmAt === null || this.alarmAt > this.alarmFor(soon)) this.schedule(soon);
     return lease;
   }
 
@@ -244,7 +246,9 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Deletes everything once the key is back to its full quota and no isolate has synced for a
-   * minute (long enough for any retry to find its answer); otherwise looks again when that will be.
+   * minute (long enough for any retry to find its answer); otherwise looks again when that will be,
+   * or within PEER_TTL_MS while it has peers: a silent one is forgotten at a look, and a daily or
+   * monthly key, due only at its next window's end, kept every isolate it ever heard from until then.
    */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
@@ -266,7 +270,7 @@ export class RateLimiter extends DurableObject<Env> {
       this.write();
     }
     this.forgetSilentPeers(now);
-    this.schedule(due);
+    this.schedule(this.peers.peers.size > 0 ? Math.min(due, now + PEER_TTL_MS) : due);
   }
 
   /** The policy strict decisions asked under lately, if any: leases are granted under it too when it is stricter. */
@@ -356,9 +360,14 @@ export class RateLimiter extends DurableObject<Env> {
 
   /** Sets the alarm for `at`, later by this object's own spread (see `alarmSpread`). */
   private schedule(at: number): void {
+    this.alarmAt = this.alarmFor(at);
+    void this.ctx.storage.setAlarm(this.alarmAt);
+  }
+
+  /** When the alarm goes off if set for `at`. */
+  private alarmFor(at: number): number {
     this.spreadMs ??= alarmSpread(this.ctx.id.toString());
     // An alarm that comes early looks again; one past what the runtime takes (2189) was refused, and the key never forgotten.
-    this.alarmAt = Math.min(at, Date.now() + MAX_ALARM_AHEAD_MS) + this.spreadMs;
-    void this.ctx.storage.setAlarm(this.alarmAt);
+    return Math.min(at, Date.now() + MAX_ALARM_AHEAD_MS) + this.spreadMs;
   }
 }

@@ -6,9 +6,24 @@ import { frozenStart } from "../helpers/clock";
 
 const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
 const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6, buckets: 1 };
+
+const daily: Policy = { algorithm: "fixed-window", limit: 1_000, periodMs: 86_400_000, burst: 1_000, buckets: 1 };
 const T0 = frozenStart();
 
 const limiter = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
+const peerRows = (stub: ReturnType<typeof limiter>) =>
+  runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM peers").one().n);
+
+/** Moves the frozen clock on to `until` a second at a time, running the object's alarm whenever it is due, as workerd would; says how many ran. */
+async function alarmsUntil(stub: ReturnType<typeof limiter>, until: number): Promise<number> {
+  let ran = 0;
+  for (let now = Date.now(); now <= until; now += 1_000) {
+    vi.setSystemTime(now);
+    const at = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    if (at !== null && at <= now && (await runDurableObjectAlarm(stub))) ran++;
+  }
+  return ran;
+}
 const allowed = (results: { decision: { allowed: boolean } }[]) => results.map((r) => r.decision.allowed);
 
 afterEach(() => {
@@ -351,6 +366,35 @@ describe("RateLimiter", () => {
     await stub.reset();
     expect(lease.units).toBeGreaterThan(0);
     expect(standing.remaining).toBe(100);
+  });
+
+  it("forgets an isolate silent since the object's first look, though the key's window ends hours later", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("peers/silent-daily");
+    const lease = await stub.sync(daily, { isolate: "gone", seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000, held: 0 });
+    // It reports the unit it spent and gives back the rest just before the object's first look, which finds it live.
+    vi.setSystemTime(T0 + 50_000);
+    const spent = [{ at: Math.floor(T0 / daily.periodMs) * daily.periodMs, units: 1 }];
+    await stub.sync(daily, { isolate: "gone", seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    expect(await alarmsUntil(stub, T0 + 60_000 + 11_000)).toBe(1);
+    await alarmsUntil(stub, T0 + 50_000 + 130_000);
+    expect(await peerRows(stub)).toBe(0);
+  });
+
+  it("forgets an isolate that first called after the object had forgotten every other", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("peers/silent-later");
+    // It spends a unit, which keeps the key's state for the rest of the day.
+    const lease = await stub.sync(daily, { isolate: "first", seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000, held: 0 });
+    const spent = [{ at: Math.floor(T0 / daily.periodMs) * daily.periodMs, units: 1 }];
+    await stub.sync(daily, { isolate: "first", seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    await alarmsUntil(stub, T0 + 10 * 60_000);
+    expect(await peerRows(stub)).toBe(0);
+    await stub.sync(daily, { isolate: "later", seq: 1, reports: [], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    await alarmsUntil(stub, T0 + 10 * 60_000 + 130_000);
+    expect(await peerRows(stub)).toBe(0);
   });
 
   it("keeps each fast-mode isolate in a row of its own, so a sync's write does not grow with the peers", async () => {
