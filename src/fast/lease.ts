@@ -278,7 +278,13 @@ export function grantLease(
   // saw the denial must hear of the block within an interval, not admit its next request first.
   const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
-  const expiresAt = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(answerMs, quiet));
+  const lasts = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(answerMs, quiet));
+  // A grant short of what the requests waiting on it need is theirs, spent as it arrives: it lasts
+  // as long as the shortest lease (an interval, and half of one for the answer), not until a
+  // saturated key's booked call a quarter period off. Its pin's end is where its units are counted
+  // if never reported, and a denial is told as if they will be (see `asFiled`): a crowd that joined a
+  // sync in flight at a fast sliding window of 10 a minute was told 76 s, though 61 s passed.
+  const expiresAt = short ? Math.min(lasts, now + sync.horizonMs + answerMs) : lasts;
   // A top-up renews what the isolate holds: its earlier leases end with this one, as it ends them too.
   const topsUp = sync.held !== undefined;
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
@@ -365,7 +371,9 @@ export function asFiled(standing: Decision, asked: Policy, policy: Policy, now: 
   const settled = until === undefined ? 0 : placedLater(policy, now, pinSpentAt(policy, until, Number.POSITIVE_INFINITY));
   const moved = (at: number) => (until !== undefined && at + onTime >= until + REPORT_GRACE_MS ? Math.max(onTime, settled) : onTime);
   const moreAt = standing.moreAt + moved(standing.moreAt);
-  return { ...standing, moreAt, retryAfter: standing.allowed ? 0 : standing.retryAfter + moved(now + standing.retryAfter) };
+  // The full quota comes back as much later: left as it was, a denial's `reset` came before its `retryAfter`.
+  const resetAt = standing.resetAt + moved(standing.resetAt);
+  return { ...standing, resetAt, moreAt, retryAfter: standing.allowed ? 0 : standing.retryAfter + moved(now + standing.retryAfter) };
 }
 
 /**

@@ -1,8 +1,9 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { decideFast, localView, type FastContext } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
 import { TimeoutError } from "../../src/strict/timeout";
+import { frozenStart } from "../helpers/clock";
 import { delayedSyncs } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 import { originLog, send } from "../helpers/worker";
@@ -12,6 +13,26 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const syncs = () => metrics.value("floodgate_durable_object_calls_total", { method: "sync" });
 const peek = (objectName: string, policy: Parameters<ReturnType<typeof env.LIMITER.get>["peek"]>[0]) =>
   env.LIMITER.get(env.LIMITER.idFromName(objectName)).peek(policy);
+
+afterEach(() => vi.useRealTimers());
+
+/**
+ * Twelve requests at a new key of 10 a minute, on a frozen clock, as calls through a service binding
+ * come: the first starts the key's sync, the rest join it and ask again together. Returns a denied one.
+ */
+async function crowdJoiningASync(name: string) {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  const T0 = frozenStart();
+  vi.setSystemTime(T0);
+  const context: FastContext = { namespace: env.LIMITER, waitUntil: () => undefined };
+  const fast = rule({ name, mode: "fast", aggregate: undefined, limit: 10, periodMs: 60_000, buckets: 60 });
+  const first = decideFast(context, fast, `${name}/k`, 1);
+  await sleep(0);
+  const crowd = await Promise.all([first, ...Array.from({ length: 11 }, () => decideFast(context, fast, `${name}/k`, 1))]);
+  const denied = crowd.filter((d) => !d.allowed);
+  expect(denied).toHaveLength(2);
+  return { T0, context, fast, denied: denied[0]! };
+}
 
 describe("fast mode in the real runtime", () => {
   it("decides a known key in the isolate, without an object call per request", async () => {
@@ -98,6 +119,19 @@ describe("fast mode in the real runtime", () => {
     expect(Date.now() - started).toBeLessThan(fast.timeoutMs + 50);
     await first;
     while (pending.length) await pending.shift()!.catch(() => undefined);
+  });
+
+  it("tells a crowd that joined a sync in flight when its key admits again, not a saturated key's booked call later", async () => {
+    const { T0, context, fast, denied } = await crowdJoiningASync("crowd-told");
+    // Its units leave the window with their bucket, a minute on.
+    expect(denied.retryAfter).toBeLessThanOrEqual(62_000);
+    vi.setSystemTime(T0 + denied.retryAfter);
+    expect(await decideFast(context, fast, "crowd-told/k", 1)).toMatchObject({ allowed: true });
+  });
+
+  it("tells a denied crowd its key is back to full no sooner than it admits again", async () => {
+    const { T0, denied } = await crowdJoiningASync("crowd-reset");
+    expect(denied.resetAt).toBeGreaterThanOrEqual(T0 + denied.retryAfter);
   });
 
   it("makes a key's booked call on time when no request comes to make it, so the next request is not kept waiting on it", async () => {
