@@ -29,6 +29,12 @@ interface Flight {
   late?: true;
 }
 
+/** One request's wait on its object across decideFast's two passes: whether it is answered, and the sync it waits on now. */
+interface Run {
+  settled: boolean;
+  flight: Flight | null;
+}
+
 /** What onError is answering for when a sync failed: a relay's full queue, its batch's timeout, or an overloaded object. */
 function syncError(reply: Extract<Reply, { ok: false }>): SyncError {
   return reply.error === "full" ? "queueFull" : reply.error === "timeout" || reply.error === "reset" ? reply.error : "overloaded";
@@ -45,12 +51,16 @@ interface Entry {
   /** the costs of the requests waiting for a sync (index.ts's `waiting`) */
   waiting: number[];
   synced: boolean;
+  /** index.ts Entry's `evicted`: pushed out of the table, what it holds goes back (`letGo`) */
+  evicted?: boolean;
 }
 
 export class FastIsolate extends IsolateBase {
   private readonly sender: Sender;
   private readonly table: LruTable<Entry>;
   private evicted: Entry[] = [];
+  /** index.ts's `leaving`: evicted keys whose release is not answered yet, taken up again if they come back */
+  private readonly leaving = new LruTable<Entry>(DEFAULT_MAX_KEYS, () => undefined);
   private lastSweep = 0;
   /** index.ts's `ruleBreaker(rule.name)`: module state, so one per isolate (one rule per scenario) */
   private readonly breaker = new RuleBreaker("sim");
@@ -70,8 +80,11 @@ export class FastIsolate extends IsolateBase {
     super(id, location, continent, rttMs, link);
     let seq = 0;
     this.sender = { isolate: id, nextSeq: () => ++seq };
-    this.table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (_name, entry) => {
-      if (hasPending(entry.key)) this.evicted.push(entry);
+    this.table = new LruTable<Entry>(DEFAULT_MAX_KEYS, (name, entry) => {
+      entry.evicted = true;
+      if (!hasPending(entry.key)) return;
+      this.evicted.push(entry);
+      this.leaving.set(name, entry);
     });
   }
 
@@ -89,7 +102,7 @@ export class FastIsolate extends IsolateBase {
     if (wait > 0) return done({ decision: this.onErrorCounted(entry, cost, now), waited: false, error: "unavailable" });
     const cause = this.waitCause(entry, ended > 0, now);
     entry.waiting.push(cost);
-    this.attempt(entry, rule, cost, 0, cause, done);
+    this.attempt(entry, rule, cost, 0, now + rule.timeoutMs, cause, done);
   }
 
   /** Why a request that found no units waits (see WaitCause), read before it starts or joins a sync. */
@@ -100,36 +113,44 @@ export class FastIsolate extends IsolateBase {
     return now < entry.key.nextSyncAt ? "spentBeforeBooked" : "spentAfterBooked";
   }
 
-  /** One pass of decideFast's loop: wait for a sync, within the rule's timeout, then try the lease again. */
-  private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, cause: WaitCause, done: Done): void {
+  /**
+   * One pass of decideFast's loop: wait for a sync, then try the lease again; both passes within the
+   * decision's one deadline, whose timer the first pass sets (the clock's deadlines come in time
+   * order) and `run` carries to the second.
+   */
+  private attempt(entry: Entry, rule: Rule, cost: number, attempt: number, deadline: number, cause: WaitCause, done: Done, run: Run = { settled: false, flight: null }): void {
     const clock = this.link.clock;
-    const flight = this.sync(entry, cost, false, "waiting");
-    let settled = false;
     const finish = (decision: Decision, error?: SyncError): void => {
-      settled = true;
+      run.settled = true;
       entry.waiting.splice(entry.waiting.indexOf(cost), 1);
+      // decideFast's `finally`.
+      this.letGo(entry);
       done({ decision: this.alive ? decision : null, waited: true, cause, ...(error ? { error } : {}) });
     };
+    // Lines 105–106: requests queued behind the same syncs spent their grants first.
+    const comeBack = (now: number) =>
+      finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
+    if (attempt > 0 && deadline <= clock.now) return comeBack(clock.now);
+    const flight = this.sync(entry, cost, false, "waiting");
+    run.flight = flight;
     flight.waiters.push((ok, error) => {
-      if (settled || !this.alive) return;
+      if (run.settled || !this.alive) return;
       const now = clock.now;
       if (!ok) return finish(this.onErrorCounted(entry, cost, now), error ?? "overloaded");
       const decided = fromLease(entry.key, rule, cost, now);
       if (decided) return finish(decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" });
-      if (attempt === 0) {
-        settled = true;
-        return this.attempt(entry, rule, cost, 1, cause, done);
-      }
-      // Lines 105–106: requests queued behind the same syncs spent their grants first.
-      finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
+      if (attempt === 0) return this.attempt(entry, rule, cost, 1, deadline, cause, done, run);
+      comeBack(now);
     });
+    if (attempt > 0) return;
     // withTimeout (src/strict/timeout.ts): the request gives up; the sync itself goes on. A request
     // whose isolate vanished meanwhile ends here too, lost (finish reports no decision for it).
-    clock.deadline(clock.now + rule.timeoutMs, () => {
-      if (settled) return;
+    clock.deadline(deadline, () => {
+      if (run.settled) return;
+      const late = run.flight!;
       // index.ts `syncLate`: a sync the request gave up on backs the key off as a failed one does, once.
-      if (!flight.late && entry.inflight === flight) {
-        flight.late = true;
+      if (!late.late && entry.inflight === late) {
+        late.late = true;
         if (syncFailed(entry.key, rule, clock.now)) this.breaker.failed(entry.objectName, rule.timeoutMs, clock.now);
       }
       finish(this.onErrorCounted(entry, cost, clock.now), "timeout");
@@ -154,7 +175,7 @@ export class FastIsolate extends IsolateBase {
 
   /** index.ts `entryFor`; the rule never changes here. */
   private entryFor(rule: Rule, objectName: string, now: number): Entry {
-    const known = this.table.get(objectName);
+    const known = this.table.get(objectName) ?? this.takenBack(objectName);
     if (known) return known;
     const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, inflightCause: "first", waiting: [], synced: false };
     this.table.set(objectName, entry);
@@ -207,6 +228,8 @@ export class FastIsolate extends IsolateBase {
           this.breaker.failed(entry.objectName, entry.rule.timeoutMs, at);
         }
         if (entry.inflight === flight) entry.inflight = null;
+        // index.ts: not after an answer to another seq, which leaves the sync unanswered.
+        if (entry.key.outbox === null) this.letGo(entry);
         for (const waiter of flight.waiters) waiter(reply.ok, reply.ok ? undefined : syncError(reply));
       };
       call(0);
@@ -229,10 +252,28 @@ export class FastIsolate extends IsolateBase {
     if (this.evicted.length === 0) return;
     const batch = this.evicted;
     this.evicted = [];
-    for (const entry of batch) {
+    for (const entry of batch) this.letGo(entry);
+  }
+
+  /** index.ts `letGo`. */
+  private letGo(entry: Entry): void {
+    if (!entry.evicted || entry.inflight || entry.waiting.length > 0) return;
+    if (hasPending(entry.key)) {
       surrender(entry.key);
       this.sync(entry, 0, true, "release");
+    } else if (this.leaving.peek(entry.objectName) === entry) {
+      this.leaving.delete(entry.objectName);
     }
+  }
+
+  /** index.ts `takenBack`. */
+  private takenBack(objectName: string): Entry | undefined {
+    const entry = this.leaving.peek(objectName);
+    if (!entry) return undefined;
+    this.leaving.delete(objectName);
+    entry.evicted = false;
+    this.table.set(objectName, entry);
+    return entry;
   }
 
   /** index.ts `sweep`. */
