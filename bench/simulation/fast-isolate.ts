@@ -130,7 +130,8 @@ export class FastIsolate extends IsolateBase {
     // Lines 105–106: requests queued behind the same syncs spent their grants first.
     const comeBack = (now: number) =>
       finish({ allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" });
-    if (attempt > 0 && deadline <= clock.now) return comeBack(clock.now);
+    // The deadline passed while the first sync did not cover the request: a TimeoutError, which onError answers.
+    if (attempt > 0 && deadline <= clock.now) return finish(this.onErrorCounted(entry, cost, clock.now), "timeout");
     const flight = this.sync(entry, cost, false, "waiting");
     run.flight = flight;
     flight.waiters.push((ok, error) => {

@@ -12,7 +12,7 @@ import { recoveredAt, stateFor, type Stored } from "../../src/algorithms/kept";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { alarmSpread, RETRY_WINDOW_MS } from "../../src/durable-object/alarm";
-import { isLive, lastPinEnds, PEER_TTL_MS } from "../../src/fast/peer";
+import { isLive, lastPinEnds, PEER_TTL_MS, PEERS_KEPT_TILL_DUE } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
 
@@ -275,7 +275,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     this.cursor = cursor;
     this.blockedUntil = blockedUntil;
     if (state && state !== stored) this.stored = { policy: under, state };
-    if (this.alarmAt === null || this.alarmAt > now + RETRY_WINDOW_MS + this.spreadMs) this.setAlarm(now + RETRY_WINDOW_MS);
+    if (this.alarmAt === null || (this.peers.peers.size > PEERS_KEPT_TILL_DUE && this.alarmAt > now + RETRY_WINDOW_MS + this.spreadMs)) this.setAlarm(now + RETRY_WINDOW_MS);
     return lease;
   }
 
@@ -323,7 +323,7 @@ export class KeyObject extends ObjectThread<ObjectStats> {
       return;
     }
     for (const [id, peer] of this.peers.peers) if (!isLive(peer, now)) removePeer(this.peers, id);
-    this.setAlarm(this.peers.peers.size > 0 ? Math.min(due, now + PEER_TTL_MS) : due);
+    this.setAlarm(this.peers.peers.size > PEERS_KEPT_TILL_DUE ? Math.min(due, now + PEER_TTL_MS) : due);
   }
 
   private setAlarm(due: number): void {

@@ -280,6 +280,26 @@ export function samePolicy(a: Policy, b: Policy): boolean {
   );
 }
 
+/**
+ * Whether `asked` may admit what `under` denied: another algorithm or slots, or any figure more
+ * generous (a higher limit or burst, a shorter period, block or warm-up, more of a burst passed at
+ * once). Otherwise it is as strict or stricter, and denies at least what `under` denies.
+ */
+export function mayAdmitMore(asked: Policy, under: Policy): boolean {
+  if (samePolicy(asked, under)) return false;
+  return (
+    asked.algorithm !== under.algorithm ||
+    asked.buckets !== under.buckets ||
+    asked.months !== under.months ||
+    asked.limit > under.limit ||
+    asked.burst > under.burst ||
+    asked.periodMs < under.periodMs ||
+    (asked.delay ?? asked.burst) > (under.delay ?? under.burst) ||
+    (asked.blockMs ?? 0) < (under.blockMs ?? 0) ||
+    (asked.warmupMs ?? 0) < (under.warmupMs ?? 0)
+  );
+}
+
 /** Whether two policies file units under the same slots (see {@link slotOf}), so that a slot of one is a slot of the other. */
 export function sameSlots(a: Slots, b: Slots): boolean {
   return slotShape(a) === slotShape(b);

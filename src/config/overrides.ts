@@ -110,10 +110,11 @@ function quotaOf(parse: () => Rule, at: RuleRef, path: string, given: readonly s
 /** The override's keys, each as the rule builds it. */
 function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[] {
   const example = rule.key.length === 1 ? `["k-partner"]` : `["${rule.key.map(() => "…").join("|")}"]`;
-  if (!Array.isArray(value) || value.length === 0) fail(at, `${path}.keys`, `expected a non-empty array of keys written as the admin API takes them, like ${example}, got ${show(value)}`);
+  // What was given is named by its kind, never its value: a key is often an API key, and this message reaches logs and the 500's detail.
+  if (!Array.isArray(value) || value.length === 0) fail(at, `${path}.keys`, `expected a non-empty array of keys written as the admin API takes them, like ${example}, got ${kindOf(value)}`);
   return value.map((key, index) => {
     const field = `${path}.keys[${index}]`;
-    if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${show(key)}`);
+    if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${kindOf(key)}`);
     if (isHashedName(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);
     if (key === OVERFLOW_KEY && rule.newKeysPerSecond === null) fail(at, field, `${OVERFLOW_KEY} is the key new keys share past newKeysPerSecond, which this rule does not set`);
     let canonical: string;
@@ -128,6 +129,12 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
     if (outside) fail(at, field, `no request the rule applies to has this key: ${outside}`);
     return canonical;
   });
+}
+
+/** A value as an error names an override's keys: by its kind alone (`a string`, `an empty string`, `an object`). */
+function kindOf(value: unknown): string {
+  if (typeof value === "string") return value === "" ? "an empty string" : "a string";
+  return show(value);
 }
 
 /** What puts the key outside the requests the rule's `match` fits (a `method` part it does not name, say), so that an override of it would never apply; undefined when some request may have it. */

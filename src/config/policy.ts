@@ -2,11 +2,17 @@
 import type { Policy } from "../algorithms";
 import type { Rule } from "./types";
 
+/** The rule's policy, made once per rule: rules are never changed once parsed, and it is asked for on every request. */
 export function policyOf(rule: Rule): Policy {
-  const policy: Policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
+  let policy = policies.get(rule);
+  if (policy) return policy;
+  policy = { algorithm: rule.algorithm, limit: rule.limit, periodMs: rule.periodMs, burst: rule.burst, buckets: rule.buckets };
   if (rule.delay !== undefined && rule.delay < rule.burst) policy.delay = rule.delay;
   if (rule.blockMs !== null) policy.blockMs = rule.blockMs;
   if (rule.warmupMs !== undefined) policy.warmupMs = rule.warmupMs;
   if (rule.months !== undefined) policy.months = rule.months;
+  policies.set(rule, policy);
   return policy;
 }
+
+const policies = new WeakMap<Rule, Policy>();

@@ -7,7 +7,7 @@ import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored
 import { heldUnder, renewConcurrency, ttlRaised } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
-import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, stricter, type Peer } from "../fast/peer";
+import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, PEERS_KEPT_TILL_DUE, stricter, type Peer } from "../fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 import { RelayBook, type Forwarded, type Relayed } from "../fast/relay";
 import { alarmSpread, RETRY_WINDOW_MS } from "./alarm";
@@ -34,6 +34,7 @@ interface Row {
 
 /** How far ahead an object sets its alarm at most: a key owing for longer is looked at again then. */
 const MAX_ALARM_AHEAD_MS = 30 * 24 * 3_600_000;
+
 
 /**
  * One object per (rule, key), addressed by name. Its methods are the RPC surface; each runs to
@@ -141,9 +142,9 @@ export class RateLimiter extends DurableObject<Env> {
       if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}) };
       this.write();
     }
-    // While it has peers the object looks at them every minute or so (see `alarm`): an alarm set further off, before this one came, is brought forward, once.
+    // With many peers the object looks at them every minute or so (see `alarm`): an alarm set further off, before they came, is brought forward, once.
     const soon = now + RETRY_WINDOW_MS;
-    if (this.alarmAt === null || this.alarmAt > this.alarmFor(soon)) this.schedule(soon);
+    if (this.alarmAt === null || (this.peers.peers.size > PEERS_KEPT_TILL_DUE && this.alarmAt > this.alarmFor(soon))) this.schedule(soon);
     return lease;
   }
 
@@ -247,8 +248,9 @@ export class RateLimiter extends DurableObject<Env> {
   /**
    * Deletes everything once the key is back to its full quota and no isolate has synced for a
    * minute (long enough for any retry to find its answer); otherwise looks again when that will be,
-   * or within PEER_TTL_MS while it has peers: a silent one is forgotten at a look, and a daily or
-   * monthly key, due only at its next window's end, kept every isolate it ever heard from until then.
+   * or within PEER_TTL_MS while it has more than PEERS_KEPT_TILL_DUE peers: a silent one is
+   * forgotten at a look, and a daily or monthly key, due only at its next window's end, kept every
+   * isolate it ever heard from until then.
    */
   override async alarm(): Promise<void> {
     this.alarmAt = null;
@@ -270,7 +272,7 @@ export class RateLimiter extends DurableObject<Env> {
       this.write();
     }
     this.forgetSilentPeers(now);
-    this.schedule(this.peers.peers.size > 0 ? Math.min(due, now + PEER_TTL_MS) : due);
+    this.schedule(this.peers.peers.size > PEERS_KEPT_TILL_DUE ? Math.min(due, now + PEER_TTL_MS) : due);
   }
 
   /** The policy strict decisions asked under lately, if any: leases are granted under it too when it is stricter. */

@@ -1,5 +1,5 @@
 /** The fast path: decisions made in the isolate from leased units, reconciled with the key's object in the background. */
-import { largestCost, samePolicy, type Decision } from "../algorithms";
+import { largestCost, mayAdmitMore, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { retriedOnce } from "../durable-object/errors";
 import { limiterStub } from "../durable-object/stub";
@@ -19,11 +19,11 @@ import {
   chargeLocally,
   decideLocally,
   deniedLocally,
+  forgetDenial,
   freshKey,
   fromLease,
   hasPending,
   knownShare,
-  leaveOtherPolicy,
   localPeek,
   nextSync,
   refundLocally,
@@ -33,7 +33,7 @@ import {
   type LocalKey,
   type Sender,
 } from "./local";
-import { leaseLeft } from "./lots";
+import { endLots, leaseLeft } from "./lots";
 import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, onTimeCallAt, releasable, syncDue, type OnTimeChain } from "./sync-timing";
 import { DEFAULT_MAX_KEYS, LruTable } from "./table";
 
@@ -65,6 +65,8 @@ interface Entry {
   flushing?: boolean;
   /** pushed out of the table: what it holds goes back to the object (see {@link letGo}) */
   evicted?: boolean;
+  /** the rule the object last answered a sync under: its denial holds for that rule's figures and any stricter */
+  answeredUnder?: Rule;
 }
 
 /** What a fast decision needs from the request it serves. */
@@ -120,11 +122,19 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   try {
     for (let attempt = 0; attempt < 2; attempt++) {
       const left = deadline - Date.now();
-      if (attempt > 0 && left <= 0) break;
+      // The deadline passed while the first sync did not cover the request: the object was too slow for it, as onError decides.
+      if (attempt > 0 && left <= 0) throw new TimeoutError(`no decision within ${rule.timeoutMs}ms`);
       await withTimeout(sync(context, entry, cost), left).catch((error: unknown) => {
         if (error instanceof TimeoutError) syncLate(entry, Date.now());
         throw error;
       });
+      // A sync it joined asked under more generous figures (another plan's request): its grant is not
+      // this request's to spend; it goes back, and the second attempt asks under the request's own.
+      if (asksForLess(entry, rule)) {
+        endLots(entry.key);
+        entry.rule = rule;
+        continue;
+      }
       const decided = fromLease(entry.key, rule, cost, Date.now());
       // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
       if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
@@ -145,14 +155,14 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
 export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
   if (cost > largestCost(rule)) return fastBeyondCapacity(rule, objectName, now);
   const entry = table.peek(objectName);
-  if (entry === undefined || underOtherPolicy(entry, rule) || !deniedLocally(entry.key, rule, cost, now)) return undefined;
+  if (entry === undefined || asksForMore(entry, rule) || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
 }
 
 /** What this isolate would answer a one-unit request for a fast key now, from its lease or its denial, counting nothing; undefined when only a sync could tell. */
 function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
   const entry = table.peek(objectName);
-  return entry && !underOtherPolicy(entry, rule) ? localPeek(entry.key, rule, now) : undefined;
+  return entry && !asksForMore(entry, rule) && !asksForLess(entry, rule) ? localPeek(entry.key, rule, now) : undefined;
 }
 
 /**
@@ -286,9 +296,24 @@ export function shareOf(objectName: string, now: number): Share {
   return knownShare(entry.key, rulePeers.get(name) ?? 0, now - (ruleColdSince.get(name) ?? now));
 }
 
-/** Whether the entry was last decided under other figures than the rule's: what it knows of the key's denial holds for those alone. */
-function underOtherPolicy(entry: Entry, rule: Rule): boolean {
-  return entry.rule !== rule && !samePolicy(policyOf(entry.rule), policyOf(rule));
+/**
+ * Whether the rule may admit what the object last denied the key under (see `mayAdmitMore`): a
+ * plan upgraded under one rule name. Its denial then says nothing of this request, and the object
+ * is asked. Under figures as strict or stricter it holds.
+ */
+function asksForMore(entry: Entry, rule: Rule): boolean {
+  const under = entry.answeredUnder;
+  return under !== undefined && under !== rule && mayAdmitMore(policyOf(rule), policyOf(under));
+}
+
+/**
+ * Whether the object last answered the key under figures that may admit more than the rule's (a
+ * plan downgraded, or another plan's request on the same key): units leased under them are not
+ * this rule's to spend, or a free plan's requests would spend what a pro plan's lease held.
+ */
+function asksForLess(entry: Entry, rule: Rule): boolean {
+  const under = entry.answeredUnder;
+  return under !== undefined && under !== rule && mayAdmitMore(policyOf(under), policyOf(rule));
 }
 
 function entryFor(rule: Rule, objectName: string, now: number): Entry {
@@ -297,7 +322,9 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
   // itself stays, since requests in flight hold it (a copy split the sync in flight and the waiting
   // units between copies, and a burst of 300 at a key of 100 was granted 20).
   if (known) {
-    if (underOtherPolicy(known, rule)) leaveOtherPolicy(known.key);
+    if (asksForMore(known, rule)) forgetDenial(known.key);
+    // Given back at the next sync, which this request makes: the object answers it under its own figures.
+    if (asksForLess(known, rule)) endLots(known.key);
     known.rule = rule;
     return known;
   }
@@ -330,9 +357,10 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
     const waiting = entry.waiting.reduce((sum, units) => sum + units, 0);
-    const request = nextSync(entry.key, entry.rule, self(), Math.max(need, waiting), Date.now(), release, entry.waiting.reduce((most, units) => Math.max(most, units), need));
+    // The rule the sync asks under: a request under another (code naming one rule with other figures) may change the entry's meanwhile.
+    const { rule, objectName } = entry;
+    const request = nextSync(entry.key, rule, self(), Math.max(need, waiting), Date.now(), release, entry.waiting.reduce((most, units) => Math.max(most, units), need));
     try {
-      const { rule, objectName } = entry;
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.
       const via = relayFor(syncsThrough(rule.aggregate, entry.key.relayed), context, objectName);
       const stub = limiterStub(context.namespace, via ?? objectName);
@@ -344,7 +372,8 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       // retryable is retried once; an overloaded object is not, and the key backs off at once.
       const lease = await retriedOnce(call);
       const answeredAt = Date.now();
-      applyLease(entry.key, entry.rule, lease, answeredAt);
+      applyLease(entry.key, rule, lease, answeredAt);
+      entry.answeredUnder = rule;
       if (!release) callWhenBooked(context, entry, request, answeredAt, chain);
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
       ruleBreaker(entry.rule.name).succeeded(answeredAt);

@@ -283,8 +283,10 @@ export function grantLease(
   // as long as the shortest lease (an interval, and half of one for the answer), not until a
   // saturated key's booked call a quarter period off. Its pin's end is where its units are counted
   // if never reported, and a denial is told as if they will be (see `asFiled`): a crowd that joined a
-  // sync in flight at a fast sliding window of 10 a minute was told 76 s, though 61 s passed.
-  const expiresAt = short ? Math.min(lasts, now + sync.horizonMs + answerMs) : lasts;
+  // sync in flight at a fast sliding window of 10 a minute was told 76 s, though 61 s passed. Not
+  // when the isolate holds units: a top-up renews them to its own end, and so capped they ran out
+  // before the isolate, denying from its cache, reported them, and were counted spent.
+  const expiresAt = short && held === 0 ? Math.min(lasts, now + sync.horizonMs + answerMs) : lasts;
   // A top-up renews what the isolate holds: its earlier leases end with this one, as it ends them too.
   const topsUp = sync.held !== undefined;
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));

@@ -120,12 +120,11 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
 }
 
 /**
- * Ends what the key holds under another policy than the one it is now asked under (code naming one
- * rule with other figures: a plan upgraded, or downgraded): its lots, which the next sync reports
- * and gives back, and the object's denial. The request asks the object under its own policy.
+ * Drops the object's denial of the key, given under figures the key is now asked under more
+ * generous ones than (code naming one rule with a raised limit: a plan upgraded): the next request
+ * that the lease cannot pay asks the object. Its lots stay: their units were counted at the object.
  */
-export function leaveOtherPolicy(key: LocalKey): void {
-  endLots(key);
+export function forgetDenial(key: LocalKey): void {
   key.blockedUntil = 0;
   key.saturated = false;
 }

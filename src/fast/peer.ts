@@ -31,6 +31,14 @@ export interface Peer {
 export const PEER_TTL_MS = 60_000;
 
 /**
+ * Peers an object keeps until its key is due (a daily key's window end) without looking at them
+ * sooner: a row each, a few hundred bytes. Past it, the object looks every PEER_TTL_MS while it has
+ * peers, forgetting the silent ones; below it, an alarm a minute would cost a lightly used
+ * long-window key about as many object requests as its syncs.
+ */
+export const PEERS_KEPT_TILL_DUE = 8;
+
+/**
  * How long after a lease ends its isolate has to report it. A pin still unreported then is counted
  * as if every unit had been spent at the lease's end: the isolate may be gone, and counting late
  * only ever makes the window fuller than it was.

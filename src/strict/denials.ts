@@ -1,5 +1,5 @@
 /** Strict keys their object just denied: the isolate denies the same request again, with no call, until the object's retryAfter. */
-import { costlierUntil, samePolicy, type Decision, type Policy } from "../algorithms";
+import { costlierUntil, mayAdmitMore, samePolicy, type Decision, type Policy } from "../algorithms";
 import { LruTable } from "../fast/table";
 
 /** Denied keys one isolate remembers; the least recently used is forgotten first. */
@@ -43,13 +43,14 @@ export class DenialCache {
 
   /**
    * The remembered denial of a request of `cost` at `now` under `policy`, its wait counted down;
-   * undefined when none holds. One made under another policy (code that names one rule with
-   * another limit: a plan upgraded) says nothing of this one: its object is asked.
+   * undefined when none holds. One made under a policy this one may admit more than (code that
+   * names one rule with a raised limit: a plan upgraded) says nothing of it: its object is asked.
+   * Under a stricter one it holds (its wait may then be short: the retry asks the object).
    */
   lookup(objectName: string, cost: number, now: number, policy: Policy): Decision | undefined {
     const all = this.table.peek(objectName);
     if (all === undefined) return undefined;
-    if (!samePolicy(all[0]!.policy, policy)) return undefined;
+    if (mayAdmitMore(policy, all[0]!.policy)) return undefined;
     // The costliest live denial this request is at least as costly as: they are kept cheapest first.
     let denial: Denial | undefined;
     for (const d of all) if (now < d.until && d.cost <= cost) denial = d;

@@ -113,6 +113,7 @@ describe("overrides", () => {
   it("names a key given twice by its places, never by its value: an API key in an error would reach the logs and the 500", () => {
     const error = errorFor({ ...api, overrides: [{ keys: ["sk_live_PARTNER"], limit: 50 }, { keys: ["sk_live_PARTNER"], unlimited: true }] });
     expect(error.message).toBe(`rules[0] ("api").overrides[1].keys[0]: is the key overrides[0].keys[0] names (as the rule builds keys); a key has one quota: name it once`);
+    expect(errorFor({ ...api, overrides: [{ keys: "sk_live_PARTNER", limit: 50 }] }).message).toMatch(/got a string$/);
   });
 
   it("lets an overridden limit take along a burst the rule spells out as its limit", () => {

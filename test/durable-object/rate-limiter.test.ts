@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import type { RateLimiter } from "../../src/durable-object/rate-limiter";
 import { frozenStart } from "../helpers/clock";
+import { PEERS_KEPT_TILL_DUE } from "../../src/fast/peer";
 
 const window: Policy = { algorithm: "sliding-window", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
 const bucket: Policy = { algorithm: "token-bucket", limit: 6, periodMs: 60_000, burst: 6, buckets: 1 };
@@ -368,33 +369,52 @@ describe("RateLimiter", () => {
     expect(standing.remaining).toBe(100);
   });
 
-  it("forgets an isolate silent since the object's first look, though the key's window ends hours later", async () => {
+  /** `count` isolates that each spend a unit of the daily key and give back the rest, as isolates that then go quiet do. */
+  async function quietIsolates(stub: ReturnType<typeof limiter>, count: number, prefix: string): Promise<void> {
+    const spent = [{ at: Math.floor(Date.now() / daily.periodMs) * daily.periodMs, units: 1 }];
+    for (let i = 0; i < count; i++) {
+      const isolate = `${prefix}-${i}`;
+      const lease = await stub.sync(daily, { isolate, seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000, held: 0 });
+      await stub.sync(daily, { isolate, seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    }
+  }
+
+  it("forgets isolates silent since the object's first look, though the key's window ends hours later", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
     const stub = limiter("peers/silent-daily");
-    const lease = await stub.sync(daily, { isolate: "gone", seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000, held: 0 });
-    // It reports the unit it spent and gives back the rest just before the object's first look, which finds it live.
+    await quietIsolates(stub, 1, "early");
+    // The others report just before the object's first look, which finds them live.
     vi.setSystemTime(T0 + 50_000);
-    const spent = [{ at: Math.floor(T0 / daily.periodMs) * daily.periodMs, units: 1 }];
-    await stub.sync(daily, { isolate: "gone", seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    await quietIsolates(stub, PEERS_KEPT_TILL_DUE + 1, "late");
     expect(await alarmsUntil(stub, T0 + 60_000 + 11_000)).toBe(1);
     await alarmsUntil(stub, T0 + 50_000 + 130_000);
     expect(await peerRows(stub)).toBe(0);
   });
 
-  it("forgets an isolate that first called after the object had forgotten every other", async () => {
+  it("forgets isolates that first called after the object had forgotten every other", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(T0);
     const stub = limiter("peers/silent-later");
-    // It spends a unit, which keeps the key's state for the rest of the day.
-    const lease = await stub.sync(daily, { isolate: "first", seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000, held: 0 });
-    const spent = [{ at: Math.floor(T0 / daily.periodMs) * daily.periodMs, units: 1 }];
-    await stub.sync(daily, { isolate: "first", seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    // Their units keep the key's state for the rest of the day.
+    await quietIsolates(stub, PEERS_KEPT_TILL_DUE + 1, "first");
     await alarmsUntil(stub, T0 + 10 * 60_000);
     expect(await peerRows(stub)).toBe(0);
-    await stub.sync(daily, { isolate: "later", seq: 1, reports: [], demand: 0, elapsedMs: 1_000, need: 0, horizonMs: 1_000, release: true });
+    await quietIsolates(stub, PEERS_KEPT_TILL_DUE + 1, "later");
     await alarmsUntil(stub, T0 + 10 * 60_000 + 130_000);
     expect(await peerRows(stub)).toBe(0);
+  });
+
+  it("keeps a few quiet isolates until the key is due rather than wake a lightly used daily key every minute", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("peers/few-daily");
+    for (let minute = 0; minute < 10; minute++) {
+      vi.setSystemTime(T0 + minute * 60_000);
+      await quietIsolates(stub, 1, `m${minute}`);
+      if (minute === 0) await alarmsUntil(stub, T0 + 59_000);
+    }
+    expect(await alarmsUntil(stub, T0 + 11 * 60_000)).toBeLessThanOrEqual(1);
   });
 
   it("keeps each fast-mode isolate in a row of its own, so a sync's write does not grow with the peers", async () => {

@@ -157,3 +157,45 @@ describe("fast mode in the real runtime", () => {
     expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: false, reason: "cache" });
   });
 });
+
+describe("a request its first sync did not cover", () => {
+  it("leaves the units a costly request could not spend to the next requests, not pinned and counted as spent", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const T0 = frozenStart();
+    vi.setSystemTime(T0);
+    const context: FastContext = { namespace: env.LIMITER, waitUntil: () => undefined };
+    const fast = rule({ name: "short-left", mode: "fast", aggregate: undefined, limit: 10, periodMs: 86_400_000, syncMs: 1_000, timeoutMs: 5_000 });
+    expect(await decideFast(context, fast, "short-left/k", 7)).toMatchObject({ allowed: true, remaining: 3 });
+    // 5 do not fit in the 3 left: the object tops the isolate up with nothing, a short grant.
+    expect(await decideFast(context, fast, "short-left/k", 5)).toMatchObject({ allowed: false, remaining: 3 });
+    const later: boolean[] = [];
+    for (const at of [3_000, 6_000, 9_000, 12_000]) {
+      vi.setSystemTime(T0 + at);
+      later.push((await decideFast(context, fast, "short-left/k", 1)).allowed);
+    }
+    vi.setSystemTime(T0 + 600_000);
+    const { remaining } = await peek("short-left/k", { algorithm: "sliding-window", limit: 10, periodMs: 86_400_000, burst: 10, buckets: 1 });
+    expect({ admitted: later.filter(Boolean).length, remaining }).toEqual({ admitted: 3, remaining: 0 });
+  });
+
+  it("is never told 'limit' by the isolate at a key with room once its one deadline is spent: onError answers", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    let T = Date.now();
+    vi.setSystemTime(T);
+    const pending: Promise<unknown>[] = [];
+    const fast = rule({ name: "deadline-spent", mode: "fast", aggregate: undefined, limit: 1_000, periodMs: 3_600_000, timeoutMs: 300 });
+    // The object answers each sync as the rule's timeout runs out.
+    const slow = delayedSyncs(async () => {
+      await sleep(20);
+      vi.setSystemTime((T += fast.timeoutMs));
+    });
+    const context: FastContext = { namespace: slow, waitUntil: (p) => void pending.push(p) };
+    const first = decideFast(context, fast, "deadline-spent/k", 1);
+    await sleep(5);
+    // Joins the first sync, sized for one unit: 500 do not fit in its grant.
+    const second = await decideFast(context, fast, "deadline-spent/k", 500).catch((error: unknown) => error);
+    await first;
+    while (pending.length) await pending.shift()!.catch(() => undefined);
+    if (!(second instanceof TimeoutError)) expect(second).toMatchObject({ allowed: true });
+  });
+});

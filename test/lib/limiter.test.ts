@@ -149,7 +149,25 @@ describe("limiter", () => {
     expect(await free!.limit("k", { ctx })).toMatchObject({ success: false, limit: 3 });
 
     expect(await pro!.limit("k", { ctx })).toMatchObject({ success: true, limit: 10 });
-    expect(await free!.limit("k", { ctx })).toMatchObject({ success: false, limit: 3 });
+    await waitOnExecutionContext(ctx);
+  });
+
+  it("denies a key under its old, stricter figures once a raised limit of the same name admitted it, strict", async () => {
+    const [free, pro] = [3, 10].map((limit) => limiter(namespace, { name: "lib-downgrade", limit, period: "1h" }));
+    for (let i = 0; i < 4; i++) await free!.limit("k");
+    expect(await pro!.limit("k")).toMatchObject({ success: true, limit: 10 });
+    expect(await free!.limit("k")).toMatchObject({ success: false, limit: 3 });
+  });
+
+  it("keeps denying from its cache when plans alternate on a denied fast key, asking the object once per raise", async () => {
+    const ctx = createExecutionContext();
+    const [free, pro] = [2, 4].map((limit) => limiter(namespace, { name: "lib-alternate", limit, period: "1h", mode: "fast" }));
+    for (let i = 0; i < 6; i++) await pro!.limit("k", { ctx });
+    await free!.limit("k", { ctx });
+    await waitOnExecutionContext(ctx);
+    const before = metrics.value("floodgate_durable_object_calls_total", { method: "sync" });
+    for (let i = 0; i < 10; i++) expect(await (i % 2 ? pro! : free!).limit("k", { ctx })).toMatchObject({ success: false });
+    expect(metrics.value("floodgate_durable_object_calls_total", { method: "sync" }) - before).toBeLessThanOrEqual(1);
     await waitOnExecutionContext(ctx);
   });
 
