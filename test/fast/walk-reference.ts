@@ -108,7 +108,7 @@ export function grantLease(
   const quietCap = Math.max(QUIET_PAST_BOOKED_INTERVALS * sync.horizonMs, now + QUIET_UNTIL_INTERVALS * sync.horizonMs - booking.nextSyncAt);
   const quiet = saturated || rate <= 0 || policy.blockMs !== undefined ? 0 : Math.min(QUIET_GAPS / rate, quietCap);
   const lasts = Math.max(now + (roomy ? sync.roomyHorizonMs! : 0), booking.nextSyncAt + Math.max(answerMs, quiet));
-  const expiresAt = short ? Math.min(lasts, now + sync.horizonMs + answerMs) : lasts;
+  const expiresAt = short && held === 0 ? Math.min(lasts, now + sync.horizonMs + answerMs) : lasts;
   const topsUp = sync.held !== undefined;
   if (topsUp && !sync.release) pins = pins.map((p) => (p.until < expiresAt ? { ...p, until: expiresAt } : p));
   if (units > 0) pins = [...pins, { lease: sync.seq, units, until: expiresAt }];

@@ -65,6 +65,13 @@ describe("DenialCache", () => {
     expect(cache.lookup("r/k", 1, T0 + 1_000, log)?.allowed).toBe(false);
   });
 
+  it("holds under a stricter policy of the key (a plan downgraded), which denies at least what it denied", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 1, denied(40_000), T0, log);
+    expect(cache.lookup("r/k", 1, T0 + 1_000, { ...log, limit: 5, burst: 5 })?.allowed).toBe(false);
+    expect(cache.lookup("r/k", 1, T0 + 1_000, { ...log, periodMs: 30_000 })).toBeUndefined();
+  });
+
   it("forgets a key that was reset", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
