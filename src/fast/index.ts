@@ -120,21 +120,26 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   // One deadline for the decision: a second attempt that had its own waited up to twice the rule's timeout.
   const deadline = now + rule.timeoutMs;
   try {
-    for (let attempt = 0; attempt < 2; attempt++) {
+    for (let attempt = 0; attempt < 2; ) {
       const left = deadline - Date.now();
       // The deadline passed while the first sync did not cover the request: the object was too slow for it, as onError decides.
       if (attempt > 0 && left <= 0) throw new TimeoutError(`no decision within ${rule.timeoutMs}ms`);
-      await withTimeout(sync(context, entry, cost), left).catch((error: unknown) => {
+      await withTimeout(sync(context, entry, cost, false, undefined, rule), left).catch((error: unknown) => {
         if (error instanceof TimeoutError) syncLate(entry, Date.now());
         throw error;
       });
-      // A sync it joined asked under more generous figures (another plan's request): its grant is not
-      // this request's to spend; it goes back, and the second attempt asks under the request's own.
-      if (asksForLess(entry, rule)) {
-        endLots(entry.key);
+      // Answered under another plan's figures (a sync it joined): a looser plan's grant goes back, a
+      // stricter plan's denial says nothing of this request; it asks again under its own, within the
+      // deadline, without spending an attempt (another plan's request may switch the entry again).
+      const [less, more] = [asksForLess(entry, rule), asksForMore(entry, rule)];
+      if (less || more) {
+        if (less) endLots(entry.key);
+        if (more) forgetDenial(entry.key);
         entry.rule = rule;
+        if (deadline - Date.now() <= 0) throw new TimeoutError(`no decision within ${rule.timeoutMs}ms`);
         continue;
       }
+      attempt++;
       const decided = fromLease(entry.key, rule, cost, Date.now());
       // Decided by the object's answer to this very request: its denial, not the cache's (a block says so).
       if (decided) return decided.allowed || decided.reason === "blocked" ? decided : { ...decided, reason: "limit" };
@@ -349,16 +354,18 @@ function takenBack(objectName: string): Entry | undefined {
  * progress for two timeouts is presumed lost with its request and replaced (the replacement resends
  * the same unanswered sync, which the object applies once). Its answer may set the timer of the
  * key's booked call (see {@link callWhenBooked}); `chain`: the timers under the request whose
- * `waitUntil` the sync runs under, for a sync a timer makes.
+ * `waitUntil` the sync runs under, for a sync a timer makes; `asked`: the rule of the request that
+ * waits on it, when not the entry's (another plan's request may have switched it meanwhile).
  */
-function sync(context: FastContext, entry: Entry, need: number, release = false, chain: OnTimeChain = { since: Date.now(), calls: 0 }): Promise<void> {
+function sync(context: FastContext, entry: Entry, need: number, release = false, chain: OnTimeChain = { since: Date.now(), calls: 0 }, asked?: Rule): Promise<void> {
   const now = Date.now();
   if (entry.inflight && now - entry.inflightSince <= 2 * entry.rule.timeoutMs) return entry.inflight;
   // Started on the next microtask, so `run` exists before the body can finish.
   const run: Promise<void> = Promise.resolve().then(async () => {
     const waiting = entry.waiting.reduce((sum, units) => sum + units, 0);
     // The rule the sync asks under: a request under another (code naming one rule with other figures) may change the entry's meanwhile.
-    const { rule, objectName } = entry;
+    const { objectName } = entry;
+    const rule = asked ?? entry.rule;
     const request = nextSync(entry.key, rule, self(), Math.max(need, waiting), Date.now(), release, entry.waiting.reduce((most, units) => Math.max(most, units), need));
     try {
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.

@@ -66,7 +66,8 @@ export class DenialCache {
     const moreAt = Math.max(now, denial.decision.moreAt);
     // A block is what holds the key, remembered or not: it says so, as a fast key's does.
     const reason = denial.decision.reason === "blocked" ? "blocked" : "cache";
-    return { ...denial.decision, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: until - now, reason };
+    // Under a stricter policy than the denial's (a plan downgraded), the request's own limit.
+    return { ...denial.decision, limit: policy.limit, moreAt, resetAt: Math.max(now, denial.decision.resetAt), retryAfter: until - now, reason };
   }
 
   /** Whether the denial remembered for the key is a block: it denies any request, whatever it costs. */

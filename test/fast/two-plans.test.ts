@@ -50,4 +50,41 @@ describe("a fast key under two plans of one rule name", () => {
 
     expect({ freeAdmitted, pro: proDecided.allowed, joined: joined.allowed, later: later.filter(Boolean).length }).toEqual({ freeAdmitted: 3, pro: true, joined: false, later: 0 });
   });
+
+  it("admits each plan's requests that joined one sync by their own figures: a pro request is not denied by a free answer", async () => {
+    const pending: Promise<unknown>[] = [];
+    let delay = 0;
+    const context: FastContext = { namespace: delayedSyncs(() => sleep(delay)), waitUntil: (p) => void pending.push(p) };
+    const free = rule({ name: "plans-joined", mode: "fast", aggregate: undefined, limit: 3, periodMs: 3_600_000, syncMs: 60_000 });
+    const pro = rule({ name: "plans-joined", mode: "fast", aggregate: undefined, limit: 100, periodMs: 3_600_000, syncMs: 60_000 });
+    let freeAdmitted = 0;
+    for (let i = 0; i < 4; i++) if ((await decideFast(context, free, "plans-joined/k", 1)).allowed) freeAdmitted++;
+    await settle(pending);
+    delay = 100;
+    const first = decideFast(context, pro, "plans-joined/k", 1);
+    await sleep(10);
+    const joined = [free, pro, free].map((plan) => decideFast(context, plan, "plans-joined/k", 1));
+    const decided = await Promise.all([first, ...joined]);
+    delay = 0;
+    for (let i = 0; i < 5; i++) if ((await decideFast(context, free, "plans-joined/k", 1)).allowed) freeAdmitted++;
+    await settle(pending);
+
+    expect({ freeAdmitted, decided: decided.map((d) => d.allowed) }).toEqual({ freeAdmitted: 3, decided: [true, false, true, false] });
+  });
+
+  it("asks again under a request's own figures when another plan's request switched the key while it waited", async () => {
+    const pending: Promise<unknown>[] = [];
+    const context: FastContext = { namespace: delayedSyncs(() => sleep(100)), waitUntil: (p) => void pending.push(p) };
+    const free = rule({ name: "plans-switched", mode: "fast", aggregate: undefined, limit: 1_000, periodMs: 3_600_000, syncMs: 60_000, timeoutMs: 2_000 });
+    const pro = rule({ name: "plans-switched", mode: "fast", aggregate: undefined, limit: 2_000, periodMs: 3_600_000, syncMs: 60_000, timeoutMs: 2_000 });
+    const first = decideFast(context, free, "plans-switched/k", 1);
+    await sleep(5);
+    const costly = decideFast(context, free, "plans-switched/k", 500);
+    await sleep(5);
+    const other = decideFast(context, pro, "plans-switched/k", 1);
+    const decided = await Promise.all([first, costly, other]);
+    await settle(pending);
+
+    expect(decided.map((d) => d.allowed)).toEqual([true, true, true]);
+  });
 });

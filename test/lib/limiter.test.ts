@@ -157,6 +157,13 @@ describe("limiter", () => {
     for (let i = 0; i < 4; i++) await free!.limit("k");
     expect(await pro!.limit("k")).toMatchObject({ success: true, limit: 10 });
     expect(await free!.limit("k")).toMatchObject({ success: false, limit: 3 });
+    expect(await free!.limit("k")).toMatchObject({ success: false, limit: 3, reason: "cache" });
+  });
+
+  it("tells a stricter plan's request denied from a looser plan's cached denial its own limit", async () => {
+    const [free, pro] = [2, 3].map((limit) => limiter(namespace, { name: "lib-cached-plan", limit, period: "1h" }));
+    for (let i = 0; i < 4; i++) await pro!.limit("k");
+    expect(await free!.limit("k")).toMatchObject({ success: false, limit: 2, reason: "cache" });
   });
 
   it("keeps denying from its cache when plans alternate on a denied fast key, asking the object once per raise", async () => {
