@@ -109,6 +109,9 @@ export function invalidRequest(detail: string): HttpProblem {
   return new HttpProblem({ type: "invalid-request", status: 400, title: "Invalid Request", detail });
 }
 
+/** What every 502 says but its detail: the origin failed floodgate, whichever way. */
+const BAD_GATEWAY = { type: "about:blank", status: 502, title: "Bad Gateway" } as const;
+
 /**
  * 502: the origin could not be reached, or answered with what cannot be passed on; nothing about it is revealed but that.
  *
@@ -116,13 +119,13 @@ export function invalidRequest(detail: string): HttpProblem {
  * try { upstream = await fetch(target, init); } catch { throw badGateway(); }
  */
 export function badGateway(detail = "The origin could not be reached."): HttpProblem {
-  return new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail });
+  return new HttpProblem({ ...BAD_GATEWAY, detail });
 }
 
 /** The 502 for an origin that was reached but whose final answer was lost (see `forward`, ./proxy): how its request ended is unknown. */
 export class AnswerLost extends HttpProblem {
   constructor(detail: string) {
-    super({ type: "about:blank", status: 502, title: "Bad Gateway", detail });
+    super({ ...BAD_GATEWAY, detail });
   }
 }
 

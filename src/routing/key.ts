@@ -140,10 +140,11 @@ function percentDecoded(value: string): string {
  * await durableObjectName("api", "x".repeat(2000)); // "api/#sha256:5d1e…"
  */
 export async function durableObjectName(ruleName: string, key: string): Promise<string> {
+  const hashed = isHashedName(key);
   // A UTF-16 code unit is at most 3 bytes of UTF-8: most keys are short enough without encoding them.
-  if (key.length * 3 <= MAX_KEY_BYTES && !isHashedName(key)) return `${ruleName}/${key}`;
+  if (!hashed && key.length * 3 <= MAX_KEY_BYTES) return `${ruleName}/${key}`;
   const bytes = new TextEncoder().encode(key);
-  return bytes.length <= MAX_KEY_BYTES && !isHashedName(key) ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
+  return !hashed && bytes.length <= MAX_KEY_BYTES ? `${ruleName}/${key}` : `${ruleName}/#sha256:${await sha256Hex(bytes)}`;
 }
 
 /** The object an operator names (the admin API): {@link durableObjectName}'s, or the object a `#sha256` name names, the long key's it was made from. */
