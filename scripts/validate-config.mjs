@@ -2,16 +2,18 @@
 // vars, a real origin, the LIMITER binding and a SQLite-backed RateLimiter. `npm run deploy` (scripts/deploy.mjs) checks the
 // environment it deploys; run alone it checks the top level and every [env.<name>]:
 //   node scripts/validate-config.mjs [config] [--env <name>] [--var KEY:VALUE]... [--allow-demo]
-import { build } from "esbuild";
-import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** floodgate's validators, bundled from the sources the Worker itself runs. */
-async function loadValidators() {
+/** floodgate's validators, bundled from the sources the Worker itself runs (once per process). */
+let validatorsLoaded;
+const loadValidators = () => (validatorsLoaded ??= bundleValidators());
+
+async function bundleValidators() {
+  const { build } = await import("esbuild");
   const result = await build({
     stdin: {
       contents: `export { parseConfig } from "./src/config/rules.ts"; export { parseOrigin } from "./src/config/origin.ts"; export { loadSettings } from "./src/config/index.ts"; export { pathText, repeatedMember } from "./src/config/json.ts";`,
@@ -117,20 +119,23 @@ function check(validators, env, config, top, allowDemo) {
  * Checks `configPath` as wrangler resolves it (without one, the config `wrangler deploy` would use from the current
  * directory: wrangler.json, .jsonc or .toml, or the redirected one a build left in .wrangler/deploy): the environment
  * `env` (the top level when undefined), or with `everyEnv` the top level and every [env.<name>]; `vars` (KEY → VALUE, as
- * wrangler's --var) override each one's [vars]. Writes one line per environment; resolves to the number refused.
+ * wrangler's --var) override each one's [vars]. Writes one line per environment to `out` (the console, or a test's
+ * sink); resolves to the number refused.
  */
-export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }) {
+export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }, out = console) {
   if (configPath !== undefined && !statSync(configPath, { throwIfNoEntry: false })?.isFile()) {
-    console.error(`floodgate: refused: ${configPath} ${existsSync(configPath) ? "is not a file" : "does not exist"}; nothing was deployed`);
+    out.error(`floodgate: refused: ${configPath} ${existsSync(configPath) ? "is not a file" : "does not exist"}; nothing was deployed`);
     return 1;
   }
+  // Imported here, not at the top: a refusal that needs no config (a missing file or --cwd) answers without wrangler's load.
+  const { experimental_readRawConfig, unstable_readConfig } = await import("wrangler");
   // As wrangler resolves it: --env, else CLOUDFLARE_ENV; an empty name is the top level.
   const named = everyEnv ? undefined : (env ?? process.env.CLOUDFLARE_ENV);
   env = named ? named : undefined;
   const found = { useRedirectIfAvailable: true };
   const raw = experimental_readRawConfig({ config: configPath }, found);
   if (!raw.configPath) {
-    console.error(`floodgate: refused: no wrangler.json, wrangler.jsonc or wrangler.toml in ${process.cwd()}; nothing was deployed`);
+    out.error(`floodgate: refused: no wrangler.json, wrangler.jsonc or wrangler.toml in ${process.cwd()}; nothing was deployed`);
     return 1;
   }
   const validators = await loadValidators();
@@ -143,12 +148,12 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   configPath = raw.configPath;
   const repeated = repeatedIn(configPath, validators);
   if (repeated) {
-    console.error(`floodgate: refused: ${configPath}: ${repeated}; nothing was deployed`);
+    out.error(`floodgate: refused: ${configPath}: ${repeated}; nothing was deployed`);
     return 1;
   }
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
-    console.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
-    console.error("floodgate: 1 environment(s) refused; nothing was deployed");
+    out.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
+    out.error("floodgate: 1 environment(s) refused; nothing was deployed");
     return 1;
   }
   const top = read(undefined);
@@ -158,13 +163,13 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
     const label = name === undefined ? "top level" : `[env.${name}]`;
     const { problems, summary } = check(validators, name, name === undefined ? top : read(name), top, allowDemo);
     if (problems.length === 0) {
-      console.log(`floodgate: ${label}: ${summary}`);
+      out.log(`floodgate: ${label}: ${summary}`);
     } else {
       refused++;
-      console.error(`floodgate: ${label}: refused:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+      out.error(`floodgate: ${label}: refused:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     }
   }
-  if (refused > 0) console.error(`floodgate: ${refused} environment(s) refused; nothing was deployed`);
+  if (refused > 0) out.error(`floodgate: ${refused} environment(s) refused; nothing was deployed`);
   return refused;
 }
 

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { validate as validateConfig } from "../../scripts/validate-config.mjs";
 import { ROOT } from "./root";
 
 const SCRIPT = join(ROOT, "scripts/validate-config.mjs");
@@ -33,11 +34,29 @@ let dir: string;
 beforeAll(async () => void (dir = await mkdtemp(join(tmpdir(), "floodgate-validate-"))));
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-/** Runs the validator on `toml` (written to a temp file) or on a path, with FLOODGATE_ALLOW_DEMO only when given. */
-async function validate(config: { toml: string } | { path: string }, options: { allowDemo?: string; args?: string[] } = {}): Promise<Run> {
-  let path: string;
-  if ("path" in config) path = config.path;
-  else await writeFile((path = join(dir, `${Math.random().toString(36).slice(2)}.toml`)), config.toml);
+/** Writes `config` to a temp file, or takes its path as it is. */
+async function pathOf(config: { toml: string } | { path: string }): Promise<string> {
+  if ("path" in config) return config.path;
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.toml`);
+  await writeFile(path, config.toml);
+  return path;
+}
+
+/**
+ * Runs the check in this process, as the command does without --env (the top level and every [env.<name>]) or with it:
+ * the checks themselves, without a Node start and wrangler's import per case.
+ */
+async function validate(config: { toml: string } | { path: string }, options: { allowDemo?: boolean; env?: string } = {}): Promise<Run> {
+  const configPath = await pathOf(config);
+  const lines = { stdout: "", stderr: "" };
+  const out = { log: (line: string) => void (lines.stdout += `${line}\n`), error: (line: string) => void (lines.stderr += `${line}\n`) };
+  const refused = await validateConfig({ configPath, env: options.env, everyEnv: options.env === undefined, allowDemo: options.allowDemo ?? false }, out);
+  return { code: refused > 0 ? 1 : 0, ...lines };
+}
+
+/** Runs the command itself, `node scripts/validate-config.mjs <config> <args>`, with FLOODGATE_ALLOW_DEMO only when given. */
+async function command(config: { toml: string } | { path: string }, options: { allowDemo?: string; args?: string[] } = {}): Promise<Run> {
+  const path = await pathOf(config);
   const env: NodeJS.ProcessEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
   delete env.FLOODGATE_ALLOW_DEMO;
   if (options.allowDemo !== undefined) env.FLOODGATE_ALLOW_DEMO = options.allowDemo;
@@ -90,12 +109,14 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('floodgate: top level: refused:\n  - demo origin: ORIGIN_URL is "demo"');
     expect(refused.stderr).toContain("FLOODGATE_ALLOW_DEMO=1 npm run deploy");
-    expect((await validate({ toml }, { allowDemo: "0" })).code).toBe(1);
-
-    const allowed = await validate({ toml }, { allowDemo: "1" });
+    const allowed = await validate({ toml }, { allowDemo: true });
     expect(allowed, allowed.stderr).toMatchObject({ code: 0, stderr: "" });
     expect(allowed.stdout).toContain("origin demo (allowed on purpose)");
-    expect((await validate({ toml }, { args: ["--allow-demo"] })).code).toBe(0);
+
+    const [unset, zero, one, flag] = await Promise.all([command({ toml }), command({ toml }, { allowDemo: "0" }), command({ toml }, { allowDemo: "1" }), command({ toml }, { args: ["--allow-demo"] })]);
+    expect([unset.code, zero.code, one.code, flag.code]).toEqual([1, 1, 0, 0]);
+    expect(unset.stderr).toBe(refused.stderr);
+    expect(one.stdout).toBe(allowed.stdout);
   });
 
   it("passes ORIGIN_URL = \"none\", a deployment that serves only its service binding and admin API", async () => {
@@ -107,7 +128,7 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
 
   it("lets the demo opt-in allow only the demo: zero rules and a missing binding are still refused", async () => {
     const toml = `name = "floodgate"\ncompatibility_date = "2026-04-20"\n\n[vars]\nORIGIN_URL = "demo"\nRATE_LIMIT_RULES = "[]"\n`;
-    const run = await validate({ toml }, { allowDemo: "1" });
+    const run = await validate({ toml }, { allowDemo: true });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("no rules: RATE_LIMIT_RULES in [vars] has zero rules; write at least one");
     expect(run.stderr).toContain('no LIMITER binding: add [[durable_objects.bindings]] with name = "LIMITER" and class_name = "RateLimiter"');
@@ -163,18 +184,20 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
   it("checks one environment when given --env, and --var as overriding its vars", async () => {
     const broken = `${COMPLETE}\n[env.staging]\nroute = "staging.example.com/*"\n`;
     const production = `${broken}\n[env.production]\n[[env.production.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n\n[env.production.vars]\n${VARS}`;
-    const only = await validate({ toml: production }, { args: ["--env", "production"] });
+    const [only, demo] = await Promise.all([
+      command({ toml: production }, { args: ["--env", "production"] }),
+      command({ toml: production }, { args: ["--env", "production", "--var", "ORIGIN_URL:demo"] }),
+    ]);
     expect(only, only.stderr).toMatchObject({ code: 0, stderr: "" });
     expect(only.stdout).toBe("floodgate: [env.production]: 1 rule(s) valid, origin https://api.example.com, LIMITER bound\n");
-    const demo = await validate({ toml: production }, { args: ["--env", "production", "--var", "ORIGIN_URL:demo"] });
     expect(demo.stderr).toContain('floodgate: [env.production]: refused:\n  - demo origin: ORIGIN_URL is "demo"');
-    const missing = await validate({ toml: production }, { args: ["--env", "nope"] });
+    const missing = await validate({ toml: production }, { env: "nope" });
     expect(missing.stderr).toContain("has no [env.nope]; wrangler would deploy the top level under that name");
     expect(missing.code).toBe(1);
   });
 
   it("refuses the repository's own wrangler.toml as it is: it names no origin", async () => {
-    const run = await validate({ path: join(ROOT, "wrangler.toml") }, { allowDemo: "1" });
+    const run = await validate({ path: join(ROOT, "wrangler.toml") }, { allowDemo: true });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('floodgate: top level: refused:\n  - no origin: ORIGIN_URL is not set; add it to [vars], e.g. ORIGIN_URL = "https://api.example.com"');
   });
@@ -236,12 +259,15 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
   }, 60_000);
 
   it("refuses a --config or --cwd that does not exist or is not a file or directory, saying so", async () => {
-    const config = await deploy(["--config", join(dir, "nowhere.toml")]);
-    const cwd = await deploy(["--cwd", join(dir, "nowhere")]);
+    const [config, cwd, dirAsConfig, fileAsCwd] = await Promise.all([
+      deploy(["--config", join(dir, "nowhere.toml")]),
+      deploy(["--cwd", join(dir, "nowhere")]),
+      deploy(["--config", dir]),
+      deploy(["--cwd", join(ROOT, "wrangler.toml")]),
+    ]);
     expect(config.stderr).toBe(`floodgate: refused: ${join(dir, "nowhere.toml")} does not exist; nothing was deployed\n`);
     expect(cwd.stderr).toBe(`floodgate: refused: --cwd ${join(dir, "nowhere")} does not exist; nothing was deployed\n`);
     expect([config.code, cwd.code]).toEqual([1, 1]);
-    const [dirAsConfig, fileAsCwd] = [await deploy(["--config", dir]), await deploy(["--cwd", join(ROOT, "wrangler.toml")])];
     expect(dirAsConfig.stderr).toBe(`floodgate: refused: ${dir} is not a file; nothing was deployed\n`);
     expect(fileAsCwd.stderr).toBe("floodgate: refused: --cwd " + join(ROOT, "wrangler.toml") + " is not a directory; nothing was deployed\n");
   });
