@@ -16,6 +16,8 @@ const FAILURES_TO_OPEN = 2;
 interface Breaker {
   failures: number;
   retryAt: number;
+  /** the error of the last failure counted: the requests of one batch fail with their call's one error, which is one failure */
+  cause?: unknown;
 }
 
 /**
@@ -40,8 +42,9 @@ export class Breakers {
     return breaker && breaker.retryAt > now ? breaker.retryAt - now : 0;
   }
 
-  failed(name: string, baseMs: number, now: number): void {
-    this.count(name, baseMs, now, FAILURES_TO_OPEN);
+  /** Counts a failed call; `cause`, its error, counts once however many requests rode the call. */
+  failed(name: string, baseMs: number, now: number, cause?: unknown): void {
+    this.count(name, baseMs, now, FAILURES_TO_OPEN, cause);
   }
 
   /** An overloaded object is left alone at once: a second call to confirm it would add to the overload. */
@@ -49,7 +52,7 @@ export class Breakers {
     this.count(name, baseMs, now, 1);
   }
 
-  private count(name: string, baseMs: number, now: number, failuresToOpen: number): void {
+  private count(name: string, baseMs: number, now: number, failuresToOpen: number, cause?: unknown): void {
     let breaker = this.failing.get(name);
     if (!breaker) {
       if (this.failing.size >= this.maxObjects) this.failing.clear();
@@ -57,6 +60,9 @@ export class Breakers {
     }
     // Requests that were already waiting when it opened fail together: they are one failure, not many.
     if (breaker.retryAt > now) return;
+    // A batch's requests share its call's error: one blip under load is still one failure, not one per request.
+    if (cause !== undefined && cause === breaker.cause) return;
+    breaker.cause = cause;
     breaker.failures++;
     if (breaker.failures < failuresToOpen) return;
     const backoff = backoffMs(baseMs, breaker.failures - failuresToOpen + 1);

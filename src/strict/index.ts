@@ -100,7 +100,7 @@ export async function decideStrict(
     // A retryable error is not retried: a decide consumes units, and the runtime has already retried
     // every call it knew had not reached the object, so this one may have been applied.
     if (objectErrorKind(error) === "overloaded") breakers.overloaded(objectName, rule.timeoutMs, Date.now());
-    else breakers.failed(objectName, rule.timeoutMs, Date.now());
+    else breakers.failed(objectName, rule.timeoutMs, Date.now(), error);
     wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }

@@ -43,6 +43,15 @@ describe("circuit breakers for strict decisions", () => {
     expect(breakers.waitFor("k", T0)).toBe(100);
   });
 
+  it("counts the failures of one call, which every request of its batch shares, once", () => {
+    const breakers = new Breakers();
+    const blip = new Error("the object moved");
+    for (let i = 0; i < 5; i++) breakers.failed("k", 100, T0, blip);
+    expect(breakers.waitFor("k", T0)).toBe(0);
+    breakers.failed("k", 100, T0 + 10, new Error("again"));
+    expect(breakers.waitFor("k", T0 + 10)).toBe(100);
+  });
+
   it("closes when a call succeeds", () => {
     const breakers = new Breakers();
     breakers.failed("k", 100, T0);

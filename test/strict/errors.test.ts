@@ -1,6 +1,7 @@
 // Object errors on the strict path, as Cloudflare marks them: `.overloaded` backs off at once, `.retryable` is not retried for a decide.
 import { env } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import type { Policy } from "../../src/algorithms";
 import { objectErrorKind } from "../../src/durable-object/errors";
 import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
@@ -68,6 +69,33 @@ describe("a strict decision when the object errs", () => {
     await expect(decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).rejects.toMatchObject({ retryable: true });
     expect(decideCalls() - before).toBe(1);
     expect((await decideStrict(namespace, "retryable-once/k", retryable, 1, undefined)).decision.allowed).toBe(true);
+  });
+
+  it("counts a retryable failure that several queued requests rode as one failure, and does not back off after it", async () => {
+    const retryable = rule({ name: "retryable-batch", timeoutMs: 10_000 });
+    const name = "retryable-batch/k";
+    let calls = 0;
+    // The first call is answered, then the object's next decide fails: the batch queued behind the first call rides that one failed call.
+    const armed = {
+      idFromName: (objectName: string) => marked.idFromName(objectName),
+      get: (id: DurableObjectId) =>
+        new Proxy(marked.get(id), {
+          get: (stub, prop) =>
+            prop === "decide"
+              ? async (policy: Policy, costs: number[]) => {
+                  const decided = await stub.decide(policy, costs);
+                  if (calls++ === 0) await failing(name, 1, "retryable");
+                  return decided;
+                }
+              : Reflect.get(stub, prop),
+        }),
+    } as unknown as Env["LIMITER"];
+    const background: Promise<unknown>[] = [];
+    const waitUntil = (promise: Promise<unknown>) => void background.push(promise);
+    const outcomes = await Promise.allSettled([1, 2, 3].map(() => decideStrict(armed, name, retryable, 1, waitUntil)));
+    await Promise.all(background);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "rejected"]);
+    expect((await decideStrict(armed, name, retryable, 1, undefined)).decision.allowed).toBe(true);
   });
 });
 
