@@ -110,7 +110,9 @@ export async function decideStrict(
  * Gives back what a request took at the named object, when another rule denied it. This isolate's
  * cached denial of the key goes too, before and once the refund is applied: it was true only while
  * those units were counted (a burst whose concurrency rule denied most of it left the rate rule's
- * denial cached for a whole period while its object had room).
+ * denial cached for a whole period while its object had room). Rejects like any call past the
+ * rule's timeout (the refund may still land): a request that gives units back before it answers
+ * (a hold refused past its deadline, a client gone while held) waited on a slow object's queue.
  */
 export async function refundStrict(
   namespace: Env["LIMITER"],
@@ -122,7 +124,7 @@ export async function refundStrict(
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
   denials.forget(objectName);
   try {
-    await limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
+    await withTimeout(limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt), rule.timeoutMs);
   } finally {
     denials.forget(objectName);
   }
