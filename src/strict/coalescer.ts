@@ -14,6 +14,9 @@ interface Waiter {
   reject(error: unknown): void;
   /** Hands this request a batch to send under its own invocation; an empty one releases it. */
   lead(batch: Waiter[]): void;
+  /** set once its time ran out: its rule's onError answered it, and the object's decision, if it comes, is late */
+  expired: boolean;
+  late: BatchContext["late"];
 }
 
 /**
@@ -28,6 +31,8 @@ export class QueueFullError extends Error {
 export interface BatchContext {
   timeoutMs: number;
   waitUntil(promise: Promise<unknown>): void;
+  /** what to do with the object's decision when it comes after the request stopped waiting; never rejects */
+  late?(decided: Decided): Promise<void>;
 }
 
 /**
@@ -78,9 +83,10 @@ export class Coalescer {
     );
     let batch: Waiter[] | undefined;
     const decided = new Promise<Decided>((resolve, reject) => {
-      const waiter: Waiter = { cost, resolve, reject, lead };
+      const waiter: Waiter = { cost, resolve, reject, lead, expired: false, late: context.late };
       batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
       cancel = deadline(context.timeoutMs, () => {
+        waiter.expired = true;
         this.lanes.leave(lane, waiter);
         reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
       });
@@ -95,13 +101,16 @@ export class Coalescer {
   /**
    * Sends one batch and hands the next to its newest request. A failed call fails its own batch
    * only, except that an overloaded object also fails the requests queued behind it (see {@link Lanes.ended}).
+   * The decisions of requests that stopped waiting meanwhile go to their `late`, under this invocation.
    */
   private async send(call: BatchCall, name: string, policy: Policy, lane: string, batch: Waiter[]): Promise<void> {
     if (batch.length === 0) return;
     let next: Waiter[] | undefined;
+    let late: Promise<void>[] = [];
     try {
       const results = await call(name, policy, batch.map((w) => w.cost));
       batch.forEach((waiter, i) => waiter.resolve(results[i]!));
+      late = batch.flatMap((waiter, i) => (waiter.expired && waiter.late ? [waiter.late(results[i]!)] : []));
       next = this.lanes.ended(lane, batch, false, Date.now()).next;
     } catch (error) {
       const ended = this.lanes.ended(lane, batch, objectErrorKind(error) === "overloaded", Date.now());
@@ -109,5 +118,6 @@ export class Coalescer {
       next = ended.next;
     }
     next?.at(-1)!.lead(next);
+    await Promise.all(late);
   }
 }

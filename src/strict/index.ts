@@ -3,15 +3,17 @@ import { largestCost, type Decision, type Policy } from "../algorithms";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
+import type { Decided } from "../durable-object/rate-limiter";
 import { limiterStub } from "../durable-object/stub";
 import type { Env } from "../env";
+import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
 import { Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
 import { LastAnswers } from "./last-answers";
 import type { Share } from "../limiter/local-share";
-import { withTimeout } from "./timeout";
+import { TimeoutError, withTimeout } from "./timeout";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
@@ -76,12 +78,13 @@ export async function decideStrict(
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
     return limiterStub(namespace, name).decide(policy, costs);
   };
+  const late = (decided: Decided) => undoLate(namespace, objectName, rule, cost, decided);
   try {
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
     const decided = waitUntil
-      ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil })
-      : (await withTimeout(call(objectName, policy, [cost]), rule.timeoutMs))[0]!;
+      ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
+      : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
     answers.heard(policy, objectName, decided.decision, answeredAt);
@@ -104,6 +107,28 @@ export async function decideStrict(
     wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }
+}
+
+/** A call made for one request alone, within `timeoutMs`; its answer, if it comes later, goes to `late`. */
+function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decided) => Promise<void>): Promise<Decided> {
+  return withTimeout(call, timeoutMs).catch((error: unknown) => {
+    if (error instanceof TimeoutError) void call.then(late, () => undefined);
+    throw error;
+  });
+}
+
+/**
+ * What the object admitted for a request that had stopped waiting, and that onError answered:
+ * given back when nothing else ever would. A concurrency slot, since only its request's end gives
+ * it back, and that end goes to the local fallback: held a whole `slotTtl`, it kept a key whose
+ * object had been slow locked out for a minute after it recovered (an admission by onError is then
+ * at the object what it is when the call fails before it is applied: not counted there). Under
+ * `onError: deny`, units of a request that was refused. What `local` or `allow` admitted stays
+ * counted, as an outage counts more, never less.
+ */
+function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cost: number, { decision, countedAt }: Decided): Promise<void> {
+  if (!decision.allowed || (rule.algorithm !== "concurrency" && rule.onError !== "deny")) return Promise.resolve();
+  return refundStrict(namespace, objectName, rule, cost, countedAt).catch(countError("refund", rule));
 }
 
 /**

@@ -1,0 +1,73 @@
+// A strict decision that reaches the object after its request stopped waiting (the rule's timeout): what it took there must not outlive the request.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Policy } from "../../src/algorithms";
+import type { Env } from "../../src/env";
+import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
+import { rule } from "../helpers/rules";
+
+/** The real objects, each decide applied only after `delayMs` when `slow`: an object far behind on its queue. */
+function slowDecides(delayMs: number): { namespace: Env["LIMITER"]; slow: { on: boolean } } {
+  const slow = { on: true };
+  const namespace = {
+    idFromName: (name: string) => env.LIMITER.idFromName(name),
+    get: (id: DurableObjectId) =>
+      new Proxy(env.LIMITER.get(id), {
+        get: (stub, prop) =>
+          prop === "decide"
+            ? async (policy: Policy, costs: number[]) => {
+                if (slow.on) await new Promise((resolve) => setTimeout(resolve, delayMs));
+                return stub.decide(policy, costs);
+              }
+            : Reflect.get(stub, prop),
+      }),
+  } as unknown as Env["LIMITER"];
+  return { namespace, slow };
+}
+
+describe("a strict decision that comes after its request stopped waiting", () => {
+  it.each(["deny", "local"] as const)(
+    "leaves no concurrency slot taken at the object by a request onError %s answered, once it is over",
+    async (onError) => {
+      const name = `late-slot-${onError}`;
+      const { namespace, slow } = slowDecides(300);
+      const background: Promise<unknown>[] = [];
+      const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
+      const ask: Ask = { rule: rule({ name, algorithm: "concurrency", limit: 1, periodMs: 60_000, burst: 1, timeoutMs: 100, onError }), key: "k", objectName: `${name}/k`, cost: 1 };
+      const first = await decide(ask, context);
+      expect(first.decision.reason).toBe("error");
+      // The request is over (a denial has nothing to give back; an admission releases its slot), and the late decide has landed.
+      await giveBack(ask, first, context);
+      await Promise.all(background);
+      slow.on = false;
+      const next = await decide(ask, context);
+      await Promise.all(background);
+      expect(next.decision).toMatchObject({ allowed: true });
+    },
+  );
+
+  it("gives back the units of a request onError deny refused, once its late decide lands: the refusal took nothing", async () => {
+    const name = "late-units-deny";
+    const { namespace, slow } = slowDecides(300);
+    const background: Promise<unknown>[] = [];
+    const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
+    const ask: Ask = { rule: rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError: "deny" }), key: "k", objectName: `${name}/k`, cost: 1 };
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
+    await Promise.all(background);
+    slow.on = false;
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
+    await Promise.all(background);
+  });
+
+  it("leaves no concurrency slot taken by a request decided alone (no waitUntil to batch under) once its late decide lands", async () => {
+    const name = "late-slot-alone";
+    const { namespace, slow } = slowDecides(300);
+    const context: LimiterContext = { namespace };
+    const ask: Ask = { rule: rule({ name, algorithm: "concurrency", limit: 1, periodMs: 60_000, burst: 1, timeoutMs: 100, onError: "deny" }), key: "k", objectName: `${name}/k`, cost: 1 };
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
+    // The late decide lands 300 ms after it was sent, and its slot is given back then.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    slow.on = false;
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
+  });
+});
