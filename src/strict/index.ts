@@ -15,7 +15,12 @@ import { LastAnswers } from "./last-answers";
 import type { Share } from "../limiter/local-share";
 import { TimeoutError, withTimeout } from "./timeout";
 
-const coalescer = new Coalescer();
+/**
+ * One coalescer per namespace: a batch is sent through its sender's namespace, and two namespaces
+ * of the class (a jurisdiction's, another binding's) have objects of one name that are not one
+ * object; sharing lines, a request was decided at the other namespace's object.
+ */
+const coalescers = new WeakMap<Env["LIMITER"], Coalescer>();
 const breakers = new Breakers();
 const denials = new DenialCache();
 const answers = new LastAnswers();
@@ -83,7 +88,7 @@ export async function decideStrict(
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
     const decided = waitUntil
-      ? await coalescer.decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
+      ? await coalescerOf(namespace).decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
       : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
@@ -107,6 +112,12 @@ export async function decideStrict(
     wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }
+}
+
+function coalescerOf(namespace: Env["LIMITER"]): Coalescer {
+  let coalescer = coalescers.get(namespace);
+  if (!coalescer) coalescers.set(namespace, (coalescer = new Coalescer()));
+  return coalescer;
 }
 
 /** A call made for one request alone, within `timeoutMs`; its answer, if it comes later, goes to `late`. */

@@ -3,7 +3,11 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import type { Decided } from "../../src/durable-object/rate-limiter";
+import { policyOf } from "../../src/config/policy";
+import type { Env } from "../../src/env";
+import { decideStrict } from "../../src/strict";
 import { Coalescer, type BatchCall } from "../../src/strict/coalescer";
+import { rule } from "../helpers/rules";
 
 const policy: Policy = { algorithm: "fixed-window", limit: 50, periodMs: 60_000, burst: 50, buckets: 1 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -44,5 +48,21 @@ describe("Coalescer", () => {
     const { decided, callsBy } = await steadyStream("coalescer/exact", 100);
     expect(decided.filter((d) => d.decision.allowed)).toHaveLength(50);
     expect(callsBy.reduce((a, b) => a + b, 0)).toBeLessThan(50);
+  });
+});
+
+describe("strict decisions through two namespaces of the class", () => {
+  it("decides each request at its own namespace's object, though both objects have one name", async () => {
+    const name = "coalescer/two-namespaces";
+    const fixed = rule({ name: "coalescer", algorithm: "fixed-window", limit: 10, periodMs: 3_600_000, burst: 10, timeoutMs: 5_000 });
+    const other = env.FLAKY as unknown as Env["LIMITER"];
+    const background: Promise<unknown>[] = [];
+    const waitUntil = (promise: Promise<unknown>) => void background.push(promise);
+    // The first is sent alone; the second (the other namespace's) and the third queue behind it, and the third sends their batch.
+    await Promise.all([decideStrict(env.LIMITER, name, fixed, 1, waitUntil), decideStrict(other, name, fixed, 1, waitUntil), decideStrict(env.LIMITER, name, fixed, 1, waitUntil)]);
+    await Promise.all(background);
+    const remaining = async (namespace: Env["LIMITER"]) => (await namespace.get(namespace.idFromName(name)).peek(policyOf(fixed))).remaining;
+    expect(await remaining(env.LIMITER)).toBe(8);
+    expect(await remaining(other)).toBe(9);
   });
 });
