@@ -68,20 +68,24 @@ export async function enforce(request: Request, url: URL, rules: readonly Rule[]
   const taken = await Promise.all(asks.map((a) => decide(a, context)));
   // A dry-run rule's denial never denies: the request goes on as if the rule were not there.
   const allowed = taken.every((t, i) => t.decision.allowed || asks[i]!.rule.dryRun);
-  const giveAllBack = () => asks.forEach((a, i) => void giveBack(a, taken[i]!, context));
-  if (!allowed) giveAllBack();
+  const admitted = asks.map((a, i) => ({ ask: a, taken: taken[i]! }));
+  if (!allowed) admitted.forEach(({ ask, taken: t }) => void giveBack(ask, t, context));
   const verdict = counted(allowed, asks.map((a, i) => ({ ask: a, decision: taken[i]!.decision })), context);
+  if (!allowed) return verdict;
+  // Slots are renewed from the admission: a held request is in flight, and its hold may outlast
+  // slotTtl (renewed only once the hold was over, its slot ran out and another request took it).
+  const slots = releaseOf(admitted, context);
   // Held requests were counted when admitted; one whose client leaves while held never happened.
-  if (allowed && !(await waitHold(verdict.entries, request.signal))) {
-    giveAllBack();
+  // Its slots come back through their release, which finds them where their renewals moved them.
+  if (!(await waitHold(verdict.entries, request.signal))) {
+    for (const { ask, taken: t } of admitted) if (ask.rule.algorithm !== "concurrency") void giveBack(ask, t, context);
+    if (slots.release) context.waitUntil?.(slots.release());
     return { ...verdict, allowed: false, gone: true };
   }
-  if (!allowed) return verdict;
   const released = verdict.entries.some((e) => e.decision.holdMs)
     ? { ...verdict, entries: await Promise.all(verdict.entries.map(async (e, i) => ({ rule: e.rule, decision: await asReleased(asks[i]!, e.decision, context) }))) }
     : verdict;
-  const admitted = asks.map((a, i) => ({ ask: a, taken: taken[i]! }));
-  return { ...released, ...releaseOf(admitted, context), ...settleOf(admitted, context) };
+  return { ...released, ...slots, ...settleOf(admitted, context) };
 }
 
 /**

@@ -82,4 +82,52 @@ describe("gcra delay through the Worker", () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect((await originLog(tag)).map((r) => r.url).sort()).toEqual([`/${tag}/first`, `/${tag}/next`]);
   });
+
+  it("keeps a held request's concurrency slot while it is held longer than slotTtl: it is in flight", async () => {
+    const tag = "hold-slot";
+    // The second request to /x is held 3 s by the gcra rule; the concurrency rule's slots last 1 s unless renewed.
+    const rules = [
+      { name: `${tag}-rate`, match: { path: `/${tag}/x` }, algorithm: "gcra", limit: 1, period: "3s", burst: 1, delay: 0 },
+      { name: `${tag}-slots`, match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 1, slotTtl: "1s" },
+    ];
+    const ip = "192.0.2.43";
+    // Read to its end, so that its slot comes back.
+    const completed = async (pending: ReturnType<typeof dispatch>) => {
+      const { response, settled } = await pending;
+      await response.arrayBuffer();
+      await settled;
+      return response.status;
+    };
+    expect(await completed(dispatch(get(`/${tag}/x`, ip), { rules }))).toBe(200);
+    const held = completed(dispatch(get(`/${tag}/x`, ip), { rules }));
+    await new Promise((resolve) => setTimeout(resolve, 1_800));
+    // The held request still holds the one slot: another request of the key must wait for it.
+    const meanwhile = await completed(dispatch(get(`/${tag}/y`, ip), { rules }));
+    expect(await held).toBe(200);
+    expect(meanwhile).toBe(429);
+  }, 15_000);
+
+  it("gives back the slot of a held request whose client leaves, where its renewals moved it", async () => {
+    const tag = "hold-slot-gone";
+    const rules = [
+      { name: `${tag}-rate`, match: { path: `/${tag}/x` }, algorithm: "gcra", limit: 1, period: "3s", burst: 1, delay: 0 },
+      { name: `${tag}-slots`, match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 1, slotTtl: "2s" },
+    ];
+    const ip = "192.0.2.44";
+    const first = await dispatch(get(`/${tag}/x`, ip), { rules });
+    await first.response.arrayBuffer();
+    await first.settled;
+    const client = new AbortController();
+    const leaving = dispatch(get(`/${tag}/x`, ip, client.signal), { rules });
+    // Past a renewal (every third of slotTtl), which moved the slot from where it was taken.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    client.abort();
+    const gone = await leaving;
+    await gone.settled;
+    expect(gone.response.status).toBe(499);
+    const next = await dispatch(get(`/${tag}/y`, ip), { rules });
+    await next.response.arrayBuffer();
+    await next.settled;
+    expect(next.response.status).toBe(200);
+  }, 15_000);
 });
