@@ -13,6 +13,11 @@ const ids = new WeakMap<Namespace, Map<string, DurableObjectId>>();
  * belongs to the request that made it, so it is not.
  */
 export function limiterStub(namespace: Namespace, name: string): DurableObjectStub<RateLimiter> {
+  return namespace.get(objectId(namespace, name));
+}
+
+/** The id of the object named `name` in `namespace`: one object's, where two namespaces of the class (a jurisdiction's) have objects of one name. */
+export function objectId(namespace: Namespace, name: string): DurableObjectId {
   let known = ids.get(namespace);
   if (!known) ids.set(namespace, (known = new Map()));
   let id = known.get(name);
@@ -20,7 +25,7 @@ export function limiterStub(namespace: Namespace, name: string): DurableObjectSt
     if (known.size >= MAX_IDS) known.clear();
     known.set(name, (id = namespace.idFromName(name)));
   }
-  return namespace.get(id);
+  return id;
 }
 
 /**

@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
-import { limiterStub } from "../durable-object/stub";
+import { limiterStub, objectId } from "../durable-object/stub";
 import type { Env } from "../env";
 import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
@@ -15,12 +15,7 @@ import { LastAnswers } from "./last-answers";
 import type { Share } from "../limiter/local-share";
 import { TimeoutError, withTimeout } from "./timeout";
 
-/**
- * One coalescer per namespace: a batch is sent through its sender's namespace, and two namespaces
- * of the class (a jurisdiction's, another binding's) have objects of one name that are not one
- * object; sharing lines, a request was decided at the other namespace's object.
- */
-const coalescers = new WeakMap<Env["LIMITER"], Coalescer>();
+const coalescer = new Coalescer();
 const breakers = new Breakers();
 const denials = new DenialCache();
 const answers = new LastAnswers();
@@ -79,16 +74,19 @@ export async function decideStrict(
   const wholeRule = ruleBreaker(rule.name);
   const wait = Math.max(breakers.waitFor(objectName, now), wholeRule.waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
-  const call = (name: string, policy: Policy, costs: number[]) => {
+  // Lines are the object's, by its id: a batch is sent through its sender's namespace, and two
+  // namespaces of the class (a jurisdiction's, another binding's) have objects of one name that are
+  // not one object (lined up by name, a request was decided at the other namespace's object).
+  const call = (_object: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
-    return limiterStub(namespace, name).decide(policy, costs);
+    return limiterStub(namespace, objectName).decide(policy, costs);
   };
   const late = (decided: Decided) => undoLate(namespace, objectName, rule, cost, decided);
   try {
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
     const decided = waitUntil
-      ? await coalescerOf(namespace).decide(call, objectName, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
+      ? await coalescer.decide(call, objectId(namespace, objectName).toString(), policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
       : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
@@ -112,12 +110,6 @@ export async function decideStrict(
     wholeRule.failed(objectName, rule.timeoutMs, Date.now());
     throw error;
   }
-}
-
-function coalescerOf(namespace: Env["LIMITER"]): Coalescer {
-  let coalescer = coalescers.get(namespace);
-  if (!coalescer) coalescers.set(namespace, (coalescer = new Coalescer()));
-  return coalescer;
 }
 
 /** A call made for one request alone, within `timeoutMs`; its answer, if it comes later, goes to `late`. */
