@@ -1,5 +1,5 @@
 /** A rule's `block` (a penalty box): once the rule denies a key at its limit, every request for the key is denied until the block has passed. */
-import { countedAt, decide, peek } from "./index";
+import { countedAt, decide, largestCost, peek } from "./index";
 import type { Decision, LimiterState, Policy } from "./types";
 
 /**
@@ -35,16 +35,18 @@ export function blockFrom(block: Block, until: number, now: number): Block {
 }
 
 /**
- * The denial of any request while the key is blocked until `until`: it says when a request can
- * pass, which is when the block ends or, for a block shorter than the wait the algorithm itself
- * gives, when the key has room for one unit (a client retrying when the block ended would be
- * denied again, and blocked again). One unit's wait, whatever the request's cost: isolates cache
- * this denial for every request, the cheapest included.
+ * The denial of a request of `cost` while the key is blocked until `until`: it says when that
+ * request can pass, which is when the block ends or, for a block shorter than the wait the
+ * algorithm itself gives, when the key has room for the request (a client retrying when the block
+ * ended would be denied again, and blocked again); `moreAt` says the same of one unit. A cost the
+ * rule can never admit is told when the block ends, as any request.
  */
-export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number): Decision {
-  const { resetAt, allowed, retryAfter } = peek(policy, state, now);
-  const at = Math.max(until, allowed ? now : now + retryAfter);
-  return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(resetAt, at), moreAt: at, retryAfter: at - now, reason: "blocked" };
+export function blockedDecision(policy: Policy, state: LimiterState | undefined, until: number, now: number, cost = 1): Decision {
+  const one = peek(policy, state, now);
+  const asked = cost > 1 && cost <= largestCost(policy) ? decide(policy, state, cost, now).decision : one;
+  const passesAt = (d: Decision) => Math.max(until, d.allowed ? now : now + d.retryAfter);
+  const at = passesAt(asked);
+  return { allowed: false, limit: policy.limit, remaining: 0, resetAt: Math.max(one.resetAt, at), moreAt: passesAt(one), retryAfter: at - now, reason: "blocked" };
 }
 
 /** One decision of a batch, and when its units were counted, so a refund finds their window. */
@@ -67,12 +69,12 @@ export function decideBatch(
   let state = stored;
   let until = blockedUntil;
   const results = costs.map((cost) => {
-    if (now < until) return { decision: blockedDecision(policy, state, until, now), countedAt: now };
+    if (now < until) return { decision: blockedDecision(policy, state, until, now, cost), countedAt: now };
     const outcome = decide(policy, state, cost, now);
     state = outcome.state;
     const block = blockStart(policy, outcome.decision, now);
     if (block !== undefined) until = block;
-    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now);
+    const decision = block === undefined ? outcome.decision : blockedDecision(policy, state, block, now, cost);
     return { decision, countedAt: countedAt(policy, outcome.state, now) };
   });
   return { state, blockedUntil: until, results };

@@ -22,23 +22,22 @@ interface Denial {
  * or a reset in between can only make this deny early, never admit over the limit.
  */
 export class DenialCache {
-  /** per key, its live denials, cheapest first (a block alone) */
+  /** per key, its live denials, cheapest first: all at the limit, or all under a block */
   private readonly table = new LruTable<Denial[]>(MAX_DENIALS, () => undefined);
 
   /** Remembers a denial at the limit or a block, made under `policy`; a cost over the capacity or an error says nothing about other requests. */
   remember(objectName: string, cost: number, decision: Decision, now: number, policy: Policy): void {
-    if (decision.allowed || decision.retryAfter <= 0) return;
+    if (decision.allowed || decision.retryAfter <= 0 || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
     const until = now + decision.retryAfter;
-    // A block denies every request, whatever it costs, until it ends.
-    if (decision.reason === "blocked") this.table.set(objectName, [{ decision, cost: 1, until, policy }]);
-    else if (decision.reason === "limit") {
-      // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a cheaper one no more.
-      const agrees = (d: Denial) => (d.cost < cost ? d.until <= until : d.cost > cost && d.until >= until);
-      const kept = (this.table.peek(objectName) ?? []).filter((d) => d.until > now && d.decision.reason !== "blocked" && samePolicy(d.policy, policy) && agrees(d));
-      kept.push({ decision, cost, until, policy });
-      kept.sort((a, b) => a.cost - b.cost);
-      this.table.set(objectName, kept.slice(0, MAX_COSTS));
-    }
+    // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a
+    // cheaper one no more. A block's stand only beside the same block's: its denials of every cost say
+    // when one unit passes (`moreAt`), and a block started since, by a request asked of the object, moves that.
+    const sameKind = (d: Denial) => (decision.reason === "blocked" ? d.decision.reason === "blocked" && d.decision.moreAt === decision.moreAt : d.decision.reason !== "blocked");
+    const agrees = (d: Denial) => (d.cost < cost ? d.until <= until : d.cost > cost && d.until >= until);
+    const kept = (this.table.peek(objectName) ?? []).filter((d) => d.until > now && sameKind(d) && samePolicy(d.policy, policy) && agrees(d));
+    kept.push({ decision, cost, until, policy });
+    kept.sort((a, b) => a.cost - b.cost);
+    this.table.set(objectName, kept.slice(0, MAX_COSTS));
   }
 
   /**
@@ -59,7 +58,9 @@ export class DenialCache {
       if (all.every((d) => now >= d.until)) this.table.delete(objectName);
       return undefined;
     }
-    const until = cost > denial.cost && denial.decision.reason !== "blocked" ? costlierUntil(denial.policy, denial.cost, cost, denial.until) : denial.until;
+    // Under a block a costlier request may wait past the block's end, for its units, by as much as only the object knows.
+    const costlier = cost > denial.cost;
+    const until = !costlier ? denial.until : denial.decision.reason === "blocked" ? undefined : costlierUntil(denial.policy, denial.cost, cost, denial.until);
     // How long a costlier request waits, only the object may know: it is asked (and its answer remembered beside this one).
     if (until === undefined) return undefined;
     // The object's figures at its denial: units may have come back since, which only the object can tell.

@@ -1,7 +1,9 @@
 // A rule's block across rule changes and live Worker versions: each reads its end by its own rule.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { blockEnd, blockFrom, decideBatch } from "../../src/algorithms/block";
-import type { Policy } from "../../src/algorithms";
+import type { LimiterState, Policy } from "../../src/algorithms";
+import { stepsOf } from "./reference";
 
 const T0 = 1_700_000_040_000;
 const blocking = (blockMs?: number): Policy => ({ algorithm: "sliding-window", limit: 2, periodMs: 60_000, burst: 2, buckets: 1, ...(blockMs === undefined ? {} : { blockMs }) });
@@ -44,6 +46,45 @@ describe("decideBatch", () => {
     expect(results.map((r) => r.decision.allowed)).toEqual([true, true, false, false]);
     expect(results.slice(2).map((r) => r.decision.reason)).toEqual(["blocked", "blocked"]);
     expect(blockedUntil).toBe(T0 + 600_000);
+  });
+
+  it("tells a costlier request when a request of its cost passes, not only when the block ends: obeying it is not blocked again", () => {
+    // 8 of 10 taken: a request of 5 waits for the window's end, a minute off, however short the block.
+    const p: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1, blockMs: 10_000 };
+    const first = decideBatch(p, undefined, 0, [8, 5], T0);
+    expect(first.results[1]!.decision).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 60_000 });
+    const retried = decideBatch(p, first.state, first.blockedUntil, [5], T0 + 60_000);
+    expect(retried.results[0]!.decision.allowed).toBe(true);
+    expect(retried.blockedUntil).toBe(first.blockedUntil);
+  });
+
+  it("admits a denied request exactly retryAfter later, and not a millisecond sooner, under a block, whatever its cost", () => {
+    const policies: Policy[] = [
+      { algorithm: "fixed-window", limit: 6, periodMs: 1_000, burst: 6, buckets: 1 },
+      { algorithm: "sliding-log", limit: 6, periodMs: 1_000, burst: 6, buckets: 1 },
+      { algorithm: "sliding-window", limit: 6, periodMs: 1_000, burst: 6, buckets: 4 },
+      { algorithm: "token-bucket", limit: 3, periodMs: 1_000, burst: 6, buckets: 1 },
+      { algorithm: "gcra", limit: 3, periodMs: 1_000, burst: 5, buckets: 1 },
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...policies), fc.integer({ min: 1, max: 3_000 }), stepsOf(6), fc.integer({ min: 1, max: 6 }), (base, blockMs, steps, cost) => {
+        const p = { ...base, blockMs };
+        let state: LimiterState | undefined;
+        let until = 0;
+        let now = T0;
+        for (const step of steps) {
+          now += step.gap;
+          ({ state, blockedUntil: until } = decideBatch(p, state, until, [step.cost], now));
+        }
+        const denied = decideBatch(p, state, until, [cost], now);
+        const { decision } = denied.results[0]!;
+        if (decision.allowed) return;
+        const at = (t: number) => decideBatch(p, denied.state, denied.blockedUntil, [cost], t).results[0]!.decision.allowed;
+        expect(at(now + decision.retryAfter)).toBe(true);
+        expect(at(now + decision.retryAfter - 1)).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("starts no block for a cost the rule can never admit", () => {

@@ -25,10 +25,30 @@ describe("DenialCache", () => {
     expect(cache.lookup("r/k", 1, T0 + 3_999, log)?.retryAfter).toBe(1);
   });
 
-  it("says blocked, not cache, while a remembered block holds, for any cost", () => {
+  it("says blocked, not cache, while a remembered block holds", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 3, denied(30_000, "blocked"), T0, log);
-    expect(cache.lookup("r/k", 1, T0 + 1_000, log)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
+    expect(cache.lookup("r/k", 3, T0 + 1_000, log)).toMatchObject({ allowed: false, retryAfter: 29_000, reason: "blocked" });
+  });
+
+  it("leaves another cost under a block to the object, then remembers its wait beside the first: the block may end before a costlier one fits, and a cheaper one may pass when it ends", () => {
+    const cache = new DenialCache();
+    // One block, one unit's time (moreAt) for every cost: its end, 10 s off.
+    const blocked = (retryAfter: number) => ({ ...denied(retryAfter, "blocked"), moreAt: T0 + 10_000 });
+    cache.remember("r/k", 3, blocked(30_000), T0, fixed);
+    expect(cache.lookup("r/k", 5, T0, fixed)).toBeUndefined();
+    expect(cache.lookup("r/k", 1, T0, fixed)).toBeUndefined();
+    cache.remember("r/k", 1, blocked(10_000), T0, fixed);
+    expect([1, 2, 3].map((cost) => cache.lookup("r/k", cost, T0, fixed)?.retryAfter)).toEqual([10_000, undefined, 30_000]);
+  });
+
+  it("forgets a block's denials of other costs once the object tells of a block started since: they said when the earlier one ended", () => {
+    const cache = new DenialCache();
+    cache.remember("r/k", 1, { ...denied(10_000, "blocked"), moreAt: T0 + 10_000 }, T0, fixed);
+    // The earlier block ended; a costlier request, asked of the object, was denied at the limit and blocked anew until T0 + 12 s.
+    cache.remember("r/k", 2, { ...denied(12_000, "blocked"), moreAt: T0 + 12_000 }, T0 + 8_000, fixed);
+    expect(cache.lookup("r/k", 1, T0 + 9_000, fixed)).toBeUndefined();
+    expect(cache.lookup("r/k", 2, T0 + 9_000, fixed)?.retryAfter).toBe(11_000);
   });
 
   it("says nothing once retryAfter has passed", () => {

@@ -209,6 +209,23 @@ describe("block", () => {
     expect((await hit(1)).status).toBe(200);
   });
 
+  it("tells each cost under a block when a request of that cost passes, from the object and from the isolate's cache, so obeying Retry-After is not blocked again", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0);
+    const rules = [{ name: "block-costlier", algorithm: "fixed-window", limit: 10, period: "1m", block: "10s", cost: "header:x-cost" }];
+    const hit = (cost: number) => send(get("/block-costlier/x", "192.0.2.175", { "x-cost": String(cost) }), { rules });
+    expect((await hit(9)).status).toBe(200);
+    // 9 of 10 taken: 2 units wait for the window's end, a minute off; 1 unit only for the block's end.
+    const waits = [];
+    for (const cost of [2, 1, 2]) waits.push((await hit(cost)).headers.get("Retry-After"));
+    expect(waits).toEqual(["60", "10", "60"]);
+    vi.setSystemTime(t0 + 10_000);
+    expect((await hit(1)).status).toBe(200);
+    vi.setSystemTime(t0 + 60_000);
+    expect((await hit(2)).status).toBe(200);
+  });
+
   it("keeps the block in the key's object, so every isolate sees it", async () => {
     const rules = [{ name: "block-object", limit: 1, period: "1m", block: "1h" }];
     await statuses(2, () => get("/block-object/x", "192.0.2.171"), { rules });
