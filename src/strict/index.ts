@@ -97,7 +97,9 @@ export async function decideStrict(
     // retryAfter (a second at most) and forgotten when this isolate gives a slot of the key back
     // (refundStrict), so a slot freed elsewhere is seen at most that late, as the 429 said; asked
     // each time, a client holding its slots made every request a decide and a refund under each other rule.
-    denials.remember(objectName, cost, decided.decision, answeredAt, policy);
+    // An admission took units: the waits remembered for costlier requests were said before it, and may now be short.
+    if (decided.decision.allowed) denials.forget(objectName);
+    else denials.remember(objectName, cost, decided.decision, answeredAt, policy);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.

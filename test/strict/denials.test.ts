@@ -1,6 +1,8 @@
 // A strict key's cached denial: it only ever denies early, for the same or a costlier request, until the object's retryAfter.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Decision, Policy } from "../../src/algorithms";
+import type { Decision, LimiterState, Policy } from "../../src/algorithms";
+import { decideBatch } from "../../src/algorithms/block";
 import { DenialCache } from "../../src/strict/denials";
 
 const T0 = 1_700_000_000_000;
@@ -144,5 +146,45 @@ describe("DenialCache", () => {
     cache.remember("r/k", 1, denied(4_000), T0, log);
     cache.remember("r/k", 2, denied(1_000), T0, log);
     expect(cache.lookup("r/k", 1, T0, log)).toBeUndefined();
+  });
+
+  it("before one object, as the strict path uses it, never denies what the object admits, and tells a wait after which the request passes, and not a ms sooner", () => {
+    // A costlier request's wait from a cheaper one's is one interval more per unit, each rounded up: a ms late at most.
+    const window: Policy = { algorithm: "fixed-window", limit: 6, periodMs: 1_000, burst: 6, buckets: 1 };
+    const policies: Policy[] = [
+      window,
+      { ...window, algorithm: "sliding-log" },
+      { ...window, algorithm: "sliding-window", buckets: 4 },
+      { algorithm: "token-bucket", limit: 3, periodMs: 1_000, burst: 6, buckets: 1 },
+      { algorithm: "gcra", limit: 3, periodMs: 1_000, burst: 5, buckets: 1 },
+    ];
+    const step = fc.record({ gap: fc.nat({ max: 400 }), cost: fc.integer({ min: 1, max: 6 }) });
+    fc.assert(
+      fc.property(fc.constantFrom(...policies), fc.option(fc.integer({ min: 1, max: 2_000 }), { nil: undefined }), fc.array(step, { maxLength: 80 }), (base, blockMs, steps) => {
+        const p = blockMs === undefined ? base : { ...base, blockMs };
+        const cache = new DenialCache();
+        let state: LimiterState | undefined;
+        let until = 0;
+        let now = T0;
+        for (const { gap, cost } of steps) {
+          now += gap;
+          const asked = decideBatch(p, state, until, [cost], now);
+          const cached = cache.lookup("r/k", cost, now, p);
+          if (cached) expect(asked.results[0]!.decision.allowed).toBe(false);
+          else {
+            ({ state, blockedUntil: until } = asked);
+            // As decideStrict: an admission forgets the key, a denial is remembered.
+            if (asked.results[0]!.decision.allowed) cache.forget("r/k");
+            else cache.remember("r/k", cost, asked.results[0]!.decision, now, p);
+          }
+          const told = cached ?? asked.results[0]!.decision;
+          if (told.allowed || told.reason === "cost-exceeds-capacity") continue;
+          const passes = (t: number) => decideBatch(p, state, until, [cost], t).results[0]!.decision.allowed;
+          expect(passes(now + told.retryAfter)).toBe(true);
+          expect(passes(now + told.retryAfter - (cached ? 2 : 1))).toBe(false);
+        }
+      }),
+      { numRuns: 1_000 },
+    );
   });
 });

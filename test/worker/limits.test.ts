@@ -139,6 +139,18 @@ describe("request input", () => {
     expect(costlier.headers.get("Retry-After")).toBe("8");
   });
 
+  it("tells a costlier request the wait that stands once a cheaper one was admitted, not the one its remembered denial said before", async () => {
+    const bucket = [{ name: "costly-after", algorithm: "token-bucket", cost: "header:x-cost", limit: 6, period: "1m" }];
+    const cost = (n: string) => send(get("/cost/after", { "x-cost": n, "CF-Connecting-IP": "192.0.2.63" }), { rules: bucket });
+    expect((await cost("5")).status).toBe(200);
+    // One token left: 3 wait for 2 more, 20 s; once the 1 is spent, for 3 more, 30 s (less what the test took).
+    expect(Number((await cost("3")).headers.get("Retry-After"))).toBeLessThanOrEqual(20);
+    expect((await cost("1")).status).toBe(200);
+    const costlier = await cost("3");
+    expect(costlier.status).toBe(429);
+    expect(Number(costlier.headers.get("Retry-After"))).toBeGreaterThan(25);
+  });
+
   it.each(["abc", "0", "-3", "1.5", "1e3", "99999999999999999999"])(
     "answers 400 problem+json to a cost header of %j without reaching the origin",
     async (value) => {
