@@ -24,6 +24,8 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          // Property tests take 1-2 s here; a shared 2-core machine under load has taken them past vitest's default 5 s.
+          testTimeout: 15_000,
           include: ["test/**/*.test.ts"],
           exclude: [...configDefaults.exclude, "test/harness/**"],
           globalSetup: ["./test/setup/global.ts"],
