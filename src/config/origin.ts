@@ -31,7 +31,7 @@ export function parseOrigin(raw: unknown): Origin {
   try {
     url = new URL(raw);
   } catch {
-    throw fail(`expected an absolute URL like "https://api.example.com", got ${JSON.stringify(raw)}`);
+    throw fail(`expected an absolute URL like "https://api.example.com", got ${JSON.stringify(withoutCredentials(raw))}`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`expected http or https, got "${url.protocol}"`);
   if (url.search || url.hash || raw.includes("?") || raw.includes("#")) {
@@ -39,4 +39,12 @@ export function parseOrigin(raw: unknown): Origin {
   }
   if (url.username || url.password) throw fail("must not carry credentials; use a header at the origin instead");
   return { kind: "url", url };
+}
+
+/**
+ * `raw` with whatever precedes an `@` in its authority written `…`: this error is the 500 every
+ * client is sent, and a URL that fails to parse may still carry a user and password.
+ */
+function withoutCredentials(raw: string): string {
+  return raw.replace(/^([^:/?#]*:[/\\]*)[^/\\?#]*@/, "$1…@");
 }

@@ -264,4 +264,14 @@ describe("proxying an allowed request", () => {
       expect(problem.detail).toMatch(/^ORIGIN_URL: not set; write ORIGIN_URL = "https:\/\/api\.example\.com"/);
     }
   });
+
+  it("never shows the credentials of an ORIGIN_URL that is no URL in the 500 every client is sent", async () => {
+    for (const origin of ["https://deploy:s3cret-pw@api.example.com:99999", "https://s3cret-pw@api.example.com:99999/v1", "https://deploy:s3cret-pw@exa mple.com"]) {
+      const res = await send(new Request("http://floodgate.test/demo/credentials"), { rules, ORIGIN_URL: origin });
+      expect(res.status).toBe(500);
+      const problem = await res.json<{ detail: string }>();
+      expect(problem.detail).toMatch(/^ORIGIN_URL: expected an absolute URL like "https:\/\/api\.example\.com", got "https:\/\/…@/);
+      expect(problem.detail).not.toContain("s3cret");
+    }
+  });
 });
