@@ -12,6 +12,7 @@ import { AnswerLost, HttpProblem, notFound } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
+import { keyedHeaders } from "./routing/key";
 
 export { Floodgate } from "./binding/floodgate";
 export { RateLimiter } from "./durable-object/rate-limiter";
@@ -48,7 +49,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   if (origin.kind === "none") return notFound().toResponse();
   const checked = await check(request, url, settings, workerContext(env.LIMITER, ctx, settings));
   if (checked.response) return checked.response;
-  const send = () => (origin.kind === "demo" ? demoOrigin(request) : forward(request, url, origin.url));
+  const send = () => (origin.kind === "demo" ? demoOrigin(request) : forward(request, url, origin.url, keyedHeaders(settings.rules)));
   // An origin that cannot be reached is answered with the 502 problem, which says the key's standing too: its units were spent.
   let ended = "answered" as "answered" | "unreached" | "lost";
   const response = await sendHolding(checked.release, request.signal, (promise) => ctx.waitUntil(promise), send).catch((error: unknown) => {

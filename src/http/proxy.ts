@@ -36,17 +36,25 @@ export function originUrl(origin: URL, url: URL): string {
 }
 
 /**
- * The request's headers less hop-by-hop ones and those named in its Connection header: the
- * request's own when it has none (the usual case), a copy otherwise. Each name is looked up rather
- * than every header walked: a walk copies and sorts them all, for a browser's dozen or more. An
- * entry of Connection that is not a header name (on which `Headers.has` would throw) names none.
+ * The request's headers less hop-by-hop ones and those named in its Connection header, each header
+ * a key is read from (`keyed`) sent as one line: the request's own when nothing changes (the usual
+ * case), a copy otherwise. Each name is looked up rather than every header walked: a walk copies
+ * and sorts them all, for a browser's dozen or more. An entry of Connection that is not a header
+ * name (on which `Headers.has` would throw) names none.
  */
-export function forwardedHeaders(headers: Headers): Headers {
+export function forwardedHeaders(headers: Headers, keyed: readonly string[] = []): Headers {
   const connection = headers.get("connection");
   const named = connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase()).filter((h) => HEADER_NAME.test(h));
   // `Upgrade: websocket` is how the runtime's fetch is asked to open a WebSocket to the origin: kept, it is proxied.
   const webSocket = isWebSocketUpgrade(headers);
   let out: Headers | undefined;
+  // A key is counted under a header's lines joined by ", ", as the Fetch API reads them; passed on line by line, an
+  // origin reading the first (Go's Header.Get, nginx's $http_) would take "k-victim" from "k-victim" and "junk-1",
+  // each of which was counted as a fresh key. One line, as RFC 9110 §5.3 lets a proxy combine them, is what was counted.
+  for (const name of keyed) {
+    const value = headers.get(name);
+    if (value?.includes(",")) (out ??= new Headers(headers)).set(name, value);
+  }
   for (const name of HOP_BY_HOP) if (headers.has(name) && !(webSocket && name === "upgrade")) (out ??= new Headers(headers)).delete(name);
   for (const name of named) if (headers.has(name) && !(webSocket && name === "upgrade")) (out ??= new Headers(headers)).delete(name);
   return out ?? headers;
@@ -59,14 +67,15 @@ function isWebSocketUpgrade(headers: Headers): boolean {
 
 /**
  * Sends the request to the origin and returns its answer, redirects included, untouched; an opened
- * WebSocket is handed through as the 101 it is. Throws a
+ * WebSocket is handed through as the 101 it is. `keyed`: the headers the rules read keys from
+ * (see {@link forwardedHeaders}). Throws a
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
  * closed): the request is not retried, as it may have arrived. Throws {@link AnswerLost}, a 502
  * too, when the origin answered with an interim response first, which the runtime hands back in
  * place of the final one.
  */
-export async function forward(request: Request, url: URL, origin: URL): Promise<Response> {
-  const headers = forwardedHeaders(request.headers);
+export async function forward(request: Request, url: URL, origin: URL, keyed: readonly string[]): Promise<Response> {
+  const headers = forwardedHeaders(request.headers, keyed);
   // An incoming request is in "manual" redirect mode already. Handed over whole when nothing is
   // removed, it spares the runtime converting an init dictionary: a few percent of throughput.
   const init: RequestInit | Request = headers === request.headers && request.redirect === "manual"

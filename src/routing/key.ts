@@ -95,6 +95,24 @@ function countryOf(request: Request): string | null {
   return typeof country === "string" && COUNTRY.test(country) ? country.toUpperCase() : null;
 }
 
+const keyedByRules = new WeakMap<readonly Rule[], readonly string[]>();
+
+/**
+ * The names of the headers the rules read key parts from (`header:<name>`), found once per rule set.
+ *
+ * @example
+ * keyedHeaders(settings.rules); // ["x-api-key"]
+ */
+export function keyedHeaders(rules: readonly Rule[]): readonly string[] {
+  let names = keyedByRules.get(rules);
+  if (!names) {
+    const parts = rules.flatMap((rule) => rule.key);
+    names = [...new Set(parts.flatMap((part) => (part.source === "header" ? [part.name] : [])))];
+    keyedByRules.set(rules, names);
+  }
+  return names;
+}
+
 /**
  * The value of the first cookie called `name` (names are case-sensitive), or null. A browser sends
  * two of one name when they were set for different paths or domains, most specific first, and

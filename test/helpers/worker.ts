@@ -46,7 +46,7 @@ export async function statuses(count: number, request: () => Request, bindings: 
 }
 
 /** What the origin recorded for requests under `/<tag>/`. */
-export async function originLog(tag: string): Promise<{ method: string; url: string; headers: Record<string, string>; bodyBytes: number; bodySha256: string; chunks: number }[]> {
+export async function originLog(tag: string): Promise<{ method: string; url: string; headers: Record<string, string>; lines: Record<string, string[]>; bodyBytes: number; bodySha256: string; chunks: number }[]> {
   return (await fetch(`${originUrl()}/__origin/log?tag=${tag}`)).json();
 }
 

@@ -11,6 +11,8 @@ export interface Received {
   method: string;
   url: string;
   headers: Record<string, string | string[] | undefined>;
+  /** each header's field lines as they arrived, lower-cased names: what an origin reading only the first line of a name sees */
+  lines: Record<string, string[]>;
   bodyBytes: number;
   bodySha256: string;
   /** whether the body arrived in more than one chunk, i.e. was streamed */
@@ -55,7 +57,7 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
     res.on("close", () => serving.current--);
     const at = Date.now();
     const body = await readBody(req);
-    log.push({ at, method: req.method ?? "", url: req.url ?? "", headers: req.headers, ...body });
+    log.push({ at, method: req.method ?? "", url: req.url ?? "", headers: req.headers, lines: req.headersDistinct as Record<string, string[]>, ...body });
     const [wait, drip] = [Number(url.searchParams.get("wait") ?? 0), Number(url.searchParams.get("drip") ?? 0)];
     if (url.searchParams.has("fail")) {
       req.socket.destroy();
@@ -88,7 +90,7 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
   // A WebSocket on any path: each message comes back prefixed "echo:", and the upgrade is recorded like a request.
   const sockets = new WebSocketServer({ noServer: true });
   server.on("upgrade", (req, socket, head) => {
-    log.push({ at: Date.now(), method: req.method ?? "", url: req.url ?? "", headers: req.headers, bodyBytes: 0, bodySha256: "", chunks: 0 });
+    log.push({ at: Date.now(), method: req.method ?? "", url: req.url ?? "", headers: req.headers, lines: req.headersDistinct as Record<string, string[]>, bodyBytes: 0, bodySha256: "", chunks: 0 });
     sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data, binary) => (binary ? ws.send(Buffer.concat([Buffer.from("echo:"), data as Buffer])) : ws.send(`echo:${String(data)}`))));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -122,6 +122,24 @@ describe("proxying an allowed request", () => {
     expect(Object.keys(seen?.headers ?? {})).not.toContain("x-private");
   });
 
+  it("forwards a key's header sent twice as the one line it was counted under, so an origin reading the first line is never handed another key past its quota", async () => {
+    const keyed = [{ name: "forward-dup", key: "header:x-api-key", limit: 2, period: "1m" }];
+    // A client over its quota as "k-victim" adds a second line, a new one each time: the Fetch API reads "k-victim, junk-<i>", a fresh key.
+    for (let i = 0; i < 4; i++) {
+      const headers = new Headers([["x-api-key", "k-victim"], ["x-api-key", `junk-${i}`], ["CF-Connecting-IP", "198.51.100.61"]]);
+      expect((await send(new Request(`http://floodgate.test/forward-dup/${i}`, { headers }), { rules: keyed })).status).toBe(200);
+    }
+    // The origin is sent what was counted: one line, never the bare "k-victim" that Go's Header.Get or nginx's $http_ would read from the first of two.
+    for (const seen of await originLog("forward-dup")) expect(seen.lines["x-api-key"]).toEqual([seen.headers["x-api-key"]]);
+  });
+
+  it("forwards a header the rules do not key on as the client sent it, line by line", async () => {
+    const headers = new Headers([["x-other", "a"], ["x-other", "b"], ["CF-Connecting-IP", "198.51.100.62"]]);
+    await send(new Request("http://floodgate.test/forward-lines/x", { headers }), { rules: [{ name: "forward-lines", key: "header:x-api-key", limit: 5, period: "1m" }] });
+    const [seen] = await originLog("forward-lines");
+    expect(seen?.lines["x-other"]).toEqual(["a", "b"]);
+  });
+
   it("sends each allowed request to the origin exactly once", async () => {
     for (let i = 0; i < 5; i++) await send(new Request(`http://floodgate.test/forward-4/${i}`), { rules });
     expect((await originLog("forward-4")).map((r) => r.url)).toEqual(["/forward-4/0", "/forward-4/1", "/forward-4/2", "/forward-4/3", "/forward-4/4"]);
