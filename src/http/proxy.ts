@@ -43,8 +43,7 @@ export function originUrl(origin: URL, url: URL): string {
  * name (on which `Headers.has` would throw) names none.
  */
 export function forwardedHeaders(headers: Headers, keyed: readonly string[] = []): Headers {
-  const connection = headers.get("connection");
-  const named = connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase()).filter((h) => HEADER_NAME.test(h));
+  const named = connectionOptions(headers);
   // `Upgrade: websocket` is how the runtime's fetch is asked to open a WebSocket to the origin: kept, it is proxied.
   const webSocket = isWebSocketUpgrade(headers);
   let out: Headers | undefined;
@@ -60,13 +59,20 @@ export function forwardedHeaders(headers: Headers, keyed: readonly string[] = []
   return out ?? headers;
 }
 
+/** The header names a message's Connection header lists (RFC 9110 §7.6.1): fields meant for one hop, which a proxy removes. */
+function connectionOptions(headers: Headers): string[] {
+  const connection = headers.get("connection");
+  return connection === null ? [] : connection.split(",").map((h) => h.trim().toLowerCase()).filter((h) => HEADER_NAME.test(h));
+}
+
 /** Whether the request asks to open a WebSocket (RFC 6455): `Upgrade: websocket`, any case. */
 function isWebSocketUpgrade(headers: Headers): boolean {
   return headers.get("upgrade")?.trim().toLowerCase() === "websocket";
 }
 
 /**
- * Sends the request to the origin and returns its answer, redirects included, untouched; an opened
+ * Sends the request to the origin and returns its answer, redirects included, untouched but for the
+ * headers its Connection header names (RFC 9110 §7.6.1: meant for one hop); an opened
  * WebSocket is handed through as the 101 it is. `keyed`: the headers the rules read keys from
  * (see {@link forwardedHeaders}). Throws a
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
@@ -97,5 +103,8 @@ export async function forward(request: Request, url: URL, origin: URL, keyed: re
     countError("origin")(new Error(message));
     throw new AnswerLost(message);
   }
-  return new Response(upstream.body, upstream);
+  const response = new Response(upstream.body, upstream);
+  // What the origin's Connection header names was meant for its hop alone, as a client's is on the way in.
+  for (const name of connectionOptions(upstream.headers)) response.headers.delete(name);
+  return response;
 }

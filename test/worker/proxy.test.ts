@@ -111,6 +111,14 @@ describe("proxying an allowed request", () => {
     expect(Object.keys(seen?.headers ?? {})).not.toContain("keep-alive");
   });
 
+  it("drops from the origin's response the headers its Connection header names, as on the way in", async () => {
+    const res = await send(new Request("http://floodgate.test/forward-3c/x?h=connection:x-hop-only&h=x-hop-only:internal&h=x-kept:1"), { rules });
+    expect(res.status).toBe(200);
+    expect(res.headers.has("x-hop-only")).toBe(false);
+    expect(res.headers.get("x-kept")).toBe("1");
+    expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
+  });
+
   it("proxies a request whose Connection header lists something that is not a header name", async () => {
     const res = await send(
       new Request("http://floodgate.test/forward-3b/", { headers: { connection: 'close, "x y", x-private', "x-private": "secret", "x-kept": "1" } }),
