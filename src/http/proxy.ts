@@ -83,10 +83,12 @@ function isWebSocketUpgrade(headers: Headers): boolean {
 export async function forward(request: Request, url: URL, origin: URL, keyed: readonly string[]): Promise<Response> {
   const headers = forwardedHeaders(request.headers, keyed);
   // An incoming request is in "manual" redirect mode already. Handed over whole when nothing is
-  // removed, it spares the runtime converting an init dictionary: a few percent of throughput.
-  const init: RequestInit | Request = headers === request.headers && request.redirect === "manual"
+  // removed, it spares the runtime a copy: a few percent of throughput. The copy is made from the
+  // request, not from an init dictionary: fetch refuses a dictionary giving a GET or HEAD a body,
+  // and such requests do arrive with one (Elasticsearch's search).
+  const init: Request = headers === request.headers && request.redirect === "manual"
     ? request
-    : { method: request.method, headers, body: request.body, redirect: "manual" };
+    : new Request(request, { headers, redirect: "manual" });
   let upstream: Response;
   try {
     upstream = await fetch(originUrl(origin, url), init);
