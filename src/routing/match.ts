@@ -1,7 +1,7 @@
 /** Which rules apply to a request: path glob, method, host and client address, as the Rules table defines them. */
 import type { Rule } from "../config/types";
 import { compileGlob, type PathMatcher } from "./glob";
-import { normalizePath } from "./path";
+import { normalizePath, routedPath } from "./path";
 
 /** The parts of a request that `match` looks at. */
 export interface MatchTarget {
@@ -17,6 +17,8 @@ export interface MatchTarget {
 
 interface CompiledMatch {
   path: PathMatcher;
+  /** the glob as lenient origins route it, for a path read so ({@link routedPath}) */
+  routed: PathMatcher;
   methods: ReadonlySet<string> | null;
   host: string | null;
   hostHasPort: boolean;
@@ -29,7 +31,11 @@ const compiled = new WeakMap<Rule, CompiledMatch>();
 /**
  * Every rule whose `match` fits the request, in the rules' order.
  *
- * Paths compare as {@link normalizePath} makes them: `/%61pi/x` is `/api/x`.
+ * Paths compare as {@link normalizePath} makes them: `/%61pi/x` is `/api/x`. A rule also applies
+ * when the path as lenient origins route it ({@link routedPath}: any case, no `;` parameters,
+ * `%2F` as "/", no empty segments) fits the glob read the same way: an origin that serves
+ * `/LOGIN`, `/login;x`, `//login` or `/login/` as `/login` must not have them let by a rule on
+ * `/login`. Applying a rule to more spellings only ever counts more.
  *
  * Methods compare upper-case. Hosts compare lower-case and without the port, unless the rule's
  * host names a port, in which case the request's port must be the same. A trailing dot (the
@@ -47,6 +53,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
   let host: string | undefined;
   let hostWithoutPort: string | undefined;
   const path = normalizePath(request.path);
+  const routed = routedPath(path);
   return rules.filter((rule) => {
     const match = compiledMatch(rule);
     if (match.methods !== null && !match.methods.has(method)) return false;
@@ -56,7 +63,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
     if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
-    return match.path(path);
+    return match.path(path) || (routed !== path && match.routed(routed));
   });
 }
 
@@ -87,6 +94,7 @@ function compiledMatch(rule: Rule): CompiledMatch {
     const host = rule.match.host === null ? null : normalizeHost(rule.match.host);
     match = {
       path: compileGlob(rule.match.path),
+      routed: compileGlob(routedPath(rule.match.path)),
       // The parser upper-cases methods already; doing it here too keeps hand-built rules honest.
       methods: rule.match.methods === null ? null : withHead(new Set(rule.match.methods.map((m) => m.toUpperCase()))),
       host,

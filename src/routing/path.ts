@@ -66,3 +66,24 @@ export function pathAsMatched(path: string, { glob = false } = {}): string {
   });
   return normalized(`/${segments.join("/")}`, glob);
 }
+
+/** Whether {@link routedPath} could read `path` otherwise: an upper-case letter, a ";", an escaped slash, or an empty, dot or trailing segment. */
+const LENIENT = /[A-Z;]|%2[Ff]|\/\/|\/\.|.\/$/;
+
+/**
+ * A normalized path (or a glob) as the most lenient origins route it: in lower case (Express,
+ * ASP.NET), each segment's `;` parameters dropped (Tomcat, Spring), `%2F` read as "/" (Go's older
+ * muxes, WSGI's PATH_INFO, nginx), empty segments dropped (nginx merges slashes; Express takes a
+ * trailing one), and dot segments resolved. `/API//v1;x/Users/` is `/api/v1/users`. The path
+ * itself when there is nothing to read otherwise.
+ */
+export function routedPath(path: string): string {
+  if (!LENIENT.test(path)) return path;
+  const segments: string[] = [];
+  for (const segment of path.toLowerCase().replaceAll("%2f", "/").split("/")) {
+    const bare = segment.replace(/;.*$/, "");
+    if (bare === "..") segments.pop();
+    else if (bare !== "" && bare !== ".") segments.push(bare);
+  }
+  return `/${segments.join("/")}`;
+}

@@ -48,6 +48,26 @@ describe("matchingRules", () => {
     expect(matchingRules([cafe, slash], get("/a/b"))).toEqual([]);
   });
 
+  it("applies a rule to a path whose slashes are escaped, which origins that decode %2F before routing (Go's, WSGI's) route as the path itself", () => {
+    const users = rule({ match: { path: "/api/users" } });
+    const api = rule({ match: { path: "/api/*" } });
+    expect(matchingRules([users, api], get("/api%2Fusers"))).toEqual([users, api]);
+    expect(matchingRules([users, api], get("/api%2fusers"))).toEqual([users, api]);
+    // Read with its slashes, a path's dot segments are resolved as such an origin resolves them.
+    expect(matchingRules([users], get("/public%2F..%2Fapi%2Fusers"))).toEqual([users]);
+    expect(matchingRules([users], get("/api/users%2Fx"))).toEqual([]);
+  });
+
+  it("applies a rule to the spellings of its path that lenient origins route as it: any case, ;parameters, repeated or trailing slashes", () => {
+    const login = rule({ match: { path: "/login" } });
+    const api = rule({ match: { path: "/api/*/admin" } });
+    // Express and ASP.NET route in any case, Tomcat and Spring drop ;parameters, nginx merges slashes, Express takes a trailing one.
+    for (const path of ["/LOGIN", "/Login", "/login;jsessionid=x", "//login", "/login/", "/./login", "/LoGiN;x/"]) expect(matchingRules([login], get(path))).toEqual([login]);
+    for (const path of ["/API/v1/Admin", "/api;x/v1/admin", "/api//v1//admin/", "/api/v1;x/admin"]) expect(matchingRules([api], get(path))).toEqual([api]);
+    // Read so, the path is still the same route and no other.
+    for (const path of ["/logins", "/log/in", "/x/login", "/login%2Fx"]) expect(matchingRules([login], get(path))).toEqual([]);
+  });
+
   it("matches methods regardless of the request method's case", () => {
     const post = rule({ match: { methods: ["POST"] } });
     expect(matchingRules([post], { method: "post", path: "/", host: "x.test" })).toEqual([post]);

@@ -105,6 +105,16 @@ describe("strict limits through the Worker", () => {
     expect((await send(get("/login", { "CF-Connecting-IP": "192.0.2.50" }), { rules })).status).toBe(200);
   });
 
+  it("limits the spellings of a rule's path that lenient origins route as it, never reaching the origin past the limit", async () => {
+    const rules = [{ name: "spelled", match: { path: "/spelled/*", methods: ["POST"] }, limit: 2, period: "1m" }];
+    const post = (path: string) => new Request(`http://floodgate.test${path}`, { method: "POST", headers: { "CF-Connecting-IP": "192.0.2.51" } });
+    const spellings = ["/spelled/a", "/spelled/b", "/SPELLED/c", "//spelled/d", "/spelled;jsessionid=1/e", "/x%2F..%2Fspelled/f", "/Spelled/g/"];
+    const answered = [];
+    for (const path of spellings) answered.push((await send(post(path), { rules })).status);
+    expect(answered).toEqual([200, 200, 429, 429, 429, 429, 429]);
+    expect(await originLog("spelled")).toHaveLength(2);
+  });
+
   it("applies a rule whose host names the scheme's default port, which a request's URL leaves out", async () => {
     const rules = [{ name: "host-port", match: { path: "/host-port/*", host: "floodgate.test:80" }, key: "global", limit: 1, period: "1m" }];
     expect(statuses([await send(get("/host-port/a"), { rules }), await send(get("/host-port/b"), { rules })])).toEqual([200, 429]);
