@@ -65,7 +65,7 @@ function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: 
       return value === null ? null : trimOws(value);
     }
     case "query":
-      return onlyValue(url().searchParams.getAll(part.name));
+      return onlyValue(queryValues(url().searchParams, part.name));
     case "cookie":
       return cookieValue(request.headers.get("Cookie"), part.name);
     case "path":
@@ -129,6 +129,17 @@ function cookieValue(header: string | null, name: string): string | null {
     return percentDecoded(value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value);
   }
   return null;
+}
+
+/**
+ * The values of the query parameter `name`, named in any case: ASP.NET reads `?K=` as `?k=`, so
+ * `?K=victim&k=random` is `k` given twice there, not a fresh key `random`.
+ */
+function queryValues(params: URLSearchParams, name: string): string[] {
+  const lower = name.toLowerCase();
+  const values: string[] = [];
+  for (const [given, value] of params) if (given === name || given.toLowerCase() === lower) values.push(value);
+  return values;
 }
 
 /** The one value of a query parameter, or null when there is none or more than one (ambiguous: see {@link buildKey}). */

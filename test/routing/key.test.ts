@@ -89,6 +89,13 @@ describe("buildKey", () => {
     expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?k=random&k=victim"))).toBe("#none");
   });
 
+  it("reads a query parameter by its name in any case, as ASP.NET does: a second spelling is the parameter given twice, never a fresh key", () => {
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?K=victim"))).toBe("victim");
+    expect(buildKey(keyed([query("api_key")]), request({}, "https://x.test/?API_KEY=victim"))).toBe("victim");
+    // ASP.NET reads "victim,random" here, and an app taking the first value takes "victim".
+    expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?K=victim&k=random"))).toBe("#none");
+  });
+
   it("marks a missing query parameter as #none", () => {
     expect(buildKey(keyed([query("k")]), request({}, "https://x.test/?other=1"))).toBe("#none");
   });
