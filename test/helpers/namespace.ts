@@ -1,18 +1,43 @@
-// A LIMITER namespace in front of the real one, whose syncs wait first: a slow object, or a slow path to it.
+// A LIMITER namespace in front of the real one, whose calls of one method wait first: a slow object, or a slow path to it.
 import { env } from "cloudflare:test";
-import type { Policy } from "../../src/algorithms";
 import type { Env } from "../../src/env";
+import type { RateLimiter } from "../../src/durable-object/rate-limiter";
 import type { SyncRequest } from "../../src/fast/lease";
+
+type Method = "decide" | "sync" | "refund" | "peek";
+
+/**
+ * The real objects, each call of `method` made once `before(...its arguments)` settles; `seen` is
+ * handed each call's answer, for a test to wait out what lands after it. A namespace as the library
+ * checks one (a proxy of the real one), so `limiter` and `createGate` take it too.
+ */
+export function delayedCalls<M extends Method>(
+  method: M,
+  before: (...args: Parameters<RateLimiter[M]>) => Promise<unknown>,
+  seen?: (answer: Promise<unknown>) => void,
+): Env["LIMITER"] {
+  const real = env.LIMITER;
+  const slowed = (stub: DurableObjectStub<RateLimiter>) =>
+    new Proxy(stub, {
+      get: (target, prop) => {
+        if (prop !== method) return Reflect.get(target, prop);
+        return (...args: Parameters<RateLimiter[M]>) => {
+          const answer = before(...args).then(() => (target[method] as (...a: Parameters<RateLimiter[M]>) => Promise<unknown>)(...args));
+          seen?.(answer);
+          return answer;
+        };
+      },
+    });
+  return new Proxy(real, {
+    get: (target, prop) => {
+      if (prop === "get") return (id: DurableObjectId) => slowed(target.get(id));
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
 
 /** The real objects, each sync made once `before(request)` settles. */
 export function delayedSyncs(before: (request: SyncRequest) => Promise<unknown>): Env["LIMITER"] {
-  const real = env.LIMITER;
-  return {
-    idFromName: (name: string) => real.idFromName(name),
-    get: (id: DurableObjectId) =>
-      new Proxy(real.get(id), {
-        get: (stub, prop) =>
-          prop === "sync" ? async (policy: Policy, request: SyncRequest) => (await before(request), stub.sync(policy, request)) : Reflect.get(stub, prop),
-      }),
-  } as unknown as Env["LIMITER"];
+  return delayedCalls("sync", (_policy, request) => before(request));
 }

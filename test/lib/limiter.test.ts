@@ -1,8 +1,6 @@
 // The library from inside a Worker: limiter() for one rule and createGate() for a rule set, with the real RateLimiter object.
 import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import type { Policy } from "../../src/algorithms";
-import type { RateLimiter } from "../../src/durable-object/rate-limiter";
 import type { Env } from "../../src/env";
 import { ConfigError, createGate, limiter, type LimiterRule, type RuleInput } from "../../src/lib";
 import { relayName } from "../../src/fast/relay";
@@ -10,6 +8,7 @@ import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
 import { isRelay, originLog } from "../helpers/worker";
 import { frozenStart } from "../helpers/clock";
+import { delayedCalls } from "../helpers/namespace";
 
 const namespace = (env as unknown as Env).LIMITER;
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
@@ -78,14 +77,7 @@ describe("limiter", () => {
   it("rejects a peek the key's object does not answer within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
     // The real objects, each peek answered 3 s late: an object far behind on its queue.
-    const slowStub = (stub: DurableObjectStub<RateLimiter>) =>
-      new Proxy(stub, {
-        get: (target, prop) =>
-          prop === "peek" ? (policy: Policy) => (answered = new Promise((resolve) => setTimeout(resolve, 3_000)).then(() => target.peek(policy))) : Reflect.get(target, prop),
-      });
-    const slowPeeks = new Proxy(namespace, {
-      get: (target, prop) => (prop === "get" ? (id: DurableObjectId) => slowStub(target.get(id)) : typeof Reflect.get(target, prop) === "function" ? Reflect.get(target, prop).bind(target) : Reflect.get(target, prop)),
-    });
+    const slowPeeks = delayedCalls("peek", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
     const api = limiter(slowPeeks, { name: "lib-peek-slow", limit: 3, period: "1h", timeout: "100ms" });
     const started = Date.now();
     await expect(api.peek("k")).rejects.toThrow(/^no answer within 100ms$/);

@@ -1,11 +1,9 @@
 // Units given back on a request's own path (a hold refused past the caller's deadline, a client gone while held), at an object slow to take them: within the rule's timeout.
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Policy } from "../../src/algorithms";
-import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
 import { limitKey, type LimiterContext } from "../../src/limiter";
 import { limitWithin } from "../../src/limiter/wait";
+import { delayedCalls } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 
 const SLOW_REFUND_MS = 3_000;
@@ -16,20 +14,7 @@ const MARGIN_MS = 500;
 const landing: Promise<unknown>[] = [];
 
 /** The real objects, each refund answered only after SLOW_REFUND_MS (then applied): an object far behind on its queue. */
-const slowRefunds = {
-  idFromName: (name: string) => env.LIMITER.idFromName(name),
-  get: (id: DurableObjectId) =>
-    new Proxy(env.LIMITER.get(id), {
-      get: (stub, prop) =>
-        prop === "refund"
-          ? (policy: Policy, units: number, countedAt: number) => {
-              const refund = new Promise((resolve) => setTimeout(resolve, SLOW_REFUND_MS)).then(() => stub.refund(policy, units, countedAt));
-              landing.push(refund);
-              return refund;
-            }
-          : Reflect.get(stub, prop),
-    }),
-} as unknown as Env["LIMITER"];
+const slowRefunds = delayedCalls("refund", () => new Promise((resolve) => setTimeout(resolve, SLOW_REFUND_MS)), (refund) => void landing.push(refund));
 
 /** A gcra rule of one unit a second with three of tolerance, every request past the first held until it conforms. */
 const held = (name: string) => rule({ name, algorithm: "gcra", limit: 1, periodMs: 1_000, burst: 3, delay: 0, timeoutMs: 100 });

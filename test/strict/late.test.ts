@@ -1,27 +1,14 @@
 // A strict decision that reaches the object after its request stopped waiting (the rule's timeout): what it took there must not outlive the request.
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Policy } from "../../src/algorithms";
 import type { Env } from "../../src/env";
 import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
+import { delayedCalls } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 
 /** The real objects, each decide applied only after `delayMs` when `slow`: an object far behind on its queue. */
 function slowDecides(delayMs: number): { namespace: Env["LIMITER"]; slow: { on: boolean } } {
   const slow = { on: true };
-  const namespace = {
-    idFromName: (name: string) => env.LIMITER.idFromName(name),
-    get: (id: DurableObjectId) =>
-      new Proxy(env.LIMITER.get(id), {
-        get: (stub, prop) =>
-          prop === "decide"
-            ? async (policy: Policy, costs: number[]) => {
-                if (slow.on) await new Promise((resolve) => setTimeout(resolve, delayMs));
-                return stub.decide(policy, costs);
-              }
-            : Reflect.get(stub, prop),
-      }),
-  } as unknown as Env["LIMITER"];
+  const namespace = delayedCalls("decide", () => (slow.on ? new Promise((resolve) => setTimeout(resolve, delayMs)) : Promise.resolve()));
   return { namespace, slow };
 }
 
