@@ -67,20 +67,20 @@ export function pathAsMatched(path: string, { glob = false } = {}): string {
   return normalized(`/${segments.join("/")}`, glob);
 }
 
-/** Whether {@link routedPath} could read `path` otherwise: an upper-case letter, a ";", an escaped slash, or an empty, dot or trailing segment. */
-const LENIENT = /[A-Z;]|%2[Ff]|\/\/|\/\.|.\/$/;
+/** Whether {@link routedPath} could read `path` otherwise: an upper-case letter, a ";", an escaped slash or backslash, or an empty, dot or trailing segment. */
+const LENIENT = /[A-Z;]|%2[Ff]|%5[Cc]|\/\/|\/\.|.\/$/;
 
 /**
  * A normalized path (or a glob) as the most lenient origins route it: in lower case (Express,
  * ASP.NET), each segment's `;` parameters dropped (Tomcat, Spring), `%2F` read as "/" (Go's older
- * muxes, WSGI's PATH_INFO, nginx), empty segments dropped (nginx merges slashes; Express takes a
+ * muxes, WSGI's PATH_INFO, nginx) and so is `%5C` (IIS takes a backslash for a slash), empty segments dropped (nginx merges slashes; Express takes a
  * trailing one), and dot segments resolved. `/API//v1;x/Users/` is `/api/v1/users`. The path
  * itself when there is nothing to read otherwise.
  */
 export function routedPath(path: string): string {
   if (!LENIENT.test(path)) return path;
   const segments: string[] = [];
-  for (const segment of path.toLowerCase().replaceAll("%2f", "/").split("/")) {
+  for (const segment of path.toLowerCase().replaceAll("%2f", "/").replaceAll("%5c", "/").split("/")) {
     const bare = segment.replace(/;.*$/, "");
     if (bare === "..") segments.pop();
     else if (bare !== "" && bare !== ".") segments.push(bare);

@@ -58,6 +58,13 @@ describe("matchingRules", () => {
     expect(matchingRules([users], get("/api/users%2Fx"))).toEqual([]);
   });
 
+  it("applies a rule to a path whose slashes are written as escaped backslashes, which IIS routes as slashes", () => {
+    const users = rule({ match: { path: "/api/users" } });
+    expect(matchingRules([users], get("/api%5Cusers"))).toEqual([users]);
+    expect(matchingRules([users], get("/api%5cusers"))).toEqual([users]);
+    expect(matchingRules([users], get("/public%5C..%5Capi%5Cusers"))).toEqual([users]);
+  });
+
   it("applies a rule to the spellings of its path that lenient origins route as it: any case, ;parameters, repeated or trailing slashes", () => {
     const login = rule({ match: { path: "/login" } });
     const api = rule({ match: { path: "/api/*/admin" } });
