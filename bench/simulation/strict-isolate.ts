@@ -61,7 +61,8 @@ export class StrictIsolate extends IsolateBase {
         this.breakers.succeeded(objectName, at);
         this.answers.heard(policy, objectName, decided.decision, at);
         this.ruleBreaker.succeeded(at);
-        this.denials.remember(objectName, cost, decided.decision, at, policy);
+        if (decided.decision.allowed) this.denials.forget(objectName);
+        else this.denials.remember(objectName, cost, decided.decision, at, policy);
         done({ decision: decided.decision, waited: true });
       },
       lost: () => done({ decision: null, waited: true }),
