@@ -9,6 +9,8 @@ export const DEFAULT_MAX_KEYS = 20_000;
  */
 export class LruTable<V> {
   private readonly entries = new Map<string, V>();
+  /** the key last used, already at the end: a hit on it moves nothing (an isolate's hot key is hit on every request) */
+  private newest: string | undefined;
 
   constructor(
     public capacity: number,
@@ -17,9 +19,10 @@ export class LruTable<V> {
 
   get(key: string): V | undefined {
     const value = this.entries.get(key);
-    if (value !== undefined) {
+    if (value !== undefined && key !== this.newest) {
       this.entries.delete(key);
       this.entries.set(key, value);
+      this.newest = key;
     }
     return value;
   }
@@ -32,15 +35,17 @@ export class LruTable<V> {
   set(key: string, value: V): void {
     this.entries.delete(key);
     this.entries.set(key, value);
+    this.newest = key;
     while (this.entries.size > this.capacity) {
       const [oldest, evicted] = this.entries.entries().next().value as [string, V];
-      this.entries.delete(oldest);
+      this.delete(oldest);
       this.onEvict(oldest, evicted);
     }
   }
 
   delete(key: string): void {
     this.entries.delete(key);
+    if (key === this.newest) this.newest = undefined;
   }
 
   get size(): number {
