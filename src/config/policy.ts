@@ -16,3 +16,16 @@ export function policyOf(rule: Rule): Policy {
 }
 
 const policies = new WeakMap<Rule, Policy>();
+
+/**
+ * The policy's JSON, made once per policy object: what tells policies apart as a key (a strict
+ * lane, a peer's policy at its object). A rule's policy is one object, and a peer's stays in the
+ * object's index from sync to sync, so most asks find it made.
+ */
+export function policyKey(policy: Policy): string {
+  let key = policyKeys.get(policy);
+  if (key === undefined) policyKeys.set(policy, (key = JSON.stringify(policy)));
+  return key;
+}
+
+const policyKeys = new WeakMap<Policy, string>();

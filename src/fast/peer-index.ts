@@ -4,6 +4,7 @@
  * costs the object the same at 5,000 peers as at 5. Each answer equals a walk of every peer's row.
  */
 import { adjust, type LimiterState, type Policy } from "../algorithms";
+import { policyKey } from "../config/policy";
 import { addExact, emptySum, roundSum, type ExactSum } from "./exact-sum";
 import { popHeap, pushHeap } from "./min-heap";
 import { isLive, PEER_TTL_MS, pinnedUnits, pinSpentAt, REPORT_GRACE_MS, stricter, type Peer } from "./peer";
@@ -112,7 +113,7 @@ export function leasePolicy(asked: Policy, isolate: string, index: PeerIndex, no
   advance(index, now);
   expire(index.live, now - PEER_TTL_MS, (id) => countAsked(index, index.peers.get(id)!.asked, -1));
   const self = index.peers.get(isolate);
-  const selfKey = self?.asked && (self.pins.length > 0 || index.live.members.has(isolate)) ? JSON.stringify(self.asked) : undefined;
+  const selfKey = self?.asked && (self.pins.length > 0 || index.live.members.has(isolate)) ? policyKey(self.asked) : undefined;
   let best: Policy | undefined;
   let tied = 0;
   for (const [key, { policy, live }] of index.asked) {
@@ -198,7 +199,7 @@ function withdraw(index: PeerIndex, id: string, peer: Peer): void {
 
 function countAsked(index: PeerIndex, policy: Policy | undefined, by: 1 | -1): void {
   if (!policy) return;
-  const key = JSON.stringify(policy);
+  const key = policyKey(policy);
   const entry = index.asked.get(key) ?? { policy, live: 0 };
   entry.live += by;
   if (entry.live > 0) index.asked.set(key, entry);

@@ -1,5 +1,6 @@
 /** The waiting lines of strict requests, one per key and policy, with no clock or I/O of their own: what the coalescer and the simulation both batch with. */
 import type { Policy } from "../algorithms";
+import { policyKey } from "../config/policy";
 
 interface Lane<W> {
   waiting: W[];
@@ -14,7 +15,7 @@ interface Lane<W> {
  * under one policy.
  */
 export function laneOf(name: string, policy: Policy): string {
-  return `${name}\n${JSON.stringify(policy)}`;
+  return `${name}\n${policyKey(policy)}`;
 }
 
 /**
