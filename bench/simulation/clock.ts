@@ -6,18 +6,12 @@ export interface Arrivals {
   arrive(): void;
 }
 
-/** One scheduled event: `run` is called with the clock at `at`; `seq` breaks ties in scheduling order. */
-interface Scheduled {
-  at: number;
-  seq: number;
-  run: () => void;
-}
-
 /**
  * A discrete-event clock. Three sources of work, taken in time order (ties: events, then
  * deadlines, then arrivals, each in the order they were scheduled):
  *
- * - events: a binary heap of anything scheduled for a time (network legs, the object finishing a call);
+ * - events: a binary heap of anything scheduled for a time (network legs, the object finishing a call),
+ *   ties broken in scheduling order;
  * - deadlines: a FIFO, since every deadline is `now + the rule's timeout` and the clock only rises,
  *   so deadlines are added in time order and need no heap (a request waiting on the object times
  *   out through one; most are cancelled, which costs nothing);
@@ -28,7 +22,12 @@ interface Scheduled {
  */
 export class Clock {
   now: number;
-  private readonly heap: Scheduled[] = [];
+  // The heap as parallel arrays (each event's time, sequence number and work): no object per
+  // event, and a comparison reads two numbers, not two events scattered over the heap.
+  private times = new Float64Array(1_024);
+  private seqs = new Float64Array(1_024);
+  private readonly runs: ((() => void) | undefined)[] = [];
+  private size = 0;
   private seq = 0;
   private readonly deadlineAt: number[] = [];
   private readonly deadlineRun: (() => void)[] = [];
@@ -42,17 +41,18 @@ export class Clock {
   }
 
   at(time: number, run: () => void): void {
-    const event: Scheduled = { at: Math.max(time, this.now), seq: this.seq++, run };
-    const heap = this.heap;
-    let i = heap.length;
-    heap.push(event);
+    const at = Math.max(time, this.now);
+    const seq = this.seq++;
+    if (this.size === this.times.length) this.grow();
+    const { times, seqs, runs } = this;
+    let i = this.size++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!before(event, heap[parent]!)) break;
-      heap[i] = heap[parent]!;
+      if (!before(at, seq, times[parent]!, seqs[parent]!)) break;
+      this.place(i, times[parent]!, seqs[parent]!, runs[parent]);
       i = parent;
     }
-    heap[i] = event;
+    this.place(i, at, seq, run);
   }
 
   after(delay: number, run: () => void): void {
@@ -78,16 +78,14 @@ export class Clock {
   run(until: number, arrivals: Arrivals): void {
     for (;;) {
       const arrival = arrivals.next;
-      const event = this.heap[0];
-      const eventAt = event ? event.at : Infinity;
+      const eventAt = this.size > 0 ? this.times[0]! : Infinity;
       const deadlineAt = this.deadlineHead < this.deadlineAt.length ? this.deadlineAt[this.deadlineHead]! : Infinity;
       const next = Math.min(eventAt, deadlineAt, arrival);
       if (next > until || next === Infinity) break;
       this.now = next;
       this.events++;
       if (eventAt === next) {
-        this.pop();
-        event!.run();
+        this.pop()();
       } else if (deadlineAt === next) {
         const run = this.deadlineRun[this.deadlineHead]!;
         this.deadlineHead++;
@@ -106,22 +104,43 @@ export class Clock {
     this.microtasks.length = 0;
   }
 
-  private pop(): void {
-    const heap = this.heap;
-    const last = heap.pop()!;
-    if (heap.length === 0) return;
+  /** Takes the earliest event off the heap and returns its work. */
+  private pop(): () => void {
+    const { times, seqs, runs } = this;
+    const first = runs[0]!;
+    const n = --this.size;
+    const at = times[n]!;
+    const seq = seqs[n]!;
+    const run = runs[n];
+    runs[n] = undefined;
+    if (n === 0) return first;
     let i = 0;
-    const n = heap.length;
     for (;;) {
       const left = 2 * i + 1;
       if (left >= n) break;
       const right = left + 1;
-      const child = right < n && before(heap[right]!, heap[left]!) ? right : left;
-      if (!before(heap[child]!, last)) break;
-      heap[i] = heap[child]!;
+      const child = right < n && before(times[right]!, seqs[right]!, times[left]!, seqs[left]!) ? right : left;
+      if (!before(times[child]!, seqs[child]!, at, seq)) break;
+      this.place(i, times[child]!, seqs[child]!, runs[child]);
       i = child;
     }
-    heap[i] = last;
+    this.place(i, at, seq, run);
+    return first;
+  }
+
+  private place(i: number, at: number, seq: number, run: (() => void) | undefined): void {
+    this.times[i] = at;
+    this.seqs[i] = seq;
+    this.runs[i] = run;
+  }
+
+  private grow(): void {
+    const times = new Float64Array(this.times.length * 2);
+    const seqs = new Float64Array(this.seqs.length * 2);
+    times.set(this.times);
+    seqs.set(this.seqs);
+    this.times = times;
+    this.seqs = seqs;
   }
 
   private compactDeadlines(): void {
@@ -131,8 +150,9 @@ export class Clock {
   }
 }
 
-function before(a: Scheduled, b: Scheduled): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+/** Whether the event at `at` scheduled `seq`th runs before the one at `otherAt` scheduled `otherSeq`th. */
+function before(at: number, seq: number, otherAt: number, otherSeq: number): boolean {
+  return at < otherAt || (at === otherAt && seq < otherSeq);
 }
 
 /** A 32-bit FNV-1a hash of a string: scenario names and key names become seeds and homes. */

@@ -162,13 +162,15 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const keys = s.keys > 1 ? new Zipf(s.keys, s.zipf) : null;
   const end = T0 + s.durationMs;
   const arrivals = new Arrivals(s.shape, T0, arrivalsRandom);
+  // Each key's name made once: the same string every request hashes once in every table it meets.
+  const names: string[] = [];
   const traffic = {
     next: arrivals.after(T0),
     arrive() {
       const now = clock.now;
       const key = keys ? keys.pick(picks) : 0;
       const slot = keys ? homeOf(key, s.isolates, s.homes, picks) : spread.pick(picks);
-      const name = `sim/${key}`;
+      const name = (names[key] ??= `sim/${key}`);
       let account = world.accounts.get(name);
       if (!account) world.accounts.set(name, (account = new KeyAccount(policy, T0, s.keys === 1)));
       const counted = account;
