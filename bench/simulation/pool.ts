@@ -3,6 +3,7 @@ import { parentPort, Worker, workerData } from "node:worker_threads";
 import { runScenario } from "./engine";
 import type { Scenario } from "./scenarios";
 import type { ScenarioResult } from "./summary";
+import { meanRate } from "./traffic";
 
 export type JobResult =
   | { name: string; ok: true; result: ScenarioResult; seconds: number }
@@ -39,35 +40,49 @@ function runOne(scenario: Scenario, seed: number): JobResult {
   }
 }
 
-/** A rough cost, to start the longest runs first: the object's own code is O(peers) a sync, and strict runs are short. */
-function cost(s: Scenario): number {
-  const perSecond = s.mode === "strict" ? 0.02 + s.isolates / 40_000 : s.keys > 1 ? 0.05 : 0.01 + s.isolates / 8_000;
-  return (s.durationMs / 1000) * perSecond;
+/** One scenario to run, with the seed it runs on. */
+export interface Run {
+  scenario: Scenario;
+  seed: number;
 }
 
 /**
- * Runs every scenario and returns the results in the scenarios' order. With `jobs` 1 everything
- * runs here; otherwise in up to `jobs` workers started from `entry` (this bundle's file URL). A
- * scenario that throws, or whose worker dies, comes back as failed with the error; the rest go on.
+ * A rough cost in seconds, to start the longest runs first so that no long one runs alone at the
+ * end: each request, and each isolate's background syncs, as a full run measured them (a per-client
+ * key's request meets a new key's object and isolate entry; a pooled relay answers its isolates'
+ * syncs itself).
  */
-export async function runAll(scenarios: Scenario[], seed: number, jobs: number, entry: URL, log: (line: string) => void): Promise<JobResult[]> {
-  const done = new Map<string, JobResult>();
-  const note = (r: JobResult, i: number) => log(`${String(i).padStart(3)}/${scenarios.length} ${r.ok ? "ok    " : "FAILED"} ${r.name} (${r.seconds} s)${r.ok ? "" : `: ${r.error.split("\n")[0]}`}`);
-  if (jobs <= 1 || scenarios.length <= 1) {
-    for (const s of scenarios) {
-      const r = runOne(s, seed);
-      done.set(s.name, r);
-      note(r, done.size);
+function cost({ scenario: s }: Run): number {
+  const requests = (meanRate(s.shape, s.durationMs) * s.durationMs) / 1000;
+  const perRequest = s.mode === "strict" ? 15e-6 : s.keys > 1 ? 130e-6 : 5e-6;
+  return (requests * perRequest + s.isolates * s.durationMs * 7e-9) * (s.pooled ? 2 : 1);
+}
+
+/**
+ * Runs every scenario on its seed (every seed's in one queue, so that the workers stay busy to the
+ * end) and returns the results in the runs' order. With `jobs` 1 everything runs here; otherwise in
+ * up to `jobs` workers started from `entry` (this bundle's file URL). A scenario that throws, or
+ * whose worker dies, comes back as failed with the error; the rest go on.
+ */
+export async function runAll(runs: Run[], jobs: number, entry: URL, log: (line: string) => void): Promise<JobResult[]> {
+  const done = new Map<Run, JobResult>();
+  const firstSeed = runs[0]?.seed;
+  const note = (r: JobResult, seed: number) =>
+    log(`${String(done.size).padStart(3)}/${runs.length} ${r.ok ? "ok    " : "FAILED"} ${r.name}${seed === firstSeed ? "" : ` (seed ${seed})`} (${r.seconds} s)${r.ok ? "" : `: ${r.error.split("\n")[0]}`}`);
+  if (jobs <= 1 || runs.length <= 1) {
+    for (const run of runs) {
+      done.set(run, runOne(run.scenario, run.seed));
+      note(done.get(run)!, run.seed);
     }
-    return scenarios.map((s) => done.get(s.name)!);
+    return runs.map((run) => done.get(run)!);
   }
-  const queue = [...scenarios].sort((a, b) => cost(b) - cost(a));
+  const queue = [...runs].sort((a, b) => cost(b) - cost(a));
   await Promise.all(
-    Array.from({ length: Math.min(jobs, scenarios.length) }, async () => {
+    Array.from({ length: Math.min(jobs, runs.length) }, async () => {
       const start = () => new Worker(entry, { workerData: { role: ROLE } }).on("error", () => undefined);
       let worker = start();
-      for (let s = queue.shift(); s; s = queue.shift()) {
-        const scenario = s;
+      for (let run = queue.shift(); run; run = queue.shift()) {
+        const { scenario, seed } = run;
         const started = performance.now();
         const r = await new Promise<JobResult>((resolve) => {
           const fail = (error: unknown) => resolve({ name: scenario.name, ok: false, error: `worker died: ${error instanceof Error ? error.message : String(error)}`, seconds: Math.round((performance.now() - started) / 100) / 10 });
@@ -78,8 +93,8 @@ export async function runAll(scenarios: Scenario[], seed: number, jobs: number, 
           worker.once("error", fail);
           worker.postMessage({ scenario, seed });
         });
-        done.set(scenario.name, r);
-        note(r, done.size);
+        done.set(run, r);
+        note(r, seed);
         // A worker that died is replaced; the scenario it was running is reported failed.
         if (!r.ok && r.error.startsWith("worker died")) {
           await worker.terminate().catch(() => undefined);
@@ -89,5 +104,5 @@ export async function runAll(scenarios: Scenario[], seed: number, jobs: number, 
       await worker.terminate();
     }),
   );
-  return scenarios.map((s) => done.get(s.name)!);
+  return runs.map((run) => done.get(run)!);
 }

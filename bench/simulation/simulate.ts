@@ -47,17 +47,19 @@ export async function main(argv: string[]): Promise<number> {
   const log = (line: string) => console.error(`[simulate ${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}`);
   log(`${scenarios.length} scenarios, seed ${options.seed}, ${options.jobs} worker thread(s)${options.quick ? ", quick" : ""}`);
 
-  const jobs = await runAll(scenarios, options.seed, options.jobs, new URL(import.meta.url), log);
-  const results = jobs.flatMap((j) => (j.ok ? [j.result] : []));
-  const targets = verdicts(results);
   // The targets again on the next seeds, the scenarios they read run anew: a verdict one seed's luck decided shows.
   const read = scenarios.filter(readByTargets);
   const names = new Set(scenarios.map((s) => s.name));
   const repeated = scenarios.filter((s) => rerunOnSeeds(s, names));
+  const later = Array.from({ length: repeated.length > 0 ? options.seeds - 1 : 0 }, (_, k) => options.seed + 1 + k);
+  for (const seed of later) log(`seed ${seed}: the ${repeated.length} scenario${repeated.length === 1 ? "" : "s"} the targets read again, queued with the first seed's`);
+  const all = await runAll([...scenarios.map((scenario) => ({ scenario, seed: options.seed })), ...later.flatMap((seed) => repeated.map((scenario) => ({ scenario, seed })))], options.jobs, new URL(import.meta.url), log);
+  const jobs = all.slice(0, scenarios.length);
+  const results = jobs.flatMap((j) => (j.ok ? [j.result] : []));
+  const targets = verdicts(results);
   const seeds: SeedVerdicts[] = [{ seed: options.seed, verdicts: targets, failed: jobs.filter((j) => !j.ok && read.some((s) => s.name === j.name)).map((j) => j.name) }];
-  for (let seed = options.seed + 1; seed < options.seed + options.seeds && repeated.length > 0; seed++) {
-    log(`seed ${seed}: the ${repeated.length} scenario${repeated.length === 1 ? "" : "s"} the targets read again`);
-    const again = await runAll(repeated, seed, options.jobs, new URL(import.meta.url), log);
+  for (const [k, seed] of later.entries()) {
+    const again = all.slice(scenarios.length + k * repeated.length, scenarios.length + (k + 1) * repeated.length);
     const rerun = new Map(again.flatMap((j) => (j.ok ? [[j.name, j.result] as const] : [])));
     seeds.push({ seed, verdicts: verdicts(results.map((r) => rerun.get(r.name) ?? r).filter((r) => !readByTargets(r) || rerun.has(r.name))), failed: again.filter((j) => !j.ok).map((j) => j.name) });
   }
