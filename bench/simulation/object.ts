@@ -12,7 +12,7 @@ import { recoveredAt, stateFor, type Stored } from "../../src/algorithms/kept";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { RelayBook, type Forwarded, type Relayed } from "../../src/fast/relay";
 import { alarmSpread, RETRY_WINDOW_MS } from "../../src/durable-object/alarm";
-import { isLive, lastPinEnds, PEER_TTL_MS, PEERS_KEPT_TILL_DUE } from "../../src/fast/peer";
+import { isLive, lastPinEnds, PEER_TTL_MS, PEERS_KEPT_TILL_DUE, type Peer } from "../../src/fast/peer";
 import { indexPeers, leasePolicy, putPeer, removePeer, settlePins, type PeerIndex } from "../../src/fast/peer-index";
 import type { Clock } from "./clock";
 
@@ -211,6 +211,8 @@ export class KeyObject extends ObjectThread<ObjectStats> {
   private cursor = Number.NEGATIVE_INFINITY;
   private alarmAt: number | null = null;
   private nextRowSample = 0;
+  /** each peer row's JSON length, by the row: a row is replaced, never changed, so one unchanged since the last sample is not made again */
+  private readonly rowBytes = new WeakMap<Peer, number>();
   private readonly relays = new RelayBook();
 
   /** rate-limiter.ts `schedule`'s spread, drawn from a hash of the object's name, as workerd's id is */
@@ -341,7 +343,11 @@ export class KeyObject extends ObjectThread<ObjectStats> {
     // The rows as rate-limiter.ts writes them: the key's own (`write`) and one per peer (`writePeers`).
     const row = { ...(this.stored ? { stored: this.stored } : {}), ...(this.blockedUntil > 0 ? { blockedUntil: this.blockedUntil } : {}) };
     this.stats.maxKeyRowBytes = Math.max(this.stats.maxKeyRowBytes, JSON.stringify(row).length);
-    for (const peer of this.peers.peers.values()) this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, JSON.stringify(peer).length);
+    for (const peer of this.peers.peers.values()) {
+      let bytes = this.rowBytes.get(peer);
+      if (bytes === undefined) this.rowBytes.set(peer, (bytes = JSON.stringify(peer).length));
+      this.stats.maxPeerRowBytes = Math.max(this.stats.maxPeerRowBytes, bytes);
+    }
   }
 
   /** Peers the object holds now. */
