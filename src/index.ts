@@ -10,7 +10,7 @@ import { demoOrigin } from "./http/demo-origin";
 import { failureResponse } from "./http/failure";
 import { AnswerLost, HttpProblem, notFound } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
-import { forward } from "./http/proxy";
+import { forward, withoutConnectionOptions } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
 import { keyedHeaders } from "./routing/key";
 
@@ -61,5 +61,6 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   // one that reads its cost from the response (`responseCost`), the origin's headers (with none, it stays at its cost).
   // An origin whose answer was lost was reached, and how it ended is unknown: every rule keeps it counted at its cost.
   if (checked.settle && ended !== "lost") ctx.waitUntil(ended === "unreached" ? checked.settle(response.status) : checked.settle(response.status, response.headers));
-  return withRateLimitHeaders(response, checked.headers);
+  // Only now, once settle has read them: a cost header the origin names in Connection is still its cost.
+  return withRateLimitHeaders(withoutConnectionOptions(response), checked.headers);
 }

@@ -71,8 +71,8 @@ function isWebSocketUpgrade(headers: Headers): boolean {
 }
 
 /**
- * Sends the request to the origin and returns its answer, redirects included, untouched but for the
- * headers its Connection header names (RFC 9110 §7.6.1: meant for one hop); an opened
+ * Sends the request to the origin and returns its answer, redirects included, untouched (the
+ * caller drops what its Connection header names: {@link withoutConnectionOptions}); an opened
  * WebSocket is handed through as the 101 it is. `keyed`: the headers the rules read keys from
  * (see {@link forwardedHeaders}). Throws a
  * 502 HttpProblem when the origin cannot be reached (refused, reset, a kept-alive connection it
@@ -105,8 +105,15 @@ export async function forward(request: Request, url: URL, origin: URL, keyed: re
     countError("origin")(new Error(message));
     throw new AnswerLost(message);
   }
-  const response = new Response(upstream.body, upstream);
-  // What the origin's Connection header names was meant for its hop alone, as a client's is on the way in.
-  for (const name of connectionOptions(upstream.headers)) response.headers.delete(name);
+  return new Response(upstream.body, upstream);
+}
+
+/**
+ * The response less the headers its Connection header names (RFC 9110 §7.6.1), which were meant
+ * for floodgate's hop alone, as a client's are on the way in. Called once a `responseCost` rule
+ * has read them: an origin may name its cost header there to keep it from clients.
+ */
+export function withoutConnectionOptions(response: Response): Response {
+  for (const name of connectionOptions(response.headers)) response.headers.delete(name);
   return response;
 }

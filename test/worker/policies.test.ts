@@ -392,6 +392,13 @@ describe("responseCost", () => {
     expect([first.status, second.status]).toEqual([200, 429]);
   });
 
+  it("charges the header even when the origin's Connection header names it, as meant for floodgate's hop alone", async () => {
+    const hidden = [{ ...rules[0], name: "tokens-hop", match: { path: "/tokens-hop/*" } }];
+    const res = await send(get("/tokens-hop/x?h=connection:x-tokens-used&h=x-tokens-used:60", "192.0.2.186"), { rules: hidden });
+    expect(res.headers.has("x-tokens-used")).toBe(false);
+    expect((await peek("tokens-hop/192.0.2.186", 100, 3_600_000)).remaining).toBe(40);
+  });
+
   it("counts nothing more when the rule does not count the response (count), whatever the header says", async () => {
     const judged = [{ ...rules[0], name: "tokens-failed", match: { path: "/tokens-failed/*" }, count: "failed" }];
     await send(get("/tokens-failed/x?h=x-tokens-used:80", "192.0.2.184"), { rules: judged });
