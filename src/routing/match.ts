@@ -17,8 +17,8 @@ export interface MatchTarget {
 
 interface CompiledMatch {
   path: PathMatcher;
-  /** the glob as lenient origins route it, for a path read so ({@link routedPath}) */
-  routed: PathMatcher;
+  /** the glob as lenient origins route it, for a path read so ({@link routedPath}); null for a glob read only as written ({@link WRITTEN}) */
+  routed: PathMatcher | null;
   methods: ReadonlySet<string> | null;
   host: string | null;
   hostHasPort: boolean;
@@ -29,13 +29,21 @@ interface CompiledMatch {
 const compiled = new WeakMap<Rule, CompiledMatch>();
 
 /**
+ * A ";" or an escaped slash or backslash in a glob: written there, it says which requests the rule
+ * is for (`*;jsessionid=*`, GitLab's `/projects/*%2F*`), which reading it as lenient origins route
+ * would erase, making the rule apply to `/Products` or `/projects/42/Issues`.
+ */
+const WRITTEN = /;|%2F|%5C/i;
+
+/**
  * Every rule whose `match` fits the request, in the rules' order.
  *
  * Paths compare as {@link normalizePath} makes them: `/%61pi/x` is `/api/x`. A rule also applies
  * when the path as lenient origins route it ({@link routedPath}: any case, no `;` parameters,
  * `%2F` as "/", no empty segments) fits the glob read the same way: an origin that serves
  * `/LOGIN`, `/login;x`, `//login` or `/login/` as `/login` must not have them let by a rule on
- * `/login`. Applying a rule to more spellings only ever counts more.
+ * `/login`. A glob holding a ";" or an escaped slash is read only as written: those are what it
+ * is for.
  *
  * Methods compare upper-case. Hosts compare lower-case and without the port, unless the rule's
  * host names a port, in which case the request's port must be the same. A trailing dot (the
@@ -63,7 +71,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
     if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
-    return match.path(path) || (routed !== path && match.routed(routed));
+    return match.path(path) || (routed !== path && match.routed !== null && match.routed(routed));
   });
 }
 
@@ -94,7 +102,7 @@ function compiledMatch(rule: Rule): CompiledMatch {
     const host = rule.match.host === null ? null : normalizeHost(rule.match.host);
     match = {
       path: compileGlob(rule.match.path),
-      routed: compileGlob(routedPath(rule.match.path)),
+      routed: WRITTEN.test(rule.match.path) ? null : compileGlob(routedPath(rule.match.path)),
       // The parser upper-cases methods already; doing it here too keeps hand-built rules honest.
       methods: rule.match.methods === null ? null : withHead(new Set(rule.match.methods.map((m) => m.toUpperCase()))),
       host,

@@ -75,6 +75,15 @@ describe("matchingRules", () => {
     for (const path of ["/logins", "/log/in", "/x/login", "/login%2Fx"]) expect(matchingRules([login], get(path))).toEqual([]);
   });
 
+  it("reads a glob's ;parameters and escaped slashes as written: they say which requests the rule is for", () => {
+    const sessions = rule({ match: { path: "/*;jsessionid=*" } });
+    const encoded = rule({ match: { path: "/api/v4/projects/*%2F*" } });
+    for (const path of ["/Products", "/caf%C3%A9", "/cart/"]) expect(matchingRules([sessions], get(path))).toEqual([]);
+    expect(matchingRules([sessions], get("/cart;jsessionid=1"))).toEqual([sessions]);
+    expect(matchingRules([encoded], get("/api/v4/projects/42/Issues"))).toEqual([]);
+    expect(matchingRules([encoded], get("/api/v4/projects/group%2Fproject/issues"))).toEqual([encoded]);
+  });
+
   it("matches methods regardless of the request method's case", () => {
     const post = rule({ match: { methods: ["POST"] } });
     expect(matchingRules([post], { method: "post", path: "/", host: "x.test" })).toEqual([post]);
