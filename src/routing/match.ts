@@ -17,7 +17,7 @@ export interface MatchTarget {
 
 interface CompiledMatch {
   path: PathMatcher;
-  /** the glob as lenient origins route it, for a path read so ({@link routedPath}); null for a glob read only as written ({@link WRITTEN}) */
+  /** the glob as lenient origins route it, for a path read so ({@link routedPath}): `path` itself when it reads as itself, null for a glob read only as written ({@link WRITTEN}) */
   routed: PathMatcher | null;
   methods: ReadonlySet<string> | null;
   host: string | null;
@@ -71,7 +71,9 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
     if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
-    return match.path(path) || (routed !== path && match.routed !== null && match.routed(routed));
+    if (match.path(path)) return true;
+    // Read otherwise when either side does: /account/login reads as itself, and is how a glob /Account/Login reads.
+    return match.routed !== null && (routed !== path || match.routed !== match.path) && match.routed(routed);
   });
 }
 
@@ -100,9 +102,11 @@ function compiledMatch(rule: Rule): CompiledMatch {
   let match = compiled.get(rule);
   if (match === undefined) {
     const host = rule.match.host === null ? null : normalizeHost(rule.match.host);
+    const path = compileGlob(rule.match.path);
+    const routed = WRITTEN.test(rule.match.path) ? null : routedPath(rule.match.path);
     match = {
-      path: compileGlob(rule.match.path),
-      routed: WRITTEN.test(rule.match.path) ? null : compileGlob(routedPath(rule.match.path)),
+      path,
+      routed: routed === null ? null : routed === rule.match.path ? path : compileGlob(routed),
       // The parser upper-cases methods already; doing it here too keeps hand-built rules honest.
       methods: rule.match.methods === null ? null : withHead(new Set(rule.match.methods.map((m) => m.toUpperCase()))),
       host,

@@ -75,6 +75,14 @@ describe("matchingRules", () => {
     for (const path of ["/logins", "/log/in", "/x/login", "/login%2Fx"]) expect(matchingRules([login], get(path))).toEqual([]);
   });
 
+  it("applies a rule whose glob lenient origins read otherwise to the path in the form it reads as: /account/login under a rule on /Account/Login", () => {
+    // ASP.NET's routes are written in PascalCase and routed in any case: the all-lower spelling is the same action.
+    const login = rule({ match: { path: "/Account/Login" } });
+    const slash = rule({ match: { path: "/login/" } });
+    for (const path of ["/Account/Login", "/ACCOUNT/LOGIN", "/account/login"]) expect(matchingRules([login], get(path))).toEqual([login]);
+    for (const path of ["/login/", "/LOGIN", "/login"]) expect(matchingRules([slash], get(path))).toEqual([slash]);
+  });
+
   it("reads a glob's ;parameters and escaped slashes as written: they say which requests the rule is for", () => {
     const sessions = rule({ match: { path: "/*;jsessionid=*" } });
     const encoded = rule({ match: { path: "/api/v4/projects/*%2F*" } });
