@@ -93,7 +93,7 @@ async function owner(rule: Rule, counted: string): Promise<Owner> {
 
 /** This isolate's cached denial of the ask, when it has one: no call is needed to know it. */
 export function cachedDenial(ask: Ask, context: LimiterContext, now: number): Decision | undefined {
-  if (ask.rule.mode === "strict") return cachedStrictDenial(ask.rule, ask.objectName, ask.cost, now);
+  if (ask.rule.mode === "strict") return cachedStrictDenial(context.namespace, ask.rule, ask.objectName, ask.cost, now);
   return context.waitUntil ? cachedFastDenial(fastContext(context), ask.rule, ask.objectName, ask.cost, now) : undefined;
 }
 
@@ -110,7 +110,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(rule, objectName), now);
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(context.namespace, rule, objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
     return { decision };
   }
@@ -303,7 +303,7 @@ export async function forget(namespace: Env["LIMITER"], objectName: string): Pro
   await limiterStub(namespace, objectName).reset();
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(objectName);
-  forgetStrict(objectName);
+  forgetStrict(namespace, objectName);
   forgetFallback(objectName);
   capacityViews.delete(objectName);
 }

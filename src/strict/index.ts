@@ -34,21 +34,33 @@ export interface StrictDecision {
  * admit is said to be so, told to wait a period, as the object would (but under a block, which
  * denies every request until it ends).
  */
-export function cachedStrictDenial(rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  const cached = denials.lookup(objectName, cost, now, policyOf(rule));
-  if (!cached || cost <= largestCost(rule) || denials.blocks(objectName)) return cached;
+export function cachedStrictDenial(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
+  const object = objectKey(namespace, objectName);
+  const cached = denials.lookup(object, cost, now, policyOf(rule));
+  if (!cached || cost <= largestCost(rule) || denials.blocks(object)) return cached;
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }
 
 /** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
-export function forgetStrict(objectName: string): void {
-  denials.forget(objectName);
-  answers.forget(objectName);
+export function forgetStrict(namespace: Env["LIMITER"], objectName: string): void {
+  const object = objectKey(namespace, objectName);
+  denials.forget(object);
+  answers.forget(object);
 }
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
-export function strictShare(rule: Rule, objectName: string): Share {
-  return answers.shareOf(policyOf(rule), objectName);
+export function strictShare(namespace: Env["LIMITER"], rule: Rule, objectName: string): Share {
+  return answers.shareOf(policyOf(rule), objectKey(namespace, objectName));
+}
+
+/**
+ * The key's object as this isolate's memories of it (denials, breakers, last answers, lines) name
+ * it: by its id too, as two namespaces of the class (a jurisdiction's, another binding's) have
+ * objects of one name that are not one object, and one's denial or failure says nothing of the
+ * other. Its name first: a breaker's log line reads the rule from it.
+ */
+function objectKey(namespace: Env["LIMITER"], objectName: string): string {
+  return `${objectName}\n${objectId(namespace, objectName).toString()}`;
 }
 
 /**
@@ -69,14 +81,14 @@ export async function decideStrict(
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): Promise<StrictDecision> {
   const now = Date.now();
-  const cached = cachedStrictDenial(rule, objectName, cost, now);
+  const cached = cachedStrictDenial(namespace, rule, objectName, cost, now);
   if (cached) return { decision: cached };
+  const object = objectKey(namespace, objectName);
   const wholeRule = ruleBreaker(rule.name);
-  const wait = Math.max(breakers.waitFor(objectName, now), wholeRule.waitFor(now));
+  const wait = Math.max(breakers.waitFor(object, now), wholeRule.waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
-  // Lines are the object's, by its id: a batch is sent through its sender's namespace, and two
-  // namespaces of the class (a jurisdiction's, another binding's) have objects of one name that are
-  // not one object (lined up by name, a request was decided at the other namespace's object).
+  // Lines are the object's, by its id: a batch is sent through its sender's namespace (lined up by
+  // name, a request was decided at the other namespace's object).
   const call = (_object: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
     return limiterStub(namespace, objectName).decide(policy, costs);
@@ -86,20 +98,20 @@ export async function decideStrict(
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
     const decided = waitUntil
-      ? await coalescer.decide(call, objectId(namespace, objectName).toString(), policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
+      ? await coalescer.decide(call, object, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
       : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
-    answers.heard(policy, objectName, decided.decision, answeredAt);
-    breakers.succeeded(objectName, answeredAt);
+    answers.heard(policy, object, decided.decision, answeredAt);
+    breakers.succeeded(object, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its
     // retryAfter (a second at most) and forgotten when this isolate gives a slot of the key back
     // (refundStrict), so a slot freed elsewhere is seen at most that late, as the 429 said; asked
     // each time, a client holding its slots made every request a decide and a refund under each other rule.
     // An admission took units: the waits remembered for costlier requests were said before it, and may now be short.
-    if (decided.decision.allowed) denials.forget(objectName);
-    else denials.remember(objectName, cost, decided.decision, answeredAt, policy);
+    if (decided.decision.allowed) denials.forget(object);
+    else denials.remember(object, cost, decided.decision, answeredAt, policy);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.
@@ -107,9 +119,9 @@ export async function decideStrict(
     observeWait(rule, now);
     // A retryable error is not retried: a decide consumes units, and the runtime has already retried
     // every call it knew had not reached the object, so this one may have been applied.
-    if (objectErrorKind(error) === "overloaded") breakers.overloaded(objectName, rule.timeoutMs, Date.now());
-    else breakers.failed(objectName, rule.timeoutMs, Date.now(), error);
-    wholeRule.failed(objectName, rule.timeoutMs, Date.now());
+    if (objectErrorKind(error) === "overloaded") breakers.overloaded(object, rule.timeoutMs, Date.now());
+    else breakers.failed(object, rule.timeoutMs, Date.now(), error);
+    wholeRule.failed(object, rule.timeoutMs, Date.now());
     throw error;
   }
 }
@@ -152,11 +164,12 @@ export async function refundStrict(
   countedAt: number,
 ): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
-  denials.forget(objectName);
+  const object = objectKey(namespace, objectName);
+  denials.forget(object);
   try {
     await withTimeout(limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt), rule.timeoutMs);
   } finally {
-    denials.forget(objectName);
+    denials.forget(object);
   }
 }
 

@@ -1,6 +1,6 @@
 // The coalescer against the real RateLimiter: each object call is made by a request waiting in its batch, so no request's invocation carries a hot key's whole stream.
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Policy } from "../../src/algorithms";
 import type { Decided } from "../../src/durable-object/rate-limiter";
 import { policyOf } from "../../src/config/policy";
@@ -64,5 +64,32 @@ describe("strict decisions through two namespaces of the class", () => {
     const remaining = async (namespace: Env["LIMITER"]) => (await namespace.get(namespace.idFromName(name)).peek(policyOf(fixed))).remaining;
     expect(await remaining(env.LIMITER)).toBe(8);
     expect(await remaining(other)).toBe(9);
+  });
+
+  it("denies from one namespace's remembered denial only that namespace's requests", async () => {
+    const name = "coalescer/two-namespaces-denied";
+    const one = rule({ name: "coalescer-denied", algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 5_000 });
+    const other = env.FLAKY as unknown as Env["LIMITER"];
+    await decideStrict(env.LIMITER, name, one, 1, undefined);
+    expect((await decideStrict(env.LIMITER, name, one, 1, undefined)).decision.allowed).toBe(false);
+    // The other namespace's object of that name has counted nothing: its first request is admitted.
+    expect((await decideStrict(other, name, one, 1, undefined)).decision.allowed).toBe(true);
+  });
+
+  it("keeps one namespace's failing object from opening the breaker of the other's object of that name", async () => {
+    const name = "coalescer-failing/two-namespaces";
+    const fixed = rule({ name: "coalescer-failing", algorithm: "fixed-window", limit: 10, periodMs: 3_600_000, burst: 10, timeoutMs: 5_000 });
+    const flaky = env.FLAKY as unknown as Env["LIMITER"];
+    await env.FLAKY.get(env.FLAKY.idFromName(name)).fail(2, "before");
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    try {
+      for (let i = 0; i < 2; i++) await expect(decideStrict(flaky, name, fixed, 1, undefined)).rejects.toThrow();
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect((await decideStrict(env.LIMITER, name, fixed, 1, undefined)).decision.allowed).toBe(true);
+    // The breaker's line names the rule, as it did when breakers were keyed by name.
+    expect(lines).toContainEqual(expect.objectContaining({ event: "breaker", scope: "key", rule: "coalescer-failing", state: "open" }));
   });
 });
