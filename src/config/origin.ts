@@ -42,9 +42,10 @@ export function parseOrigin(raw: unknown): Origin {
 }
 
 /**
- * `raw` with whatever precedes an `@` in its authority written `…`: this error is the 500 every
- * client is sent, and a URL that fails to parse may still carry a user and password.
+ * `raw` with whatever lies between its scheme and its last `@` written `…`: this error is the 500
+ * every client is sent, and a URL that fails to parse may still carry a user and password, whose
+ * "/", "?" or "#" (unescaped, as a URL that fails to parse may well have them) ended the authority early.
  */
 function withoutCredentials(raw: string): string {
-  return raw.replace(/^([^:/?#]*:[/\\]*)[^/\\?#]*@/, "$1…@");
+  return raw.replace(/^([^:/?#]*:[/\\]*).*@/, "$1…@");
 }

@@ -292,7 +292,7 @@ describe("proxying an allowed request", () => {
   });
 
   it("never shows the credentials of an ORIGIN_URL that is no URL in the 500 every client is sent", async () => {
-    for (const origin of ["https://deploy:s3cret-pw@api.example.com:99999", "https://s3cret-pw@api.example.com:99999/v1", "https://deploy:s3cret-pw@exa mple.com"]) {
+    for (const origin of ["https://deploy:s3cret-pw@api.example.com:99999", "https://s3cret-pw@api.example.com:99999/v1", "https://deploy:s3cret-pw@exa mple.com", "https://deploy:s3cret/pw@api.example.com", "https://deploy:s3cret?pw@api.example.com", "https://deploy:s3cret#pw@api.example.com"]) {
       const res = await send(new Request("http://floodgate.test/demo/credentials"), { rules, ORIGIN_URL: origin });
       expect(res.status).toBe(500);
       const problem = await res.json<{ detail: string }>();
