@@ -71,10 +71,15 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
       if (match.host !== (match.hostHasPort ? host : hostWithoutPort)) return false;
     }
     if (rule.match.ips && !rule.match.ips.has(request.ip)) return false;
-    if (match.path(path)) return true;
-    // Read otherwise when either side does: /account/login reads as itself, and is how a glob /Account/Login reads.
-    return match.routed !== null && (routed !== path || match.routed !== match.path) && match.routed(routed);
+    return pathFits(match, path, routed);
   });
+}
+
+/** Whether a normalized path (`routed`: as {@link routedPath} reads it) meets the rule's glob, as written or as lenient origins route both. */
+function pathFits(match: CompiledMatch, path: string, routed: string): boolean {
+  if (match.path(path)) return true;
+  // Read otherwise when either side does: /account/login reads as itself, and is how a glob /Account/Login reads.
+  return match.routed !== null && (routed !== path || match.routed !== match.path) && match.routed(routed);
 }
 
 /**
@@ -85,7 +90,7 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
 export function matchFits(rule: Rule, part: "method" | "path" | "host", value: string): boolean {
   const match = compiledMatch(rule);
   if (part === "method") return match.methods === null || match.methods.has(value);
-  if (part === "path") return match.path(value);
+  if (part === "path") return pathFits(match, value, routedPath(value));
   return match.host === null || stripPort(match.host) === value;
 }
 

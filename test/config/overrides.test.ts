@@ -147,6 +147,10 @@ describe("overrides", () => {
     expect(() => only({ ...api, key: "host", match: { host: "a.example:8443" }, overrides: [{ keys: ["A.example"], limit: 5 }] })).not.toThrow();
   });
 
+  it("takes a path key the rule applies to as lenient origins route it: /LOGIN under a rule on /login", () => {
+    expect(() => only({ ...api, key: "path", match: { path: "/login" }, overrides: [{ keys: ["/LOGIN", "/login/"], limit: 5 }] })).not.toThrow();
+  });
+
   it("tells how to name the binding's free-form keys when a key does not fit the rule's key parts", () => {
     const error = errorFor({ name: "login", limit: 5, period: "1m", overrides: [{ keys: ["alice"], limit: 50 }] });
     expect(error.field).toBe("rules[0].overrides[0].keys[0]");
