@@ -278,13 +278,15 @@ export async function asReleased(ask: Ask, decision: Decision, context: LimiterC
  * what this isolate would answer from its lease or its denial (a `limit` now would get that), once
  * it has reported an ended lease the object still counts; the object's standing otherwise. What
  * `peek` answers, on the binding and the library. A peek needs no `waitUntil`: it awaits its sync.
- * It rejects with a TimeoutError past the rule's `timeout`, as a `limit` would stop waiting: a slow
+ * It rejects with a TimeoutError past the rule's `timeout` (one for the sync and the read), as a `limit` would stop waiting: a slow
  * object has no onError answer for a peek, and must not hold its caller for as long as it is slow.
  */
 export async function peekKey(context: LimiterContext, rule: Rule, objectName: string): Promise<Decision> {
-  if (rule.unlimited) return unlimited(rule, Date.now());
+  const started = Date.now();
+  if (rule.unlimited) return unlimited(rule, started);
   const fast = rule.mode === "fast" ? await peekFastReported(fastContext({ ...context, waitUntil: context.waitUntil ?? (() => undefined) }), rule, objectName) : undefined;
-  return fast ?? withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
+  // One timeout for the whole peek: a fast key's sync may have spent some of it, or all.
+  return fast ?? withTimeout(standing(context.namespace, rule, objectName), Math.max(0, rule.timeoutMs - (Date.now() - started)));
 }
 
 /**

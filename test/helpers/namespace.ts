@@ -7,12 +7,12 @@ import type { SyncRequest } from "../../src/fast/lease";
 type Method = "decide" | "sync" | "refund" | "peek";
 
 /**
- * The real objects, each call of `method` made once `before(...its arguments)` settles; `seen` is
+ * The real objects, each call of `method` (or of each of several) made once `before(...its arguments)` settles; `seen` is
  * handed each call's answer, for a test to wait out what lands after it. A namespace as the library
  * checks one (a proxy of the real one), so `limiter` and `createGate` take it too.
  */
 export function delayedCalls<M extends Method>(
-  method: M,
+  method: M | readonly M[],
   before: (...args: Parameters<RateLimiter[M]>) => Promise<unknown>,
   seen?: (answer: Promise<unknown>) => void,
 ): Env["LIMITER"] {
@@ -20,9 +20,9 @@ export function delayedCalls<M extends Method>(
   const slowed = (stub: DurableObjectStub<RateLimiter>) =>
     new Proxy(stub, {
       get: (target, prop) => {
-        if (prop !== method) return Reflect.get(target, prop);
+        if (prop !== method && !(Array.isArray(method) && method.includes(prop))) return Reflect.get(target, prop);
         return (...args: Parameters<RateLimiter[M]>) => {
-          const answer = before(...args).then(() => (target[method] as (...a: Parameters<RateLimiter[M]>) => Promise<unknown>)(...args));
+          const answer = before(...args).then(() => (target[prop as M] as (...a: Parameters<RateLimiter[M]>) => Promise<unknown>)(...args));
           seen?.(answer);
           return answer;
         };

@@ -285,6 +285,20 @@ describe("limiter", () => {
     expect(Math.abs(peeked.retryAfter - limited.retryAfter)).toBeLessThan(1_000);
   });
 
+  it("rejects a fast key's peek within one rule timeout, though both its sync and the object's standing are slow", async () => {
+    const landing: Promise<unknown>[] = [];
+    const slow = delayedCalls(["sync", "peek"], () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void landing.push(answer.catch(() => undefined)));
+    const api = limiter(slow, { name: "lib-fast-peek-slow", limit: 5, period: "1h", mode: "fast", timeout: "500ms", onError: "allow" });
+    const ctx = createExecutionContext();
+    expect(await api.limit("k", { ctx })).toMatchObject({ success: true, reason: "error" });
+    const started = Date.now();
+    await expect(api.peek("k")).rejects.toThrow(/^no answer within/);
+    const took = Date.now() - started;
+    await Promise.all(landing);
+    await waitOnExecutionContext(ctx);
+    expect(took).toBeLessThan(850);
+  });
+
   it("peeks a fast key as admitted while this isolate's lease holds a unit, though the object counts it taken", async () => {
     const api = limiter(namespace, { name: "lib-fast-peek-lease", limit: 2, period: "1h", mode: "fast" });
     const ctx = createExecutionContext();
