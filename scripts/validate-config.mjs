@@ -8,10 +8,11 @@ import { dirname, resolve } from "node:path";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** floodgate's validators, bundled from the sources the Worker itself runs (once per process). */
+/** floodgate's validators, bundled once per process (the tests run many checks in one). */
 let validatorsLoaded;
 const loadValidators = () => (validatorsLoaded ??= bundleValidators());
 
+/** floodgate's validators, bundled from the sources the Worker itself runs. */
 async function bundleValidators() {
   const { build } = await import("esbuild");
   const result = await build({
