@@ -35,7 +35,11 @@ export interface StrictDecision {
  * denies every request until it ends).
  */
 export function cachedStrictDenial(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  const object = objectKey(namespace, objectName);
+  return cachedDenialOf(objectKey(namespace, objectName), rule, cost, now);
+}
+
+/** {@link cachedStrictDenial} of the object as {@link objectKey} names it. */
+function cachedDenialOf(object: string, rule: Rule, cost: number, now: number): Decision | undefined {
   const cached = denials.lookup(object, cost, now, policyOf(rule));
   if (!cached || cost <= largestCost(rule) || denials.blocks(object)) return cached;
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
@@ -81,9 +85,9 @@ export async function decideStrict(
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): Promise<StrictDecision> {
   const now = Date.now();
-  const cached = cachedStrictDenial(namespace, rule, objectName, cost, now);
-  if (cached) return { decision: cached };
   const object = objectKey(namespace, objectName);
+  const cached = cachedDenialOf(object, rule, cost, now);
+  if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name);
   const wait = Math.max(breakers.waitFor(object, now), wholeRule.waitFor(now));
   if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
