@@ -30,7 +30,7 @@ export class DenialCache {
     if (decision.allowed || decision.retryAfter <= 0 || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
     const until = now + decision.retryAfter;
     // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a
-    // cheaper one no more. A block's stand only beside the same block's: its denials of every cost say
+    // cheaper one no more. A block's denials stand only beside the same block's: those of every cost say
     // when one unit passes (`moreAt`), and a block started since, by a request asked of the object, moves that.
     const sameKind = (d: Denial) => (decision.reason === "blocked" ? d.decision.reason === "blocked" && d.decision.moreAt === decision.moreAt : d.decision.reason !== "blocked");
     const agrees = (d: Denial) => (d.cost < cost ? d.until <= until : d.cost > cost && d.until >= until);
