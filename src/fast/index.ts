@@ -16,6 +16,7 @@ import {
   admittedUnleased,
   applyLease,
   beyondCapacity,
+  blockedAnyway,
   chargeLocally,
   decideLocally,
   deniedLocally,
@@ -115,7 +116,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   if (local) return local;
   // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
   const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
-  if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
+  if (wait > 0) return blockedOr(entry, rule, cost, new Error(`object unavailable; next attempt in ${wait}ms`));
   entry.waiting.push(cost);
   // One deadline for the decision: a second attempt that had its own waited up to twice the rule's timeout.
   const deadline = now + rule.timeoutMs;
@@ -124,10 +125,14 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
       const left = deadline - Date.now();
       // The deadline passed while the first sync did not cover the request: the object was too slow for it, as onError decides.
       if (attempt > 0 && left <= 0) throw new TimeoutError(`no decision within ${rule.timeoutMs}ms`);
-      await withTimeout(sync(context, entry, cost, false, undefined, rule), left).catch((error: unknown) => {
-        if (error instanceof TimeoutError) syncLate(entry, Date.now());
-        throw error;
-      });
+      const failure = await withTimeout(sync(context, entry, cost, false, undefined, rule), left).then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof TimeoutError) syncLate(entry, Date.now());
+          return error;
+        },
+      );
+      if (failure !== undefined) return blockedOr(entry, rule, cost, failure);
       // Answered under another plan's figures (a sync it joined): a looser plan's grant goes back, a
       // stricter plan's denial says nothing of this request; it asks again under its own, within the
       // deadline, without spending an attempt (another plan's request may switch the entry again).
@@ -150,7 +155,18 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
     letGo(context, entry);
   }
   // Requests queued behind the same syncs spent their grants first: this one is told to come back.
-  return { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
+  return blockedAnyway(entry.key, rule, cost, Date.now()) ?? { allowed: false, limit: rule.limit, remaining: 0, resetAt: now + rule.syncMs, moreAt: now + rule.syncMs, retryAfter: rule.syncMs, reason: "limit" };
+}
+
+/**
+ * A request the object could not be asked about (see {@link decideFast}): under the key's block,
+ * denied as blocked all the same, told the best time the isolate knows (see `blockedAnyway`);
+ * otherwise `error` is thrown, for the rule's `onError` to decide.
+ */
+function blockedOr(entry: Entry, rule: Rule, cost: number, error: unknown): Decision {
+  const blocked = blockedAnyway(entry.key, rule, cost, Date.now());
+  if (blocked) return blocked;
+  throw error;
 }
 
 /**

@@ -269,7 +269,10 @@ export function grantLease(
   const block = blocked ? blockedUntil : together ? blockStart(policy, together, now) : undefined;
   const units = block === undefined ? granted : 0;
   const toldAs = (until?: number) => soonerUnderOthers(asFiled(asked, askedPolicy, policy, now, until), stricter(policy, askedPolicy), now, sync.horizonMs);
-  const standing = block === undefined ? toldAs() : blockedDecision(policy, state, block, now);
+  // Under a block, told when the costliest request waiting passes (`moreAt`: one unit), which may
+  // be after the block ends: what other isolates hold counts as taken, as it does until they report
+  // it; not what this one holds, which it gives back on hearing of the block.
+  const standing = block === undefined ? toldAs() : blockedDecision(policy, withPinned(policy, state, othersPinned, now), block, now, deniedFor);
   const roomy = sync.roomyHorizonMs !== undefined && units > 0 && standing.allowed && isRoomy(standing.remaining, units, active);
   // The lease lasts until the booked call has had half an interval to be answered. An isolate makes
   // that call with its first request after the booked time: a quiet one's lease lasts until that

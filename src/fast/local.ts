@@ -27,6 +27,8 @@ export interface LocalKey {
   /** the object said the key is denied until then: deny locally, no call */
   blockedUntil: number;
   retryAfter: number;
+  /** under a block, when requests of more than one unit pass, as the object told them (see {@link costlierUnderBlock}): cheapest first */
+  costlier: Costlier[];
   /** the last global standing the object reported */
   standing: Decision | null;
   /** the algorithm the object last leased under (see Lease's `algorithm`); null before, or from an object of an earlier version */
@@ -65,6 +67,7 @@ export function freshKey(now: number, relayed = false): LocalKey {
     granted: 0,
     blockedUntil: 0,
     retryAfter: 0,
+    costlier: [],
     standing: null,
     leasedUnder: null,
     peers: 1,
@@ -116,7 +119,7 @@ function underBlock(key: LocalKey, now: number): boolean {
  * denies it from the cache, and no other rule need ask its object either.
  */
 export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: number): boolean {
-  return leaseLeft(key) < cost && now < cachedUntil(key, rule, now);
+  return leaseLeft(key) < cost && cachedFor(key, rule, cost, now) !== undefined;
 }
 
 /**
@@ -148,8 +151,69 @@ export function fromLease(key: LocalKey, rule: Rule, cost: number, now: number):
     spend(key, cost, slotOf(rule, now));
     return standing(key, rule, true, now, "local");
   }
+  const until = cachedFor(key, rule, cost, now);
+  return until !== undefined ? standing(key, rule, false, now, "cache", toldUntil(key, rule, until, now), cost) : undefined;
+}
+
+/**
+ * The block's denial of a request of `cost` when the object cannot be asked when it passes (its
+ * sync failed, or backs off): told the latest time the object gave a cost no more than it, which
+ * may be early; undefined when the key is not under a block. A block is the object's word for
+ * every cost: `onError` does not decide what it already denies.
+ */
+export function blockedAnyway(key: LocalKey, rule: Rule, cost: number, now: number): Decision | undefined {
+  if (!underBlock(key, now) || leaseLeft(key) >= cost) return undefined;
+  const told = key.costlier.filter((c) => c.cost <= cost).reduce((latest, c) => Math.max(latest, c.at), 0);
+  return standing(key, rule, false, now, "cache", Math.max(key.blockedUntil, told), cost);
+}
+
+/** A block's denial of one cost as the object told it: when a request of `cost` passes, and when one unit does then (`oneAt`, which names the block and its figures). */
+interface Costlier {
+  cost: number;
+  at: number;
+  oneAt: number;
+}
+
+/** The costs of one block an isolate asks its object about: each is a call, so a client varying its cost header buys at most this many a block. */
+const MAX_COSTLIER = 4;
+
+/**
+ * Until when the isolate's cache denies a request of `cost`, as seen at `now`: see {@link cachedUntil},
+ * and under a block, a request of more than one unit until it passes ({@link costlierUnderBlock}).
+ * Undefined when the cache does not deny it, or when only the object can tell when it passes.
+ */
+function cachedFor(key: LocalKey, rule: Rule, cost: number, now: number): number | undefined {
   const until = cachedUntil(key, rule, now);
-  return now < until ? standing(key, rule, false, now, "cache", toldUntil(key, rule, until, now), cost) : undefined;
+  if (now >= until) return undefined;
+  if (cost <= 1 || !underBlock(key, now)) return until;
+  const passes = costlierUnderBlock(key, cost);
+  return passes === undefined ? undefined : Math.max(until, passes);
+}
+
+/**
+ * When a request of `cost` passes under the key's block, as the object told this isolate (a block
+ * shorter than the key's own wait for a cost ends before that cost fits, and a client told the
+ * block's end was denied at the limit then, and blocked again): exactly, for a cost it was told
+ * of; a cheaper cost than one told, at the block's end if that one passes then, otherwise at that
+ * one's time, which it waits no longer than. Undefined for a costlier one than any told, while
+ * fewer than MAX_COSTLIER are known: the object is asked. Past that, the costliest's time, which may be early.
+ */
+function costlierUnderBlock(key: LocalKey, cost: number): number | undefined {
+  const told = key.costlier.find((c) => c.cost >= cost);
+  if (told) return told.at <= told.oneAt ? told.oneAt : told.at;
+  return key.costlier.length < MAX_COSTLIER ? undefined : key.costlier.at(-1)!.at;
+}
+
+/**
+ * What the isolate knows of a block's costlier requests once the object's answer to a sync that
+ * asked for `cost` (the costliest request waiting on it) comes: that cost's time, beside what it was
+ * told of the same block with the same figures.
+ */
+function toldCostlier(known: readonly Costlier[], standing: Decision, cost: number, now: number): Costlier[] {
+  if (standing.reason !== "blocked") return [];
+  const kept = known.filter((c) => c.oneAt === standing.moreAt && c.cost !== cost);
+  if (cost > 1) kept.push({ cost, at: now + standing.retryAfter, oneAt: standing.moreAt });
+  return kept.sort((a, b) => a.cost - b.cost).slice(-MAX_COSTLIER);
 }
 
 /**
@@ -286,6 +350,7 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
  */
 export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number): void {
   if (!key.outbox || lease.seq !== key.outbox.seq) return;
+  const asked = Math.min(key.outbox.costliest ?? key.outbox.need, key.outbox.need);
   key.outbox = null;
   key.roundTripMs = now - key.sentAt;
   key.lastSyncAt = now;
@@ -320,7 +385,9 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
   key.granted = lease.topsUp ? leaseLeft(key) : lease.units;
-  key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
+  // A block's standing tells the costliest request asked about; one unit passes at its `moreAt`.
+  key.retryAfter = lease.standing.allowed ? 0 : lease.standing.reason === "blocked" ? Math.max(0, lease.standing.moreAt - now) : lease.standing.retryAfter;
+  key.costlier = toldCostlier(key.costlier, lease.standing, asked, now);
   // Only an empty grant with the key denied is a denial: units leased, or an empty background
   // grant while the key has room, leave the isolate free to ask again. A rule with a block caches
   // only the block: the object must see a denied request to start it, and a background sync asks

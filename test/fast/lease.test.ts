@@ -523,6 +523,15 @@ describe("leases under a block", () => {
     expect(during.lease.standing).toMatchObject({ reason: "blocked", retryAfter: 5_000 });
     expect(during.blockedUntil).toBe(T0 + 5_000);
   });
+
+  it("tells the costliest request waiting under a block when its cost fits, and one unit when the block ends", () => {
+    const short: Policy = { ...blocking, blockMs: 5_000 };
+    const first = grantLease(short, undefined, indexPeers(), sync({ need: 98 }), T0);
+    const during = grantLease(short, first.state, first.peers, sync({ isolate: "c", need: 8, costliest: 5 }), T0 + 1, T0 + 5_000);
+    expect(during.lease.standing).toMatchObject({ reason: "blocked", moreAt: T0 + 5_000 });
+    // The 98 leased units count as taken until reported: 5 more fit only once they leave the window, a minute on at least.
+    expect(during.lease.standing.retryAfter).toBeGreaterThanOrEqual(60_000 - 1);
+  });
 });
 
 describe("leases when Worker versions disagree on the limit", () => {

@@ -4,6 +4,7 @@ import {
   admittedUnleased,
   applyLease,
   beyondCapacity,
+  blockedAnyway,
   chargeLocally,
   COLD_REFUSAL_MS,
   decideLocally,
@@ -569,12 +570,57 @@ describe("a fast key under a rule with a block", () => {
   });
 
   it("denies a cost the rule can never admit as blocked while the block holds, until it ends, as the object denies it", () => {
-    const blocked = { ...denial, moreAt: T0 + 300_000, retryAfter: 300_000, reason: "blocked" as const };
+    const blocked = { ...denial, moreAt: T0 + 300_010, retryAfter: 300_000, reason: "blocked" as const };
     expect(beyondCapacity(answered(blocked), blocking, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 300_000 - 10 });
   });
 
   it("denies a cost the rule can never admit as such, for a period, where no block holds", () => {
     expect(beyondCapacity(answered({ ...denial, reason: "limit" }), blocking, T0 + 20)).toMatchObject({ allowed: false, reason: "cost-exceeds-capacity", retryAfter: 60_000 });
+  });
+
+  /** A block until T0 + 300 s, as the object answers a sync that asked for `cost` (0: a background one): that cost passes at `costAt`. */
+  const blockedFor = (key: ReturnType<typeof freshKey>, cost: number, costAt: number, now: number) => {
+    const { seq } = nextSync(key, blocking, isolate(), cost, now);
+    applyLease(key, blocking, lease(seq, 0, { standing: { ...denial, moreAt: T0 + 300_000, resetAt: costAt, retryAfter: costAt - now, reason: "blocked" } }), now);
+    return key;
+  };
+
+  it("tells a costlier request under a block when the object said a request of its cost passes, and one unit when the block ends", () => {
+    const key = blockedFor(freshKey(T0), 5, T0 + 400_000, T0 + 10);
+    expect(decideLocally(key, blocking, 5, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 400_000 - 20 });
+    expect(decideLocally(key, blocking, 1, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 300_000 - 20 });
+  });
+
+  it("asks the object when a request costlier than any it was told of passes under a block", () => {
+    const key = blockedFor(freshKey(T0), 0, T0 + 300_000, T0 + 10);
+    expect(decideLocally(key, blocking, 5, T0 + 20)).toBeUndefined();
+    expect(deniedLocally(key, blocking, 5, T0 + 20)).toBe(false);
+  });
+
+  it("tells a cheaper request under a block the block's end when a costlier one passes then, else the costlier one's time", () => {
+    const atEnd = blockedFor(freshKey(T0), 5, T0 + 300_000, T0 + 10);
+    expect(decideLocally(atEnd, blocking, 3, T0 + 20)).toMatchObject({ reason: "blocked", retryAfter: 300_000 - 20 });
+    const later = blockedFor(freshKey(T0), 5, T0 + 400_000, T0 + 10);
+    expect(decideLocally(later, blocking, 3, T0 + 20)).toMatchObject({ reason: "blocked", retryAfter: 400_000 - 20 });
+  });
+
+  it("asks the object under one block about four costs at most, then tells the costliest's time", () => {
+    const key = freshKey(T0);
+    for (const cost of [2, 3, 4, 5]) blockedFor(key, cost, T0 + 300_000 + cost * 1_000, T0 + 10);
+    expect(decideLocally(key, blocking, 9, T0 + 20)).toMatchObject({ reason: "blocked", retryAfter: 305_000 - 20 });
+  });
+
+  it("forgets what a block told of costlier requests once the key is no longer blocked", () => {
+    const key = blockedFor(freshKey(T0), 5, T0 + 400_000, T0 + 10);
+    const { seq } = nextSync(key, blocking, isolate(), 0, T0 + 20);
+    applyLease(key, blocking, lease(seq, 0, { standing: { ...denial, reason: "limit" } }), T0 + 20);
+    expect(key.costlier).toEqual([]);
+  });
+
+  it("denies a request as blocked when the object cannot be asked when its cost passes, told the latest time it knows", () => {
+    const key = blockedFor(freshKey(T0), 2, T0 + 350_000, T0 + 10);
+    expect(blockedAnyway(key, blocking, 5, T0 + 20)).toMatchObject({ allowed: false, reason: "blocked", retryAfter: 350_000 - 20 });
+    expect(blockedAnyway(answered({ ...denial, reason: "limit" }), blocking, 5, T0 + 20)).toBeUndefined();
   });
 
   it("keeps a fixed window's block past the window's turn, where the window's own count is gone", () => {

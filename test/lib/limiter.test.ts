@@ -8,7 +8,7 @@ import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
 import { isRelay, originLog } from "../helpers/worker";
 import { frozenStart } from "../helpers/clock";
-import { delayedCalls } from "../helpers/namespace";
+import { delayedCalls, delayedSyncs } from "../helpers/namespace";
 
 const namespace = (env as unknown as Env).LIMITER;
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
@@ -63,6 +63,21 @@ describe("limiter", () => {
     const api = limiter(namespace, { name: "lib-cost", limit: 10, period: "1h", cost: 4 });
     expect((await api.limit("k")).remaining).toBe(6);
     expect((await api.limit("k", { cost: 6 })).remaining).toBe(0);
+  });
+
+  it("denies a fast key's blocked request as blocked when its object cannot be asked when that cost passes, not by onError", async () => {
+    let down = false;
+    const failing = delayedSyncs(async () => {
+      if (down) throw new Error("object down");
+    });
+    const api = limiter(failing, { name: "lib-block-down", mode: "fast", algorithm: "fixed-window", limit: 10, period: "1h", block: "10m", onError: "allow" });
+    const ctx = createExecutionContext();
+    expect((await api.limit("k", { ctx, cost: 9 })).success).toBe(true);
+    expect(await api.limit("k", { ctx, cost: 2 })).toMatchObject({ success: false, reason: "blocked" });
+    down = true;
+    // A cost it was not told of: the isolate would ask the object when it passes.
+    expect(await api.limit("k", { ctx, cost: 5 })).toMatchObject({ success: false, reason: "blocked" });
+    await waitOnExecutionContext(ctx);
   });
 
   it("peeks without consuming, and resets", async () => {

@@ -247,6 +247,23 @@ describe("block", () => {
     expect(Number(got[5]!.headers.get("Retry-After"))).toBeGreaterThan(290);
     expect(decisions.filter((d) => d.rule === "block-fast").map((d) => d.reason)).toEqual(["blocked", "blocked", "blocked"]);
   });
+
+  it("tells each cost under a fast key's block when a request of that cost passes, so obeying Retry-After is not blocked again", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const t0 = frozenStart();
+    vi.setSystemTime(t0);
+    const rules = [{ name: "block-costlier-fast", mode: "fast", algorithm: "fixed-window", limit: 10, period: "1m", block: "10s", cost: "header:x-cost" }];
+    const hit = (cost: number) => send(get("/block-costlier-fast/x", "192.0.2.176", { "x-cost": String(cost) }), { rules });
+    expect((await hit(9)).status).toBe(200);
+    // 9 of 10 taken: 2 units wait for the window's end, a minute off; 1 unit only for the block's end.
+    const waits = [];
+    for (const cost of [2, 1, 2, 3]) waits.push((await hit(cost)).headers.get("Retry-After"));
+    expect(waits).toEqual(["60", "10", "60", "60"]);
+    vi.setSystemTime(t0 + 10_000);
+    expect((await hit(1)).status).toBe(200);
+    vi.setSystemTime(t0 + 60_000);
+    expect((await hit(2)).status).toBe(200);
+  });
 });
 
 describe("IP lists", () => {
