@@ -1,6 +1,6 @@
 /** floodgate's Worker: the proxy (validates the configuration, answers the admin API, checks the rules, proxies) and the Floodgate service binding. */
 import { handleAdmin, isAdminPath } from "./admin/admin";
-import { denyListOnly, hashKeyOf, loadSettings, type Settings } from "./config";
+import { denyListOnly, hashKeyOf, loadSettings, requireLimiter, type Settings } from "./config";
 import { ConfigError } from "./config/errors";
 import type { Env } from "./env";
 import { setCapacity } from "./fast";
@@ -30,6 +30,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
   let settings: Settings;
   try {
     settings = loadSettings(env);
+    requireLimiter(env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // DENY_IPS comes before anything else, an invalid configuration elsewhere included.

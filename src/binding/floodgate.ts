@@ -1,6 +1,6 @@
 /** The Floodgate service binding: another Worker's RPC door to the same rules, keys and decisions as the proxy. */
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { loadSettings, type Settings } from "../config";
+import { loadSettings, requireLimiter, type Settings } from "../config";
 import type { DurationText } from "../config/input";
 import type { Rule } from "../config/types";
 import type { Env } from "../env";
@@ -106,6 +106,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
 
   #settings(): Settings {
     const settings = loadSettings(this.env);
+    requireLimiter(this.env);
     setCapacity(settings.fastMaxKeys);
     return settings;
   }

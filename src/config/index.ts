@@ -1,4 +1,5 @@
 /** The configuration of this isolate, validated once and again only when the raw bindings change. */
+import { isNamespace } from "../durable-object/stub";
 import type { Env } from "../env";
 import { DEFAULT_HEADERS, HEADER_FORMS, type HeaderForm, type HeaderOptions } from "../http/rate-limit-headers";
 import type { AnalyticsSettings } from "../metrics/analytics";
@@ -53,6 +54,18 @@ export function loadSettings(env: Env): Settings {
   const { result } = cached!;
   if (result instanceof ConfigError) throw result;
   return result;
+}
+
+/**
+ * Throws the ConfigError naming `LIMITER` when the Worker has no RateLimiter binding (an environment
+ * that does not repeat it, say): every decision goes through it, and without it the proxy and the
+ * service binding failed inside, and a fast rule denied as if its object were down. Apart from
+ * {@link loadSettings}, which `npm run deploy` runs where no binding exists.
+ */
+export function requireLimiter(env: Env): void {
+  if (!isNamespace(env.LIMITER)) {
+    throw ConfigError.topLevel(`expected the RateLimiter Durable Object binding: add [[durable_objects.bindings]] with name = "LIMITER" and class_name = "RateLimiter" (and its new_sqlite_classes migration) to wrangler.toml, got ${show(env.LIMITER)}`, "LIMITER");
+  }
 }
 
 function parse(env: Env): Settings | ConfigError {

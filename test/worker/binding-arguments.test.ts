@@ -5,9 +5,9 @@ import { Floodgate } from "../../src/binding/floodgate";
 import type { Env } from "../../src/env";
 import { originUrl } from "../helpers/worker";
 
-function binding(rules: unknown, props?: unknown): { floodgate: Floodgate; done: () => Promise<void> } {
+function binding(rules: unknown, props?: unknown, bindings: Partial<Env> = {}): { floodgate: Floodgate; done: () => Promise<void> } {
   const ctx = Object.assign(createExecutionContext(), props === undefined ? {} : { props });
-  const bound: Env = { ...(env as unknown as Env), ORIGIN_URL: originUrl(), RATE_LIMIT_RULES: JSON.stringify(rules) };
+  const bound: Env = { ...(env as unknown as Env), ORIGIN_URL: originUrl(), RATE_LIMIT_RULES: JSON.stringify(rules), ...bindings };
   return { floodgate: new Floodgate(ctx as never, bound), done: () => waitOnExecutionContext(ctx) };
 }
 
@@ -22,6 +22,18 @@ describe("the service binding's props", () => {
     const { floodgate, done } = binding([{ name: "ba-props", limit: 9, period: "1m" }], { rule: "ba-props", cost: 5 });
     await expect(floodgate.limit({ key: "k" })).rejects.toThrow(/^limit: the binding's props\.cost is not something floodgate reads; its props take only "rule"/);
     await expect(floodgate.check(new Request("http://app.test/x"))).rejects.toThrow(/^check: the binding's props\.cost/);
+    await done();
+  });
+});
+
+describe("the floodgate Worker's own bindings", () => {
+  it("rejects every call naming LIMITER when the RateLimiter binding is missing, rather than failing inside", async () => {
+    const { floodgate, done } = binding([{ name: "ba-no-limiter", limit: 5, period: "1m" }], undefined, { LIMITER: undefined as never });
+    const named = /^LIMITER: expected the RateLimiter Durable Object binding/;
+    await expect(floodgate.limit({ key: "k" })).rejects.toThrow(named);
+    await expect(floodgate.peek({ key: "k" })).rejects.toThrow(named);
+    await expect(floodgate.reset({ key: "k" })).rejects.toThrow(named);
+    await expect(floodgate.check(new Request("http://app.test/x"))).rejects.toThrow(named);
     await done();
   });
 });

@@ -291,6 +291,16 @@ describe("proxying an allowed request", () => {
     }
   });
 
+  it("answers a configuration error naming LIMITER when the RateLimiter binding is missing, never the origin", async () => {
+    const missing = [{ name: "no-limiter", key: "ip", limit: 5, period: "1m" }, { name: "no-limiter-fast", key: "ip", limit: 5, period: "1m", mode: "fast" }];
+    const res = await send(new Request("http://floodgate.test/no-limiter/x", { headers: { "CF-Connecting-IP": "198.51.100.62" } }), { rules: missing, LIMITER: undefined as never });
+    expect(res.status).toBe(500);
+    const problem = await res.json<{ title: string; detail: string }>();
+    expect(problem.title).toBe("Invalid Configuration");
+    expect(problem.detail).toMatch(/^LIMITER: expected the RateLimiter Durable Object binding/);
+    expect(await originLog("no-limiter")).toEqual([]);
+  });
+
   it("never shows the credentials of an ORIGIN_URL that is no URL in the 500 every client is sent", async () => {
     for (const origin of ["https://deploy:s3cret-pw@api.example.com:99999", "https://s3cret-pw@api.example.com:99999/v1", "https://deploy:s3cret-pw@exa mple.com", "https://deploy:s3cret/pw@api.example.com", "https://deploy:s3cret?pw@api.example.com", "https://deploy:s3cret#pw@api.example.com"]) {
       const res = await send(new Request("http://floodgate.test/demo/credentials"), { rules, ORIGIN_URL: origin });
