@@ -105,6 +105,16 @@ describe("examples/hono-app", () => {
     expect(other.status).toBe(200);
   });
 
+  it("answers /complete with a 400 for a token count that is not a whole number, rather than charging it where the error goes unseen", async () => {
+    const { config, built } = await example("hono-app");
+    running = await run([workerOptions(config, built.path)]);
+
+    const statuses: number[] = [];
+    for (const tokens of ["0.5", "abc", "-3"]) statuses.push((await running.fetch(`/complete?tokens=${tokens}`, { method: "POST", headers: { "x-api-key": "k-bad-tokens" } })).status);
+
+    expect(statuses).toEqual([400, 400, 400]);
+  });
+
   it("limits /login per IPv6 network: a client rotating through the addresses of its /56 gets no fresh attempts", async () => {
     const { config, built } = await example("hono-app");
     running = await run([workerOptions(config, built.path)]);

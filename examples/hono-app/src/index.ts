@@ -27,6 +27,8 @@ const app = new Hono<Env>()
   .use("/complete", rateLimit({ binding: "LIMITER", rule: { name: "tokens", limit: 1_000, period: "1h" }, key: (c) => c.req.header("x-api-key") }))
   .post("/complete", async (c) => {
     const used = Number(c.req.query("tokens") ?? 1);
+    // charge takes whole units and rejects anything else, in the background where no one sees it: refuse such a count here.
+    if (!Number.isSafeInteger(used) || used < 0) return c.json({ error: "?tokens= must be a whole number, 0 or more" }, 400);
     c.executionCtx.waitUntil(c.get("rateLimit").charge!(used - 1));
     return c.json({ used });
   });
