@@ -13,6 +13,7 @@ import { forget, standing } from "../limiter";
 import { durableObjectName, namedObject } from "../routing/key";
 import { canonicalKey, isHashedName, UnbuildableKeyError } from "../routing/key-text";
 import { normalizePath } from "../routing/path";
+import { TimeoutError } from "../strict/timeout";
 import { statusPage } from "./page";
 
 export const ADMIN_PREFIX = "/__floodgate/";
@@ -91,7 +92,11 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
     return Response.json({ rule: rule.name, key, reset: true });
   }
   const keyed = await ruleOfObject(rule, key, objectName);
-  const state = await standing(env.LIMITER, keyed, objectName);
+  const state = await standing(env.LIMITER, keyed, objectName).catch((error: unknown) => {
+    // A slow object is the admin's to hear of, and to try again: it is no failure of floodgate's own.
+    if (error instanceof TimeoutError) throw new HttpProblem({ type: "about:blank", status: 504, title: "Gateway Timeout", detail: `the key's object did not answer within the rule's timeout (${keyed.timeoutMs}ms); try again` });
+    throw error;
+  });
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: describeQuota(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });

@@ -137,7 +137,7 @@ async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decisi
 /** The key's standing from its object within the rule's timeout; undefined, the failure counted and logged, when it cannot say. */
 async function readStanding({ rule, objectName }: Ask, context: LimiterContext): Promise<Decision | undefined> {
   try {
-    return await withTimeout(standing(context.namespace, rule, objectName), rule.timeoutMs);
+    return await standing(context.namespace, rule, objectName);
   } catch (error) {
     countError("peek", rule)(error);
     return undefined;
@@ -286,17 +286,19 @@ export async function peekKey(context: LimiterContext, rule: Rule, objectName: s
   if (rule.unlimited) return unlimited(rule, started);
   const fast = rule.mode === "fast" ? await peekFastReported(fastContext({ ...context, waitUntil: context.waitUntil ?? (() => undefined) }), rule, objectName) : undefined;
   // One timeout for the whole peek: a fast key's sync may have spent some of it, or all.
-  return fast ?? withTimeout(standing(context.namespace, rule, objectName), Math.max(0, rule.timeoutMs - (Date.now() - started)));
+  return fast ?? standing(context.namespace, rule, objectName, Math.max(0, rule.timeoutMs - (Date.now() - started)));
 }
 
 /**
  * The key's standing from its object, consuming nothing: `allowed` and `retryAfter` for one unit;
  * for a key its override leaves unlimited, the rule's whole quota, whatever its object still holds.
+ * Rejects with a TimeoutError past `budgetMs` (the rule's timeout unless told): every reader, the
+ * admin API's included, stops waiting on a slow object when a request would.
  */
-export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<Decision> {
+export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName: string, budgetMs = rule.timeoutMs): Promise<Decision> {
   if (rule.unlimited) return unlimited(rule, Date.now());
   metrics.count("floodgate_durable_object_calls_total", { method: "peek" });
-  return limiterStub(namespace, objectName).peek(policyOf(rule));
+  return withTimeout(limiterStub(namespace, objectName).peek(policyOf(rule)), budgetMs);
 }
 
 /** Forgets the key: its object, and this isolate's lease, cached denial and local fallback counters of it. */

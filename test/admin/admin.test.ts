@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config/rules";
 import { Metrics } from "../../src/metrics/metrics";
+import { delayedCalls } from "../helpers/namespace";
 import { send } from "../helpers/worker";
 
 const TOKEN = "s3cret-admin-token";
@@ -82,6 +83,19 @@ describe("admin API", () => {
     await hit("192.0.2.73");
     const mapped = (await (await admin(`state?rule=adm-window&key=${encodeURIComponent("::ffff:192.0.2.73")}`)).json()) as { key: string; state: { remaining: number } };
     expect(mapped).toMatchObject({ key: "192.0.2.73", state: { remaining: 2 } });
+  });
+
+  it("answers 504 to a state read the key's object does not answer within the rule's timeout, rather than wait on it", async () => {
+    let answered: Promise<unknown> | undefined;
+    // The real objects, each peek answered 3 s late: an object far behind on its queue.
+    const slowPeeks = delayedCalls("peek", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
+    const slowRule = [{ name: "adm-slow", limit: 3, period: "1m", timeout: "100ms" }];
+    const started = Date.now();
+    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow&key=192.0.2.80", { headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowPeeks });
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(res.status).toBe(504);
+    expect(await res.json()).toEqual({ type: "about:blank", title: "Gateway Timeout", status: 504, detail: "the key's object did not answer within the rule's timeout (100ms); try again" });
+    await answered;
   });
 
   it("answers 400 to a state call without rule and key, or with either empty, and 404 to an unknown rule", async () => {
