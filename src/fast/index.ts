@@ -8,7 +8,7 @@ import { ALONE, type Share } from "../limiter/local-share";
 import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
 import { policyOf } from "../config/policy";
-import { ruleBreaker } from "../strict/breaker";
+import { BreakerOpenError, ruleBreaker } from "../strict/breaker";
 import { TimeoutError, withTimeout } from "../strict/timeout";
 import type { Lease, SyncRequest } from "./lease";
 import { firstThroughRelay, relayFor, syncsThrough, type Whereabouts } from "./relay";
@@ -116,7 +116,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   if (local) return local;
   // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
   const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
-  if (wait > 0) return blockedOr(entry, rule, cost, new Error(`object unavailable; next attempt in ${wait}ms`));
+  if (wait > 0) return blockedOr(entry, rule, cost, new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`));
   entry.waiting.push(cost);
   // One deadline for the decision: a second attempt that had its own waited up to twice the rule's timeout.
   const deadline = now + rule.timeoutMs;

@@ -17,6 +17,7 @@ import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
 import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type StrictDecision } from "../strict";
+import { BreakerOpenError } from "../strict/breaker";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
 import { LruTable } from "../fast/table";
@@ -108,7 +109,10 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
   } catch (error) {
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
-    countError(error instanceof QueueFullError ? "queue_full" : "durable_object", rule)(error);
+    const kind = error instanceof QueueFullError ? "queue_full" : "durable_object";
+    // A request an open breaker turned away is counted; the breaker's own line tells of it.
+    if (error instanceof BreakerOpenError) metrics.count("floodgate_errors_total", { kind });
+    else countError(kind, rule)(error);
     const now = Date.now();
     const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(context.namespace, rule, objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);

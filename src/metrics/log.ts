@@ -65,10 +65,21 @@ function writeLine(line: Record<string, unknown>): void {
 /** The isolate's log. */
 export const log = new Log();
 
-/** Counts a failure in `floodgate_errors_total` under `kind` and logs it: for work whose failure the request does not see. */
+/** Errors already logged: every request that rode a failed batch call is rejected with the call's one error. */
+const logged = new WeakSet<object>();
+
+/**
+ * Counts a failure in `floodgate_errors_total` under `kind` for each request it reaches, and logs
+ * it once: one failed call is one line, however many requests it answered. For work whose failure
+ * the request does not see.
+ */
 export function countError(kind: string, rule?: { name: string }): (error: unknown) => void {
   return (error) => {
     metrics.count("floodgate_errors_total", { kind });
+    if (typeof error === "object" && error !== null) {
+      if (logged.has(error)) return;
+      logged.add(error);
+    }
     // The rule tells an operator with many rules whose objects are failing.
     log.event("error", { kind, ...(rule ? { rule: rule.name } : {}), message: error instanceof Error ? error.message : String(error) }, Date.now());
   };

@@ -2,6 +2,14 @@
 
 import { log } from "../metrics/log";
 
+/**
+ * A request turned away while its object's breaker, or its rule's, is open: onError answers it and
+ * it is counted as the object's error, but the breaker's own line tells of it, not one per request.
+ */
+export class BreakerOpenError extends Error {
+  override readonly name = "BreakerOpenError";
+}
+
 /** The longest an object is left alone, however often it has failed. */
 export const MAX_BACKOFF_MS = 30_000;
 

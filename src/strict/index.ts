@@ -8,7 +8,7 @@ import { limiterStub, objectId } from "../durable-object/stub";
 import type { Env } from "../env";
 import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
-import { Breakers, ruleBreaker } from "./breaker";
+import { BreakerOpenError, Breakers, ruleBreaker } from "./breaker";
 import { Coalescer, QueueFullError } from "./coalescer";
 import { DenialCache } from "./denials";
 import { LastAnswers } from "./last-answers";
@@ -90,7 +90,7 @@ export async function decideStrict(
   if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name);
   const wait = Math.max(breakers.waitFor(object, now), wholeRule.waitFor(now));
-  if (wait > 0) throw new Error(`object unavailable; next attempt in ${wait}ms`);
+  if (wait > 0) throw new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`);
   // Lines are the object's, by its id: a batch is sent through its sender's namespace (lined up by
   // name, a request was decided at the other namespace's object).
   const call = (_object: string, policy: Policy, costs: number[]) => {

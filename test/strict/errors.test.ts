@@ -99,6 +99,20 @@ describe("a strict decision when the object errs", () => {
   });
 });
 
+/** The error lines `during` tried to write, by their kind: those written, and those the log's cap left out. */
+async function errorLines(during: () => Promise<unknown>): Promise<{ written: Record<string, unknown>[]; attempted: number }> {
+  const written: Record<string, unknown>[] = [];
+  const dropped = () => metrics.value("floodgate_log_lines_dropped_total", { event: "error" });
+  const before = dropped();
+  const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => void written.push(JSON.parse(String(line)) as Record<string, unknown>));
+  try {
+    await during();
+  } finally {
+    spy.mockRestore();
+  }
+  return { written, attempted: written.length + dropped() - before };
+}
+
 describe("an object's failure in the log", () => {
   it("names the rule it was for, so an operator with many rules can tell whose objects fail", async () => {
     await failing("log/rule", 1, "overloaded");
@@ -110,5 +124,33 @@ describe("an object's failure in the log", () => {
       spy.mockRestore();
     }
     expect(lines.map((line) => JSON.parse(String(line)))).toContainEqual(expect.objectContaining({ event: "error", kind: "durable_object", rule: "logged-rule" }));
+  });
+
+  it("writes a failed call as one line however many requests rode it, and counts each request onError answered", async () => {
+    const batched = rule({ name: "logged-batch", timeoutMs: 10_000, onError: "deny" });
+    // The first request calls alone, the other seven ride the next call: both fail.
+    await failing("logged-batch/k", 2, "retryable");
+    const errorsBefore = metrics.value("floodgate_errors_total", { kind: "durable_object" });
+    const background: Promise<unknown>[] = [];
+    const context = { namespace, waitUntil: (promise: Promise<unknown>) => void background.push(promise) };
+    const { attempted } = await errorLines(async () => {
+      const decided = await Promise.all(Array.from({ length: 8 }, () => decide({ rule: batched, objectName: "logged-batch/k", key: "k", cost: 1 }, context)));
+      await Promise.all(background);
+      expect(decided.map((d) => d.decision.reason)).toEqual(Array(8).fill("error"));
+    });
+    expect(attempted).toBe(2);
+    expect(metrics.value("floodgate_errors_total", { kind: "durable_object" }) - errorsBefore).toBe(8);
+  });
+
+  it("writes no line for each request an open breaker turns away, which the breaker's own line tells of, and counts each", async () => {
+    const guarded = rule({ name: "logged-breaker", timeoutMs: 10_000, onError: "deny" });
+    await failing("logged-breaker/k", 1, "overloaded");
+    const errorsBefore = metrics.value("floodgate_errors_total", { kind: "durable_object" });
+    const { written, attempted } = await errorLines(async () => {
+      for (let i = 0; i < 6; i++) await decide({ rule: guarded, objectName: "logged-breaker/k", key: "k", cost: 1 }, { namespace });
+    });
+    expect(attempted).toBe(1);
+    expect(written[0]).toMatchObject({ kind: "durable_object", rule: "logged-breaker", message: "injected: overloaded" });
+    expect(metrics.value("floodgate_errors_total", { kind: "durable_object" }) - errorsBefore).toBe(6);
   });
 });
