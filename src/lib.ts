@@ -123,7 +123,7 @@ export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter
     },
     async reset(key) {
       checkNoMore(arguments, 1, where("reset"), "a key");
-      await forget(namespace, await durableObjectName(parsed.name, checkKey(key, where("reset"))));
+      await forget(namespace, parsed, await durableObjectName(parsed.name, checkKey(key, where("reset"))));
     },
   };
 }

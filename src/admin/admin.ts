@@ -88,18 +88,22 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const key = keyFor(rule, typed);
   const objectName = await namedObject(rule.name, key);
   if (method === "DELETE") {
-    await forget(env.LIMITER, objectName);
+    await forget(env.LIMITER, rule, objectName).catch(timedOut(rule, "the reset may still be applied: read the key's state, or reset it again"));
     return Response.json({ rule: rule.name, key, reset: true });
   }
   const keyed = await ruleOfObject(rule, key, objectName);
-  const state = await standing(env.LIMITER, keyed, objectName).catch((error: unknown) => {
-    // A slow object is the admin's to hear of, and to try again: it is no failure of floodgate's own.
-    if (error instanceof TimeoutError) throw new HttpProblem({ type: "about:blank", status: 504, title: "Gateway Timeout", detail: `the key's object did not answer within the rule's timeout (${keyed.timeoutMs}ms); try again` });
-    throw error;
-  });
+  const state = await standing(env.LIMITER, keyed, objectName).catch(timedOut(keyed, "try again"));
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: describeQuota(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
+}
+
+/** A 504 for a key's object that did not answer within the rule's timeout, saying what to do: a slow object is the admin's to hear of, no failure of floodgate's own. */
+function timedOut(rule: Rule, then: string): (error: unknown) => never {
+  return (error) => {
+    if (error instanceof TimeoutError) throw new HttpProblem({ type: "about:blank", status: 504, title: "Gateway Timeout", detail: `the key's object did not answer within the rule's timeout (${rule.timeoutMs}ms); ${then}` });
+    throw error;
+  };
 }
 
 /**

@@ -101,7 +101,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
     const { rule, key } = this.#resolve(options, arguments, "reset", KEY_OPTIONS);
-    await forget(this.env.LIMITER, await durableObjectName(rule.name, key));
+    await forget(this.env.LIMITER, rule, await durableObjectName(rule.name, key));
   }
 
   #settings(): Settings {

@@ -305,10 +305,14 @@ export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName
   return withTimeout(limiterStub(namespace, objectName).peek(policyOf(rule)), budgetMs);
 }
 
-/** Forgets the key: its object, and this isolate's lease, cached denial and local fallback counters of it. */
-export async function forget(namespace: Env["LIMITER"], objectName: string): Promise<void> {
+/**
+ * Forgets the key: its object, and this isolate's lease, cached denial and local fallback counters of it.
+ * Rejects with a TimeoutError past the rule's timeout, as {@link standing} does; the reset may still
+ * land then, and this isolate keeps what it knows of the key until it does, as other isolates do.
+ */
+export async function forget(namespace: Env["LIMITER"], rule: Rule, objectName: string): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "reset" });
-  await limiterStub(namespace, objectName).reset();
+  await withTimeout(limiterStub(namespace, objectName).reset(), rule.timeoutMs);
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(objectName);
   forgetStrict(namespace, objectName);

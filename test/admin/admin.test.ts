@@ -98,6 +98,18 @@ describe("admin API", () => {
     await answered;
   });
 
+  it("answers 504 to a reset the key's object does not take within the rule's timeout, rather than wait on it", async () => {
+    let answered: Promise<unknown> | undefined;
+    const slowResets = delayedCalls("reset", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
+    const slowRule = [{ name: "adm-slow-reset", limit: 3, period: "1m", timeout: "100ms" }];
+    const started = Date.now();
+    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow-reset&key=192.0.2.81", { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowResets });
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { detail: string }).detail).toBe("the key's object did not answer within the rule's timeout (100ms); the reset may still be applied: read the key's state, or reset it again");
+    await answered;
+  });
+
   it("answers 400 to a state call without rule and key, or with either empty, and 404 to an unknown rule", async () => {
     expect((await admin("state?rule=adm-window")).status).toBe(400);
     expect((await admin("state?rule=adm-window&key=")).status).toBe(400);

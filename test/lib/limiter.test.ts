@@ -100,6 +100,16 @@ describe("limiter", () => {
     await answered;
   });
 
+  it("rejects a reset the key's object does not take within the rule's timeout, rather than wait on it", async () => {
+    let answered: Promise<unknown> | undefined;
+    const slowResets = delayedCalls("reset", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
+    const api = limiter(slowResets, { name: "lib-reset-slow", limit: 3, period: "1h", timeout: "100ms" });
+    const started = Date.now();
+    await expect(api.reset("k")).rejects.toThrow(/^no answer within 100ms$/);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    await answered;
+  });
+
   it("peeks a key new to this isolate past newKeysPerSecond as its request would be counted: under #overflow", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     vi.setSystemTime(frozenStart());
