@@ -3,8 +3,9 @@
 import { log } from "../metrics/log";
 
 /**
- * A request turned away while its object's breaker, or its rule's, is open: onError answers it and
- * it is counted as the object's error, but the breaker's own line tells of it, not one per request.
+ * A request turned away while its object's breaker, or its rule's, is open (or a fast key backs off):
+ * onError answers it and it is counted as the object's error, but the breaker's line, or the failure
+ * that started the backoff, tells of it, not one line per request.
  */
 export class BreakerOpenError extends Error {
   override readonly name = "BreakerOpenError";
