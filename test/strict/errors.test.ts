@@ -8,6 +8,7 @@ import { metrics } from "../../src/metrics/metrics";
 import { decide } from "../../src/limiter";
 import { decideStrict } from "../../src/strict";
 import type { ErrorMark, MarkedLimiter } from "../fixtures/main";
+import { delayedSyncs } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 
 const marked = (env as unknown as { MARKED: DurableObjectNamespace<MarkedLimiter> }).MARKED;
@@ -152,5 +153,17 @@ describe("an object's failure in the log", () => {
     expect(attempted).toBe(1);
     expect(written[0]).toMatchObject({ kind: "durable_object", rule: "logged-breaker", message: "injected: overloaded" });
     expect(metrics.value("floodgate_errors_total", { kind: "durable_object" }) - errorsBefore).toBe(6);
+  });
+  it("writes no line for each request a fast key's backoff turns away, after the line of the failure that started it", async () => {
+    const fast = rule({ name: "logged-backoff", mode: "fast", timeoutMs: 10_000, onError: "deny" });
+    const down = delayedSyncs(() => Promise.reject(new Error("injected: sync down")));
+    const background: Promise<unknown>[] = [];
+    const context = { namespace: down, waitUntil: (promise: Promise<unknown>) => void background.push(promise.catch(() => undefined)) };
+    const { written, attempted } = await errorLines(async () => {
+      for (let i = 0; i < 6; i++) await decide({ rule: fast, objectName: "logged-backoff/k", key: "k", cost: 1 }, context);
+      await Promise.all(background);
+    });
+    expect(attempted).toBe(1);
+    expect(written[0]).toMatchObject({ kind: "durable_object", rule: "logged-backoff", message: "injected: sync down" });
   });
 });
