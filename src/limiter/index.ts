@@ -227,9 +227,18 @@ export interface Held {
  * once the hold is over; if `signal` aborts first, the units are given back, then this rejects
  * with the signal's reason. A hold that would end after `holdsUntil` is not waited: the units go
  * back, and the answer is a denial told to come back when the hold would have ended. An admission
- * under a concurrency rule comes with its `release`.
+ * under a concurrency rule comes with its `release`. A denial `waitsOut` says the caller will wait
+ * out and ask again about (`blockUntilReady`) is not counted.
  */
-export async function limitKey(context: LimiterContext, rule: Rule, key: string, cost: number, signal?: AbortSignal, holdsUntil = Number.POSITIVE_INFINITY): Promise<Held> {
+export async function limitKey(
+  context: LimiterContext,
+  rule: Rule,
+  key: string,
+  cost: number,
+  signal?: AbortSignal,
+  holdsUntil = Number.POSITIVE_INFINITY,
+  waitsOut: (decision: Decision, rule: Rule) => boolean = () => false,
+): Promise<Held> {
   const now = Date.now();
   const ask: Ask = { ...(await ownerOf(rule, key, now)), cost };
   if (ask.rule.unlimited) {
@@ -242,7 +251,8 @@ export async function limitKey(context: LimiterContext, rule: Rule, key: string,
   const heldTooLong = holdMs > 0 && Date.now() + holdMs > holdsUntil;
   if (heldTooLong) await giveBack(ask, decided, context);
   const taken: Taken = heldTooLong ? { decision: holdRefused(decided.decision, cost, holdMs) } : decided;
-  countDecision(ask, taken.decision, context);
+  // A denial the caller waits out and asks again about is not an answer: only the one it gets is counted.
+  if (!waitsOut(taken.decision, ask.rule)) countDecision(ask, taken.decision, context);
   const refund = () => (rule.algorithm === "concurrency" ? Promise.resolve() : giveBack(ask, taken, context));
   if (await waitHold([{ rule: ask.rule, decision: taken.decision }], signal)) return { rule: ask.rule, decision: await asReleased(ask, taken.decision, context), refund, ...releaseOf([{ ask, taken }], context), ...settleOf([{ ask, taken }], context), ...chargeOf(ask, taken, context) };
   // Given back before rejecting, so a caller that retries at once finds the units free.

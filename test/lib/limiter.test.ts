@@ -807,6 +807,21 @@ describe("limiter's blockUntilReady", () => {
     expect(Date.now() - started).toBeLessThan(2_500);
   });
 
+  it("counts only the answer it gives, not the denials it waited out", async () => {
+    const paced = limiter(namespace, { name: "lib-wait-count", limit: 1, period: "1s", algorithm: "fixed-window" });
+    const count = (decision: string) => metrics.value("floodgate_decisions_total", { rule: "lib-wait-count", decision });
+    await paced.limit("k");
+    expect((await paced.blockUntilReady("k", "3s")).success).toBe(true);
+    expect([count("allowed"), count("denied")]).toEqual([2, 0]);
+  });
+
+  it("counts the denial it answers with when the wait would end past the timeout", async () => {
+    const slow = limiter(namespace, { name: "lib-wait-count-late", limit: 1, period: "1h" });
+    await slow.limit("k");
+    expect((await slow.blockUntilReady("k", 1_000)).success).toBe(false);
+    expect(metrics.value("floodgate_decisions_total", { rule: "lib-wait-count-late", decision: "denied" })).toBe(1);
+  });
+
   it("answers at once with the denial when its wait ends past the timeout, or the cost can never pass", async () => {
     const slow = limiter(namespace, { name: "lib-wait-long", limit: 1, period: "1h" });
     await slow.limit("k");
