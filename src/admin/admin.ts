@@ -88,21 +88,26 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const key = keyFor(rule, typed);
   const objectName = await namedObject(rule.name, key);
   if (method === "DELETE") {
-    await forget(env.LIMITER, rule, objectName).catch(timedOut(rule, "the reset may still be applied: read the key's state, or reset it again"));
+    await forget(env.LIMITER, rule, objectName).catch(objectFailed(rule, "the reset may still be applied: read the key's state, or reset it again"));
     return Response.json({ rule: rule.name, key, reset: true });
   }
   const keyed = await ruleOfObject(rule, key, objectName);
-  const state = await standing(env.LIMITER, keyed, objectName).catch(timedOut(keyed, "try again"));
+  const state = await standing(env.LIMITER, keyed, objectName).catch(objectFailed(keyed, "try again"));
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
   const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: describeQuota(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
 }
 
-/** A 504 for a key's object that did not answer within the rule's timeout, saying what to do: a slow object is the admin's to hear of, no failure of floodgate's own. */
-function timedOut(rule: Rule, then: string): (error: unknown) => never {
+/**
+ * A 504 for a key's object that did not answer within the rule's timeout, a 502 for one that
+ * failed, each saying what to do: a slow or failing object is the admin's to hear of, no failure
+ * of floodgate's own (which a 500 would say).
+ */
+function objectFailed(rule: Rule, then: string): (error: unknown) => never {
   return (error) => {
     if (error instanceof TimeoutError) throw new HttpProblem({ type: "about:blank", status: 504, title: "Gateway Timeout", detail: `the key's object did not answer within the rule's timeout (${rule.timeoutMs}ms); ${then}` });
-    throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new HttpProblem({ type: "about:blank", status: 502, title: "Bad Gateway", detail: `the key's object failed (${message}); ${then}` });
   };
 }
 

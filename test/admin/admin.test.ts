@@ -98,6 +98,17 @@ describe("admin API", () => {
     await answered;
   });
 
+  it("answers 502 problem+json to a state read or a reset its key's object fails, naming the object's error", async () => {
+    const failing = delayedCalls(["peek", "reset"], () => Promise.reject(new Error("object exploded")));
+    const rules = [{ name: "adm-failing", limit: 3, period: "1m" }];
+    const call = (method: string) =>
+      send(new Request("http://floodgate.test/__floodgate/state?rule=adm-failing&key=192.0.2.82", { method, headers: { Authorization: `Bearer ${TOKEN}` } }), { rules, ADMIN_TOKEN: TOKEN, LIMITER: failing });
+    const [read, reset] = [await call("GET"), await call("DELETE")];
+    expect(read.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await read.json()).toEqual({ type: "about:blank", title: "Bad Gateway", status: 502, detail: "the key's object failed (object exploded); try again" });
+    expect(reset.status).toBe(502);
+  });
+
   it("answers 504 to a reset the key's object does not take within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
     const slowResets = delayedCalls("reset", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
