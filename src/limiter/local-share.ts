@@ -36,17 +36,19 @@ export function decideShare(policy: Policy, counters: Counters | undefined, cost
 
 /**
  * The counters' start once the object has answered since they began: all but the share of
- * `known.free` taken, so isolates that had spent a busy key's quota from their leases get no fresh
- * share on top of it (what the counters admitted before is in the object's answer, reported as
- * `unleased`). When the answer leaves those out (`apart`), its units are taken when it was given,
- * and the counters keep their own count unless the answer says more is used: an object that
- * answers between failures never has the same units handed out twice.
+ * `known.free` taken when it was given, so isolates that had spent a busy key's quota from their
+ * leases get no fresh share on top of it (what the counters admitted before is in the object's
+ * answer, reported as `unleased`), and what had left the key by now is not taken again. When the
+ * answer leaves those out (`apart`), the counters keep their own count unless the answer says more
+ * is used: an object that answers between failures never has the same units handed out twice.
  */
 function startOf(share: Policy, counters: Counters | undefined, known: Share, now: number): LimiterState | undefined {
   // Out of what the object's `remaining` counts: a bucket's burst, a GCRA's burst and one, a window's limit.
   const taken = largestCost(share) - Math.floor(known.free / known.peers);
-  if (!known.apart) return taken > 0 ? adjust(share, undefined, taken, now, now) : undefined;
-  return moreUsed(share, counters?.state, taken > 0 ? adjust(share, undefined, taken, known.heardAt, known.heardAt) : undefined, now);
+  // Taken now, a key saturated when last heard of stayed refused a whole period into the outage
+  // (a fixed window's next, a daily key's next day), though its units had left.
+  const told = taken > 0 ? adjust(share, undefined, taken, known.heardAt, known.heardAt) : undefined;
+  return known.apart ? moreUsed(share, counters?.state, told, now) : told;
 }
 
 /** Of two states, the one with fewer units left at `now`; on a tie the first, the counters' own, which hold this isolate's admissions. */

@@ -46,6 +46,11 @@ describe("decideShare", () => {
     expect(admitted(bucket, { peers: 4, free: 0, heardAt: T0 - 1 }, 50, T0).count).toBe(0);
   });
 
+  it("lets the units a fast key's last answer counted leave with the period they were counted in", () => {
+    // Saturated two minutes ago, then the object went quiet: a period on, the key is free again.
+    expect(admitted(window, { peers: 1, free: 0, heardAt: T0 - 120_000 }, 150, T0).count).toBe(100);
+  });
+
   it("refills a token bucket's share at the share of its rate", () => {
     const drained = admitted(bucket, { peers: 4, free: 0, heardAt: T0 - 1 }, 1, T0);
     // 100 a minute over 4 isolates: one unit every 2.4 s each.
