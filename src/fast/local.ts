@@ -377,9 +377,12 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   }
   // What onError admitted after this sync left, and still counts, is not in the object's grant:
   // spent on top of it, an outage's admissions were leased out a second time when the object came
-  // back (the first answer then is the retried sync of before the outage). As many units of the
-  // grant go back at once, unspent, with the next sync, which reports those admissions too.
-  const withheld = Math.min(lease.units, stillCounting(key.unleased, rule, now));
+  // back (the first answer then is the retried sync of before the outage). Nor is what charges
+  // took past the lease meanwhile (owed: negative refunds): spent on top of it, a key charged to
+  // its limit while its sync was on its way admitted that sync's grant too. As many units of the
+  // grant go back at once, unspent, with the next sync, which reports those admissions and charges.
+  const owed = key.refunds.map((s) => ({ at: s.at, units: Math.max(0, -s.units) }));
+  const withheld = Math.min(lease.units, stillCounting([...key.unleased, ...owed], rule, now));
   if (withheld > 0) key.reports.push({ lease: lease.seq, spent: [], unspent: withheld });
   if (lease.units > withheld) key.lots.push({ lease: lease.seq, units: lease.units - withheld, expiresAt: lease.expiresAt, spent: [] });
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.

@@ -666,6 +666,32 @@ describe("a fast fixed window at its turn", () => {
   });
 });
 
+describe("a fast fixed window's units given back or charged around its turn", () => {
+  const windowed = rule({ name: "fw2", mode: "fast", algorithm: "fixed-window", limit: 2, periodMs: 60_000, syncMs: 1_000 });
+  /** T0 is 20 s into its minute: the window turns 40 s on. */
+  const turn = T0 + 40_000;
+  const held = (units: number) => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, windowed, isolate(), 1, T0);
+    applyLease(key, windowed, lease(seq, units, { expiresAt: turn + 20_000, nextSyncAt: turn + 10_000 }), T0);
+    return key;
+  };
+  const admitted = (key: ReturnType<typeof held>, n: number, now: number) =>
+    Array.from({ length: n }, () => decideLocally(key, windowed, 1, now)).filter((d) => d?.allowed).length;
+
+  it("withholds from a grant what a charge took past the lease while its sync was on its way", () => {
+    const key = held(1);
+    decideLocally(key, windowed, 1, T0 + 10);
+    const { seq } = nextSync(key, windowed, from, 1, T0 + 20);
+    chargeLocally(key, windowed, 5, T0 + 30);
+    applyLease(key, windowed, lease(seq, 2, { expiresAt: turn + 20_000 }), T0 + 40);
+    expect(leaseLeft(key)).toBe(0);
+    const next = nextSync(key, windowed, from, 0, T0 + 50);
+    expect(next.reports).toEqual([{ lease: seq, spent: [], unspent: 2 }]);
+    expect(next.refunds).toEqual([{ at: slotOf(windowed, T0), units: -5 }]);
+  });
+});
+
 describe("a fast fixed window by calendar month", () => {
   it("withholds nothing of what onError admitted in a month that is over from a grant in the next, which the object counts for nothing", () => {
     const monthly = rule({ name: "m", mode: "fast", algorithm: "fixed-window", limit: 100, periodMs: 31 * 86_400_000, months: 1, syncMs: 1_000 });
