@@ -407,18 +407,21 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
 }
 
 /**
- * Units of `spent` that still count against the key at `now`: filed within a period (a sliding
- * window's or log's), in the current window (a fixed window's), or within a bucket's refill from
- * empty; older ones the object counts for nothing.
+ * Units of `spent` that still count in full against the key at `now` (see {@link countsUntil});
+ * older ones the object counts for nothing, or (a sliding window's bucket leaving it) in part.
  */
 function stillCounting(spent: readonly Spent[], rule: Rule, now: number): number {
-  // A fixed window counts nothing of a window over, however recent (a calendar month's is not a period long).
-  if (rule.algorithm === "fixed-window") {
-    const window = slotOf(rule, now);
-    return spent.reduce((sum, s) => sum + (s.at >= window ? s.units : 0), 0);
-  }
-  const horizon = rule.algorithm === "token-bucket" ? Math.ceil((rule.periodMs * rule.burst) / rule.limit) : rule.periodMs;
-  return spent.reduce((sum, s) => sum + (s.at > now - horizon ? s.units : 0), 0);
+  return spent.reduce((sum, s) => sum + (now < countsUntil(rule, s.at) ? s.units : 0), 0);
+}
+
+/**
+ * Until when units filed under `slot` count in full against the key: while their window lasts (a
+ * fixed window's: a calendar month's is not a period long), for a period (a sliding window's or
+ * log's), or for a bucket's refill from empty.
+ */
+function countsUntil(rule: Rule, slot: number): number {
+  if (rule.algorithm === "fixed-window") return windowEndOf(rule, slot);
+  return slot + (rule.algorithm === "token-bucket" ? Math.ceil((rule.periodMs * rule.burst) / rule.limit) : rule.periodMs);
 }
 
 /**
@@ -470,21 +473,26 @@ export function syncFailed(key: LocalKey, rule: Rule, now: number): boolean {
 }
 
 /**
- * Gives back units a request spent from the lease when another rule denied it: into the newest
- * live lease, reported as a negative spend. When none is live (the request spent the last unit of
- * the lease that paid, which then ended and was reported spent), the next sync gives the units
- * back on their own (`refunds`), as a strict refund does, and until it has, the object's last word
- * (which counted them) denies nothing: the next request asks again. A block stands. The units
- * are given back in the slot they were spent in (`spentAt`): given back in a later bucket, they
- * would stay counted in theirs, which leaves the window first, and the key would admit one more.
+ * Gives back units a request spent from the lease when another rule denied it (or `settle` found it
+ * uncounted): into the newest live lease, reported as a negative spend, while they still count in
+ * full where they were spent. Otherwise (the request spent the last unit of the lease that paid,
+ * which then ended and was reported spent; or their slot has since left the window, wholly or in
+ * part) the next sync gives the units back on their own (`refunds`), as a strict refund does, and
+ * until it has, the object's last word (which counted them) denies nothing: the next request asks
+ * again. A block stands. The units are given back in the slot they were spent in (`spentAt`): given
+ * back in a later bucket, they would stay counted in theirs, which leaves the window first, and the
+ * key would admit one more. Put in the lease, a unit of a window that was over came back as a whole
+ * unit of the new one: a fixed window of 1 admitted 2 once a request of the window before settled.
  */
 export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt: number, now: number): void {
   expireLots(key, now);
   const slot = slotOf(rule, Math.min(spentAt, now));
   const newest = key.lots.at(-1);
-  if (newest) {
+  const until = countsUntil(rule, slot);
+  if (newest && now < until) {
     newest.units += units;
     record(newest.spent, slot, -units);
+    (newest.back ??= []).push({ at: slot, units, until });
     return;
   }
   record(key.refunds, slot, units);

@@ -8,6 +8,12 @@ export interface Lot {
   units: number;
   expiresAt: number;
   spent: Spent[];
+  /**
+   * units given back into it (see `refundLocally`), by the slot they were spent in, and until when
+   * that slot counts them in full: their count there is what holds them back from the other
+   * isolates until the object hears of them and pins them, so they are spent no later (see {@link expireLots})
+   */
+  back?: (Spent & { until: number })[];
 }
 
 /** Ends every lot: the next sync reports what each spent and gives back the rest. */
@@ -26,11 +32,40 @@ export function leaseEnd(key: LocalKey): number {
   return key.lots.reduce((end, lot) => Math.max(end, lot.expiresAt), Number.NEGATIVE_INFINITY);
 }
 
-/** Ends the lots whose lease has run out: the next sync reports what each spent and gives back the rest. */
+/**
+ * Ends the lots whose lease has run out: the next sync reports what each spent and gives back the
+ * rest. Units given back into a lot whose slot no longer counts them in full are taken out again,
+ * reported as spent there once more: spent later, a unit given back in the last moments of a fixed
+ * window of 2 went on to be spent in the next, pinned nowhere, and the window admitted 3.
+ */
 export function expireLots(key: LocalKey, now: number): void {
-  if (key.lots.every((lot) => lot.expiresAt > now)) return;
-  for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
-  key.lots = key.lots.filter((lot) => lot.expiresAt > now);
+  for (const lot of key.lots) if (lot.back?.some((b) => b.until <= now)) takeBack(lot, now);
+  if (key.lots.every((lot) => lot.expiresAt > now && lot.units > 0)) return;
+  for (const lot of key.lots) if (lot.expiresAt <= now || lot.units === 0) finish(key, lot);
+  key.lots = key.lots.filter((lot) => lot.expiresAt > now && lot.units > 0);
+}
+
+/** What is left of units given back into a lot once `units` of it are spent, those whose slot lets them go first spent first. */
+function spendFirst(back: (Spent & { until: number })[], units: number): (Spent & { until: number })[] {
+  let owed = units;
+  const left = [];
+  for (const b of [...back].sort((x, y) => x.until - y.until)) {
+    const take = Math.min(b.units, owed);
+    owed -= take;
+    if (b.units > take) left.push({ ...b, units: b.units - take });
+  }
+  return left;
+}
+
+/** Takes out of the lot, as far as it still holds them, the units given back into it whose slot no longer counts them in full. */
+function takeBack(lot: Lot, now: number): void {
+  for (const b of lot.back!) {
+    if (b.until > now) continue;
+    const taken = Math.min(lot.units, b.units);
+    lot.units -= taken;
+    if (taken > 0) record(lot.spent, b.at, taken);
+  }
+  lot.back = lot.back!.filter((b) => b.until > now);
 }
 
 /** Spends from the lots that expire first; a lot spent to the last unit is over and reported. */
@@ -40,6 +75,8 @@ export function spend(key: LocalKey, cost: number, slot: number): void {
     const take = Math.min(lot.units, owed);
     lot.units -= take;
     if (take > 0) record(lot.spent, slot, take);
+    // Units given back into it go first, while their slot still holds them back from the others.
+    if (lot.back) lot.back = spendFirst(lot.back, take);
     owed -= take;
     if (owed === 0) break;
   }

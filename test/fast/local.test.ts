@@ -679,6 +679,22 @@ describe("a fast fixed window's units given back or charged around its turn", ()
   const admitted = (key: ReturnType<typeof held>, n: number, now: number) =>
     Array.from({ length: n }, () => decideLocally(key, windowed, 1, now)).filter((d) => d?.allowed).length;
 
+  it("gives a unit of a window that is over back to the object, not into the lease it would be spent from in the next", () => {
+    const key = held(2);
+    decideLocally(key, windowed, 1, turn - 10);
+    refundLocally(key, windowed, 1, turn - 10, turn + 10);
+    expect(leaseLeft(key)).toBe(1);
+    expect(key.refunds).toEqual([{ at: slotOf(windowed, turn - 10), units: 1 }]);
+  });
+
+  it("takes a unit given back into the lease out again at the window's turn, before the object has heard of it", () => {
+    const key = held(2);
+    decideLocally(key, windowed, 1, turn - 10);
+    refundLocally(key, windowed, 1, turn - 10, turn - 5);
+    expect(leaseLeft(key)).toBe(2);
+    expect(admitted(key, 3, turn + 10)).toBe(1);
+  });
+
   it("withholds from a grant what a charge took past the lease while its sync was on its way", () => {
     const key = held(1);
     decideLocally(key, windowed, 1, T0 + 10);
