@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { LimiterState, Policy } from "../../src/algorithms";
 import { grantLease, type Lease, type SyncRequest } from "../../src/fast/lease";
 import { indexPeers } from "../../src/fast/peer-index";
-import { applyLease, decideLocally, freshKey, fromLease, nextSync, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
+import { applyLease, decideLocally, freshKey, fromLease, nextSync, refundLocally, syncFailed, type LocalKey, type Sender } from "../../src/fast/local";
 import { syncDue } from "../../src/fast/sync-timing";
 import { rule } from "../helpers/rules";
 
@@ -21,7 +21,9 @@ class Cluster {
   private readonly peers = indexPeers();
   readonly keys: LocalKey[];
   private readonly senders: Sender[];
-  readonly admitted: { at: number; cost: number }[] = [];
+  readonly admitted: { at: number; cost: number; isolate: number; givenBack?: boolean }[] = [];
+  /** units given back, each at the time it was spent, in the order they came back */
+  readonly givenBack: { at: number; cost: number; after: number }[] = [];
 
   constructor(
     private readonly policy: Policy,
@@ -39,8 +41,18 @@ class Cluster {
     const key = this.keys[isolate]!;
     let decision = decideLocally(key, this.fastRule, cost, now);
     if (!decision && this.sync(isolate, cost, now, fate)) decision = fromLease(key, this.fastRule, cost, now);
-    if (decision?.allowed) this.admitted.push({ at: now, cost });
+    if (decision?.allowed) this.admitted.push({ at: now, cost, isolate });
     if (syncDue(key, this.fastRule, now)) this.sync(isolate, 0, now, fate);
+  }
+
+  /** Gives back the isolate's last admission, as when another rule denied its request or `count` did not count it. */
+  refund(isolate: number, now: number): void {
+    const last = this.admitted.findLast((a) => a.isolate === isolate && !a.givenBack);
+    if (!last) return;
+    last.givenBack = true;
+    refundLocally(this.keys[isolate]!, this.fastRule, last.cost, last.at, now);
+    this.givenBack.push({ at: last.at, cost: last.cost, after: this.admitted.length });
+    if (syncDue(this.keys[isolate]!, this.fastRule, now)) this.sync(isolate, 0, now, "ok");
   }
 
   /** One sync as the isolate's shell runs it; true when the answer arrived. */
@@ -97,6 +109,36 @@ describe("fast mode across isolates (model of the real functions)", () => {
           perWindow.set(w, (perWindow.get(w) ?? 0) + cost);
         }
         for (const total of perWindow.values()) expect(total).toBeLessThanOrEqual(limit);
+      }),
+      { numRuns: 300 },
+    );
+  }, 30_000);
+
+  it("never admits a request past the limit of its fixed window, counting what was given back, whatever syncs are lost", () => {
+    const refunding = fc.record({
+      algorithm: fc.constantFrom("sliding-window" as const, "fixed-window" as const),
+      limit: fc.integer({ min: 1, max: 20 }),
+      periodMs: fc.integer({ min: 500, max: 5_000 }),
+      syncMs: fc.integer({ min: 20, max: 1_000 }),
+      isolates: fc.integer({ min: 1, max: 4 }),
+      events: fc.array(fc.record({ gap: fc.nat({ max: 120 }), isolate: fc.nat({ max: 3 }), cost: fc.integer({ min: 1, max: 3 }), refund: fc.boolean(), fate: fc.constantFrom<Fate>("ok", "ok", "ok", "lost-before", "lost-after") }), { minLength: 50, maxLength: 400, size: "max" }),
+    });
+    fc.assert(
+      fc.property(refunding, ({ algorithm, limit, periodMs, syncMs, isolates, events }) => {
+        const policy: Policy = { algorithm, limit, periodMs, burst: limit, buckets: 1 };
+        const cluster = new Cluster(policy, rule({ mode: "fast", algorithm, limit, periodMs, buckets: 1, syncMs }), isolates);
+        let now = T0;
+        for (const e of events) {
+          now += e.gap;
+          if (e.refund) cluster.refund(e.isolate % isolates, now);
+          else cluster.request(e.isolate % isolates, e.cost, now, e.fate);
+        }
+        const window = (t: number) => Math.floor(t / periodMs);
+        cluster.admitted.forEach(({ at }, i) => {
+          const taken = cluster.admitted.slice(0, i + 1).filter((a) => window(a.at) === window(at)).reduce((sum, a) => sum + a.cost, 0);
+          const back = cluster.givenBack.filter((b) => b.after <= i && window(b.at) === window(at)).reduce((sum, b) => sum + b.cost, 0);
+          expect(taken - back).toBeLessThanOrEqual(limit);
+        });
       }),
       { numRuns: 300 },
     );
