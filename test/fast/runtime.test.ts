@@ -1,8 +1,9 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { decideFast, localView, type FastContext } from "../../src/fast";
+import { decideFast, localView, refundFast, type FastContext } from "../../src/fast";
 import { metrics } from "../../src/metrics/metrics";
 import { TimeoutError } from "../../src/strict/timeout";
+import { policyOf } from "../../src/config/policy";
 import { frozenStart } from "../helpers/clock";
 import { delayedSyncs } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
@@ -197,5 +198,31 @@ describe("a request its first sync did not cover", () => {
     await first;
     while (pending.length) await pending.shift()!.catch(() => undefined);
     if (!(second instanceof TimeoutError)) expect(second).toMatchObject({ allowed: true });
+  });
+});
+
+describe("a unit given back into a fast key's lease", () => {
+  it("is not spent in the next window once its own has turned: a fixed window admits its limit there, no more", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const T0 = frozenStart();
+    const context: FastContext = { namespace: env.LIMITER, waitUntil: () => undefined };
+    const fast = rule({ name: "back-turn", mode: "fast", aggregate: undefined, algorithm: "fixed-window", limit: 4, periodMs: 10_000, syncMs: 1_000, timeoutMs: 5_000 });
+    const at = async (ms: number) => {
+      vi.setSystemTime(T0 + ms);
+      return decideFast(context, fast, "back-turn/k", 1);
+    };
+    expect(await at(1_000)).toMatchObject({ allowed: true });
+    // Past the booked call: a background sync reports both units spent, and the object stops pinning them.
+    expect(await at(2_100)).toMatchObject({ allowed: true });
+    await sleep(50);
+    // The first request is given back before the window turns: into the lease, its unit still counted there.
+    refundFast("back-turn/k", 1, T0 + 1_000);
+    // In the next window another isolate asks for the whole limit before this one has reported anything.
+    vi.setSystemTime(T0 + 10_010);
+    const other = { isolate: "another isolate", seq: 1, reports: [], demand: 4, elapsedMs: 1_000, need: 4, horizonMs: 1_000, held: 0, sentAt: T0 + 10_010 };
+    const { units } = await env.LIMITER.get(env.LIMITER.idFromName("back-turn/k")).sync(policyOf(fast), other);
+    const here = [];
+    for (let i = 0; i < 6; i++) here.push((await at(10_010)).allowed);
+    expect(units + here.filter(Boolean).length).toBeLessThanOrEqual(4);
   });
 });
