@@ -86,6 +86,9 @@ export class RateLimiter extends DurableObject<Env> {
       const rows = this.tables.peers ? ctx.storage.sql.exec<{ id: string; value: string }>("SELECT id, value FROM peers").toArray() : [];
       const now = Date.now();
       this.peers = indexPeers(livePeers(new Map(rows.map((r) => [r.id, JSON.parse(r.value) as Peer])), now), now);
+      // Those it forgets go from storage too: left there, a lightly used monthly key read every
+      // isolate it had ever heard from at each start, until its window's end deleted them.
+      this.writePeers(rows.map((r) => r.id).filter((id) => !this.peers.peers.has(id)));
       if (row?.peers) {
         // Written by an earlier version, which kept every peer in this row: each moves to its own.
         const before = this.peers.peers;

@@ -417,6 +417,17 @@ describe("RateLimiter", () => {
     expect(await alarmsUntil(stub, T0 + 11 * 60_000)).toBeLessThanOrEqual(1);
   });
 
+  it("deletes the rows of isolates gone silent when it restarts, rather than read them at every start until the key is due", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(T0);
+    const stub = limiter("peers/few-restarted");
+    await quietIsolates(stub, 2, "gone");
+    vi.setSystemTime(T0 + 5 * 60_000);
+    await abortAllDurableObjects();
+    await quietIsolates(limiter("peers/few-restarted"), 1, "new");
+    expect(await peerRows(limiter("peers/few-restarted"))).toBe(1);
+  });
+
   it("keeps each fast-mode isolate in a row of its own, so a sync's write does not grow with the peers", async () => {
     const fast: Policy = { algorithm: "sliding-window", limit: 100_000, periodMs: 60_000, burst: 100_000, buckets: 60 };
     const stub = limiter("peers/many");
