@@ -29,6 +29,8 @@ export interface LocalKey {
   retryAfter: number;
   /** under a block, when requests of more than one unit pass, as the object told them (see {@link costlierUnderBlock}): cheapest first */
   costlier: Costlier[];
+  /** the object's denial of a request of `cost` units, more than one, until when it holds for that cost and more (see {@link applyLease}) */
+  costly: { cost: number; until: number } | null;
   /** the last global standing the object reported */
   standing: Decision | null;
   /** the algorithm the object last leased under (see Lease's `algorithm`); null before, or from an object of an earlier version */
@@ -68,6 +70,7 @@ export function freshKey(now: number, relayed = false): LocalKey {
     blockedUntil: 0,
     retryAfter: 0,
     costlier: [],
+    costly: null,
     standing: null,
     leasedUnder: null,
     peers: 1,
@@ -129,6 +132,7 @@ export function deniedLocally(key: LocalKey, rule: Rule, cost: number, now: numb
  */
 export function forgetDenial(key: LocalKey): void {
   key.blockedUntil = 0;
+  key.costly = null;
   key.saturated = false;
 }
 
@@ -178,12 +182,12 @@ interface Costlier {
 const MAX_COSTLIER = 4;
 
 /**
- * Until when the isolate's cache denies a request of `cost`, as seen at `now`: see {@link cachedUntil},
+ * Until when the isolate's cache denies a request of `cost`, as seen at `now`: see {@link deniedUntil},
  * and under a block, a request of more than one unit until it passes ({@link costlierUnderBlock}).
  * Undefined when the cache does not deny it, or when only the object can tell when it passes.
  */
 function cachedFor(key: LocalKey, rule: Rule, cost: number, now: number): number | undefined {
-  const until = cachedUntil(key, rule, now);
+  const until = deniedUntil(key, rule, cost, now);
   if (now >= until) return undefined;
   if (cost <= 1 || !underBlock(key, now)) return until;
   const passes = costlierUnderBlock(key, cost);
@@ -214,6 +218,12 @@ function toldCostlier(known: readonly Costlier[], standing: Decision, cost: numb
   const kept = known.filter((c) => c.oneAt === standing.moreAt && c.cost !== cost);
   if (cost > 1) kept.push({ cost, at: now + standing.retryAfter, oneAt: standing.moreAt });
   return kept.sort((a, b) => a.cost - b.cost).slice(-MAX_COSTLIER);
+}
+
+/** Until when the isolate denies a request of `cost` from its cache (see {@link cachedUntil}): a costly one, until the object's wait for its cost. */
+function deniedUntil(key: LocalKey, rule: Rule, cost: number, now: number): number {
+  const costly = key.costly !== null && cost >= key.costly.cost ? key.costly.until : 0;
+  return Math.max(cachedUntil(key, rule, now), costly);
 }
 
 /**
@@ -349,8 +359,8 @@ export function nextSync(key: LocalKey, rule: Rule, sender: Sender, need: number
  * an isolate that asked again each time one unit came free would call the object per request.
  */
 export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number): void {
-  if (!key.outbox || lease.seq !== key.outbox.seq) return;
-  const asked = Math.min(key.outbox.costliest ?? key.outbox.need, key.outbox.need);
+  const sent = key.outbox;
+  if (!sent || lease.seq !== sent.seq) return;
   key.outbox = null;
   key.roundTripMs = now - key.sentAt;
   key.lastSyncAt = now;
@@ -388,22 +398,30 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   // A blocked key stops spending what it still holds: the block applies to every isolate from its next sync.
   if (lease.standing.reason === "blocked") surrender(key);
   key.granted = lease.topsUp ? leaseLeft(key) : lease.units;
-  // A block's standing tells the costliest request asked about; one unit passes at its `moreAt`.
-  key.retryAfter = lease.standing.allowed ? 0 : lease.standing.reason === "blocked" ? Math.max(0, lease.standing.moreAt - now) : lease.standing.retryAfter;
-  key.costlier = toldCostlier(key.costlier, lease.standing, asked, now);
+  key.retryAfter = lease.standing.allowed ? 0 : lease.standing.retryAfter;
   // Only an empty grant with the key denied is a denial: units leased, or an empty background
   // grant while the key has room, leave the isolate free to ask again. A rule with a block caches
   // only the block: the object must see a denied request to start it, and a background sync asks
   // for nothing it could deny.
   const denies = lease.units === 0 && !lease.standing.allowed && (rule.blockMs === null || lease.standing.reason === "blocked");
-  const denied = denies ? now + Math.max(key.retryAfter, rule.syncMs) : 0;
+  // A denial told for a request of more than one unit (the costliest of those the sync asked for, as
+  // the object denies them) holds for one unit until the key frees one, and for that cost and more
+  // until its own wait: held for every request, one costly request at a drained bucket of 10 per
+  // 10 s had its isolate refuse one-unit requests for the 10 s, with two tokens come after 2.5.
+  // Under a block, as many costs as the isolate asked about are remembered (see `costlierUnderBlock`).
+  const deniedFor = Math.min(sent.costliest ?? sent.need, sent.need);
+  const costly = deniedFor > 1 && lease.standing.reason !== "blocked";
+  const oneUnit = deniedFor > 1 ? Math.min(key.retryAfter, Math.max(0, lease.standing.moreAt - now)) : key.retryAfter;
+  const denied = denies ? now + Math.max(oneUnit, rule.syncMs) : 0;
+  key.costly = denies && costly ? { cost: deniedFor, until: now + Math.max(key.retryAfter, rule.syncMs) } : null;
+  key.costlier = toldCostlier(key.costlier, lease.standing, deniedFor, now);
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
   // take them from an isolate whose turn it is (and see `heldUntil` for the booked call itself).
   // Nor is a unit to be had before the key frees one, when the grant took the last.
   const frees = lease.standing.remaining < 1 ? lease.standing.moreAt : 0;
   key.blockedUntil = Math.min(key.saturated ? Math.max(denied, key.nextSyncAt, frees) : denied, turnsAt(key, rule));
   // Units given back after this sync left (see refundLocally) are not in its answer: the next request asks again.
-  if (givesBack(key) && lease.standing.reason !== "blocked") key.blockedUntil = 0;
+  if (givesBack(key) && lease.standing.reason !== "blocked") [key.blockedUntil, key.costly] = [0, null];
 }
 
 /**
@@ -496,7 +514,7 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt:
     return;
   }
   record(key.refunds, slot, units);
-  if (key.standing?.reason !== "blocked") key.blockedUntil = Math.min(key.blockedUntil, now);
+  if (key.standing?.reason !== "blocked") [key.blockedUntil, key.costly] = [Math.min(key.blockedUntil, now), null];
 }
 
 /**
@@ -523,7 +541,7 @@ export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: num
  */
 export function unchargeLocally(key: LocalKey, rule: Rule, units: number, chargedAt: number, now: number): void {
   record(key.refunds, slotOf(rule, Math.min(chargedAt, now)), units);
-  if (key.standing?.reason !== "blocked") key.blockedUntil = Math.min(key.blockedUntil, now);
+  if (key.standing?.reason !== "blocked") [key.blockedUntil, key.costly] = [Math.min(key.blockedUntil, now), null];
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */

@@ -226,3 +226,24 @@ describe("a unit given back into a fast key's lease", () => {
     expect(units + here.filter(Boolean).length).toBeLessThanOrEqual(4);
   });
 });
+
+describe("a fast key's denial of a costly request", () => {
+  it("holds a one-unit request back only until a unit comes, not for the costly request's wait", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const T0 = frozenStart();
+    vi.setSystemTime(T0);
+    const context: FastContext = { namespace: env.LIMITER, waitUntil: () => undefined };
+    const fast = rule({ name: "costly-held", mode: "fast", aggregate: undefined, algorithm: "token-bucket", limit: 10, periodMs: 10_000, burst: 10, syncMs: 1_000, timeoutMs: 5_000 });
+    for (let i = 0; i < 10; i++) expect(await decideFast(context, fast, "costly-held/k", 1)).toMatchObject({ allowed: true });
+    vi.setSystemTime(T0 + 100);
+    const costly = await decideFast(context, fast, "costly-held/k", 10);
+    expect(costly).toMatchObject({ allowed: false });
+    expect(costly.retryAfter).toBeGreaterThan(9_000);
+    // A costly request is told its own wait from the cache.
+    vi.setSystemTime(T0 + 2_500);
+    expect(await decideFast(context, fast, "costly-held/k", 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: costly.retryAfter - 2_400 });
+    // A token a second: past the key's booked call (a quarter period on, as it has nothing to spare), four have come.
+    vi.setSystemTime(T0 + 5_000);
+    expect(await decideFast(context, fast, "costly-held/k", 1)).toMatchObject({ allowed: true });
+  });
+});
