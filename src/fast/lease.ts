@@ -264,8 +264,11 @@ export function grantLease(
   const short = granted < sync.need;
   const deniedFor = Math.min(sync.costliest ?? sync.need, sync.need);
   const asked = short ? decide(policy, view, deniedFor, now).decision : peek(policy, view, now);
-  // A denial of the waiting requests together (not the standing after a grant) starts the rule's block, if it has one: then nothing is leased.
-  const together = short && policy.blockMs !== undefined ? (deniedFor === sync.need ? asked : decide(policy, view, sync.need, now).decision) : undefined;
+  // A denial of the waiting requests together (not the standing after a grant) starts the rule's
+  // block, if it has one: then nothing is leased. They are paid by the units their isolate still
+  // holds as much as by the grant: judged with those counted as taken, a request of 3 at an isolate
+  // holding 2, with 2 more free, was denied and blocked, where one unit of the grant was enough.
+  const together = short && policy.blockMs !== undefined ? decide(policy, withPinned(policy, state, othersPinned, now), sync.need, now).decision : undefined;
   const block = blocked ? blockedUntil : together ? blockStart(policy, together, now) : undefined;
   const units = block === undefined ? granted : 0;
   const toldAs = (until?: number) => soonerUnderOthers(asFiled(asked, askedPolicy, policy, now, until), stricter(policy, askedPolicy), now, sync.horizonMs);

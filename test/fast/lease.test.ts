@@ -524,6 +524,17 @@ describe("leases under a block", () => {
     expect(during.blockedUntil).toBe(T0 + 5_000);
   });
 
+  it("starts no block for a request the units its isolate still holds and the grant pay for together", () => {
+    const tenBlocking: Policy = { ...window, limit: 10, burst: 10, blockMs: 60_000 };
+    const first = grantLease(tenBlocking, undefined, indexPeers(), sync({ need: 8 }), T0);
+    expect(first.lease.units).toBe(8);
+    // 6 of the 8 spent, 2 still held: a request of 3 needs 1 more of the 2 free.
+    const spent = { lease: first.lease.seq, spent: [{ at: T0, units: 6 }], unspent: 0 };
+    const next = grantLease(tenBlocking, first.state, first.peers, sync({ seq: 2, reports: [spent], need: 3, held: 2 }), T0 + 1, 0, first.cursor);
+    expect(next.blockedUntil).toBe(0);
+    expect(next.lease.units).toBeGreaterThanOrEqual(1);
+  });
+
   it("tells the costliest request waiting under a block when its cost fits, and one unit when the block ends", () => {
     const short: Policy = { ...blocking, blockMs: 5_000 };
     const first = grantLease(short, undefined, indexPeers(), sync({ need: 98 }), T0);
