@@ -40,9 +40,9 @@ export function leaseEnd(key: LocalKey): number {
  */
 export function expireLots(key: LocalKey, now: number): void {
   for (const lot of key.lots) if (lot.back?.some((b) => b.until <= now)) takeBack(lot, now);
-  if (key.lots.every((lot) => lot.expiresAt > now && lot.units > 0)) return;
-  for (const lot of key.lots) if (lot.expiresAt <= now || lot.units === 0) finish(key, lot);
-  key.lots = key.lots.filter((lot) => lot.expiresAt > now && lot.units > 0);
+  if (key.lots.every((lot) => lot.expiresAt > now)) return;
+  for (const lot of key.lots) if (lot.expiresAt <= now) finish(key, lot);
+  key.lots = key.lots.filter((lot) => lot.expiresAt > now);
 }
 
 /** What is left of units given back into a lot once `units` of it are spent, those whose slot lets them go first spent first. */
@@ -66,6 +66,8 @@ function takeBack(lot: Lot, now: number): void {
     if (taken > 0) record(lot.spent, b.at, taken);
   }
   lot.back = lot.back!.filter((b) => b.until > now);
+  // Emptied so, it is over, as a lot spent to its last unit is (see `spend`).
+  if (lot.units === 0) lot.expiresAt = Math.min(lot.expiresAt, now);
 }
 
 /** Spends from the lots that expire first; a lot spent to the last unit is over and reported. */
