@@ -283,8 +283,13 @@ export class RateLimiter extends DurableObject<Env> {
     return this.strictAsked && this.strictAsked.at >= now - PEER_TTL_MS ? [this.strictAsked.policy] : [];
   }
 
-  /** Keeps the strictest policy strict decisions asked under within PEER_TTL_MS, for {@link sync}'s leases. */
+  /**
+   * Keeps the strictest policy strict decisions asked under within PEER_TTL_MS, for {@link sync}'s
+   * leases. Not a concurrency rule's: its limit is slots in flight, not a rate, and leased under it
+   * a rate version's isolate got `limit` units a slotTtl, each pinned as a slot nothing gives back.
+   */
   private heardStrict(policy: Policy, now: number): void {
+    if (policy.algorithm === "concurrency") return;
     const last = this.strictAsked;
     if (!last || last.at < now - PEER_TTL_MS || !stricter(last.policy, policy)) this.strictAsked = { policy, at: now };
   }

@@ -93,6 +93,16 @@ describe("a strict key under a concurrency version and a rate version at once", 
   });
 });
 
+describe("a fast rate version beside a strict concurrency version", () => {
+  const slots: Policy = { algorithm: "concurrency", limit: 5, periodMs: 60_000, burst: 5, buckets: 1 };
+  const perSecond: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 1_000, burst: 100, buckets: 60 };
+
+  it("leases the rate version's isolate by its own rate, not as slots of the concurrency version held a whole slotTtl", async () => {
+    // Asking 10 a second of a rate of 100 a second, it spends about 10 a second; leased as slots, 5 a minute.
+    expect(await spentBeside("versions/fast-beside-slots", perSecond, slots, 30, true)).toBeGreaterThanOrEqual(200);
+  });
+});
+
 describe("a strict key under a fixed-window version and a token-bucket version at once", () => {
   const fixed: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
   const refilled: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
