@@ -297,9 +297,12 @@ export class RateLimiter extends DurableObject<Env> {
   /**
    * A key whose rule turned from fast to strict: its isolates' outstanding leases are counted as
    * spent now, since strict decisions do not look at pins. Their late reports are then ignored.
+   * Not by a concurrency rule, whose slots are requests in flight: a rate version's leases, counted
+   * as slots, were held a whole slotTtl with nothing to give them back. They stay pinned, counted
+   * as their isolates report them.
    */
   private countAllPins(policy: Policy, now: number): void {
-    if (this.peers.holders === 0) return;
+    if (this.peers.holders === 0 || policy.algorithm === "concurrency") return;
     const settled = settlePins(policy, stateFor(this.stored, policy, now), this.peers, now, true);
     if (settled.state) this.stored = { policy, state: settled.state };
     this.writePeers([...settled.before.keys()]);

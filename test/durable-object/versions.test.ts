@@ -101,6 +101,18 @@ describe("a fast rate version beside a strict concurrency version", () => {
     // Asking 10 a second of a rate of 100 a second, it spends about 10 a second; leased as slots, 5 a minute.
     expect(await spentBeside("versions/fast-beside-slots", perSecond, slots, 30, true)).toBeGreaterThanOrEqual(200);
   });
+
+  it("frees the concurrency version's slots once the rate version's window has forgotten what it spent, not a slotTtl after its isolate's last lease", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/slots-beside-fast");
+    vi.setSystemTime(T0);
+    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    expect(lease.units).toBeGreaterThan(5);
+    // The isolate goes quiet: its lease's units left the rate's 1 s window by T0 + 3 s.
+    vi.setSystemTime(T0 + 3_000);
+    const [slot] = await stub.decide(slots, [1]);
+    expect(slot!.decision.allowed).toBe(true);
+  });
 });
 
 describe("a strict key under a fixed-window version and a token-bucket version at once", () => {
