@@ -26,10 +26,12 @@ export interface Stored {
  */
 export function stateFor(stored: Stored | undefined, policy: Policy, now: number): LimiterState | undefined {
   if (!stored) return undefined;
-  const carried = carryOver(stored.policy, stored.state, policy, now);
   const before = stored.before;
-  if (!before || before.policy.algorithm !== policy.algorithm || stored.policy.algorithm === policy.algorithm) return carried;
-  const own = before.state;
+  const own = before && before.policy.algorithm === policy.algorithm && stored.policy.algorithm !== policy.algorithm ? before.state : undefined;
+  // Slots are requests in flight: a rate's units, carried in as slots, held the concurrency rule's every slot a whole slotTtl while the rate version had room.
+  if (policy.algorithm === "concurrency" && stored.policy.algorithm !== "concurrency") return own;
+  const carried = carryOver(stored.policy, stored.state, policy, now);
+  if (!own) return carried;
   return carried === undefined || usedUnits(policy, own, now) >= usedUnits(policy, carried, now) ? own : carried;
 }
 
@@ -37,18 +39,25 @@ export function stateFor(stored: Stored | undefined, policy: Policy, now: number
  * What is kept of the algorithm a decision under `policy` replaced (see Stored's `before`) once it
  * took `units` at `now`: the stored state, if it is another algorithm's, or the one kept before,
  * counting them as far as it has room, while a live version still asks under that algorithm
- * (`stillAsked`); else none. Never a concurrency rule's, nor beside one: its slots are requests in
- * flight, each given back by its own request, and units another algorithm took would be slots
- * nothing gives back.
+ * (`stillAsked`); else none. Beside a concurrency rule, whose slots are requests in flight and
+ * never carried over from a rate's units (see {@link stateFor}), each state is kept whoever asks:
+ * a rate's counting the concurrency rule's admissions too, and a concurrency rule's as it is,
+ * since units another algorithm took would be slots nothing gives back.
  */
 export function keptBefore(stored: Stored | undefined, policy: Policy, units: number, now: number, stillAsked: (algorithm: string) => boolean): Stored["before"] {
   const other = stored && (stored.policy.algorithm !== policy.algorithm ? { policy: stored.policy, state: stored.state } : stored.before);
-  if (!other || other.policy.algorithm === policy.algorithm || !stillAsked(other.policy.algorithm)) return undefined;
-  if (other.policy.algorithm === "concurrency" || policy.algorithm === "concurrency") return undefined;
+  if (!other || other.policy.algorithm === policy.algorithm) return undefined;
+  if (other.policy.algorithm === "concurrency") return other;
+  if (policy.algorithm !== "concurrency" && !stillAsked(other.policy.algorithm)) return undefined;
   // Counted up to what it has room for: a token bucket's kept state, counting every unit the other
   // version took, ran into a debt that locked its own version out for hours after the overlap.
   const counted = Math.min(units, peek(other.policy, other.state, now).remaining);
   return counted > 0 ? { policy: other.policy, state: adjust(other.policy, other.state, counted, now, now) } : other;
+}
+
+/** Whether `state`, read for a decision, is the one kept from before (see Stored's `before`): what changes in it is kept there. */
+export function fromBefore(stored: Stored | undefined, state: LimiterState | undefined): boolean {
+  return state !== undefined && stored?.before?.state === state && stored.state !== state;
 }
 
 /** Whether `state`, read for a decision, was carried over from the stored state of another algorithm (see {@link stateFor}). */

@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { adjust, mostCharged, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
-import { fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
+import { fromBefore, fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
 import { heldUnder, renewConcurrency, ttlRaised } from "../algorithms/concurrency";
 import type { Env } from "../env";
 import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
@@ -142,7 +142,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.algorithmsAsked.set(under.algorithm, now);
     if (granted.blockedUntil !== blockedBefore || (state && (state !== stored || this.keepsCarried(stored, now)))) {
       if (granted.blockedUntil !== blockedBefore) this.block = blockFrom(this.block, granted.blockedUntil, now);
-      if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}) };
+      if (state) this.stored = { policy: under, state, ...(fromCarry(this.stored, stored) && state === stored ? { carried: true as const } : {}), ...this.keptFor(under) };
       this.write();
     }
     // With many peers the object looks at them every minute or so (see `alarm`): an alarm set further off, before they came, is brought forward, once.
@@ -182,16 +182,16 @@ export class RateLimiter extends DurableObject<Env> {
 
   /**
    * Gives back units a request took here when another rule denied it, or a concurrency request's
-   * slot. Not when the stored state is another algorithm's (another live Worker version's): the
-   * units cannot be found where it counted them, so they stay counted and age as it ages them;
-   * carried over to be given back, its units became this algorithm's, concurrency slots held a
-   * whole `slotTtl` by nothing in flight.
+   * slot, where they are counted: in the key's state, or in its algorithm's state kept from before
+   * (see Stored's `before`). Not when the state is only another algorithm's (another live Worker
+   * version's): the units cannot be found where it counted them, so they stay counted and age as it
+   * ages them; carried over to be given back, its units became this algorithm's.
    */
   refund(policy: Policy, units: number, countedAt: number): void {
     const now = Date.now();
     const state = stateFor(this.stored, policy, now);
-    if (fromCarry(this.stored, state)) return;
-    this.save(policy, adjust(policy, state, -units, countedAt, now), now);
+    if (fromCarry(this.stored, state) && !fromBefore(this.stored, state)) return;
+    this.keep(policy, state, adjust(policy, state, -units, countedAt, now), now);
   }
 
   /**
@@ -221,7 +221,7 @@ export class RateLimiter extends DurableObject<Env> {
     if (policy.algorithm !== "concurrency" || state?.algorithm !== "concurrency") return 0;
     const renewed = renewConcurrency(policy, state, units, from, to, now);
     if (!renewed) return 0;
-    if (renewed.state !== state) this.save(policy, renewed.state, now);
+    if (renewed.state !== state) this.keep(policy, state, renewed.state, now);
     return renewed.renewedAt;
   }
 
@@ -263,7 +263,7 @@ export class RateLimiter extends DurableObject<Env> {
     // Pins settled are forgotten even when counting them changed nothing (their buckets had
     // passed): kept, they would count as taken until some isolate's next sync.
     const settled = policy ? settlePins(policy, this.stored?.state, this.peers, now) : undefined;
-    if (policy && settled?.state) this.stored = { policy, state: settled.state };
+    if (policy && settled?.state) this.stored = { policy, state: settled.state, ...this.keptFor(policy) };
     const recovered = recoveredAt(this.stored, now);
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));
@@ -304,7 +304,7 @@ export class RateLimiter extends DurableObject<Env> {
   private countAllPins(policy: Policy, now: number): void {
     if (this.peers.holders === 0 || policy.algorithm === "concurrency") return;
     const settled = settlePins(policy, stateFor(this.stored, policy, now), this.peers, now, true);
-    if (settled.state) this.stored = { policy, state: settled.state };
+    if (settled.state) this.stored = { policy, state: settled.state, ...this.keptFor(policy) };
     this.writePeers([...settled.before.keys()]);
     this.write();
   }
@@ -317,6 +317,23 @@ export class RateLimiter extends DurableObject<Env> {
   /** Whether a live Worker version asks under `algorithm`: one did within PEER_TTL_MS. */
   private askedLately(algorithm: string, now: number): boolean {
     return (this.algorithmsAsked.get(algorithm) ?? Number.NEGATIVE_INFINITY) >= now - PEER_TTL_MS;
+  }
+
+  /**
+   * What a state stored under `policy` by a sync or a settling of pins keeps from before: a
+   * concurrency rule's slots (keptBefore keeps nothing else here), which count no units, so that
+   * counting units does not forget them.
+   */
+  private keptFor(policy: Policy): Pick<Stored, "before"> {
+    const slots = keptBefore(this.stored, policy, 0, Date.now(), () => false);
+    return slots ? { before: slots } : {};
+  }
+
+  /** Stores `state`, changed from `read`, where `read` was found: in the state kept from before (see Stored's `before`), or as the key's. */
+  private keep(policy: Policy, read: LimiterState | undefined, state: LimiterState, now: number): void {
+    if (!fromBefore(this.stored, read)) return this.save(policy, state, now);
+    this.stored = { ...this.stored!, before: { policy, state } };
+    this.write();
   }
 
   /** Stores `state` under `policy`; `kept`: its flags, by default the state kept from before as it was (see Stored's `before`). */

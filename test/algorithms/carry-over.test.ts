@@ -200,9 +200,24 @@ describe("the state kept from before", () => {
     expect(stateFor(stored, fixed, T0 + 30_000)).toBe(before.state);
   });
 
-  it("keeps nothing beside a concurrency rule, whose slots only their own requests give back", () => {
+  describe("beside a concurrency rule, whose slots only their own requests give back", () => {
     const slots: Policy = { algorithm: "concurrency", limit: 3, periodMs: 60_000, burst: 3, buckets: 1 };
-    const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0])! };
-    expect(keptBefore(stored, slots, 1, T0, asked)).toBeUndefined();
+    const unasked = () => false;
+
+    it("carries no rate's units into slots", () => {
+      const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0, T0, T0])! };
+      expect(stateFor(stored, slots, T0 + 1_000)).toBeUndefined();
+    });
+
+    it("keeps the rate's state, counting the concurrency rule's admissions, though its version has not asked lately", () => {
+      const stored: Stored = { policy: fixed, state: admit(fixed, undefined, [T0])! };
+      const kept = keptBefore(stored, slots, 1, T0, unasked);
+      expect(kept && usedUnits(fixed, kept.state, T0)).toBe(2);
+    });
+
+    it("keeps the concurrency rule's slots as they are, counting no rate's units as slots", () => {
+      const held = admit(slots, undefined, [T0])!;
+      expect(keptBefore({ policy: slots, state: held }, fixed, 2, T0, unasked)).toEqual({ policy: slots, state: held });
+    });
   });
 });

@@ -1,5 +1,5 @@
 // Two live Worker versions, or a rule changed under a live key, with the real object: what one version's isolates spent counts under the other's policy too.
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { slotOf, type Policy } from "../../src/algorithms";
 import type { SyncRequest } from "../../src/fast/lease";
@@ -90,6 +90,60 @@ describe("a strict key under a concurrency version and a rate version at once", 
     const [underRate] = await stub.decide(perSecond, [1]);
     const [underSlots] = await stub.decide(slots, [1]);
     expect([underRate!.decision.allowed, underSlots!.decision.allowed]).toEqual([true, true]);
+  });
+
+  it("admits the concurrency version's requests by its own slots while the rate version's traffic stays within its limit", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/slots-beside-busy-rate");
+    const perMinute: Policy = { ...perSecond, limit: 100, periodMs: 60_000 };
+    const denied: number[] = [];
+    // One request of the concurrency version in flight at a time, a rate request during each, 30 a minute of a limit of 100.
+    for (let s = 0; s < 120; s += 2) {
+      vi.setSystemTime(T0 + s * 1_000);
+      const [slot] = await stub.decide(slots, [1]);
+      if (!slot!.decision.allowed) denied.push(s);
+      vi.setSystemTime(T0 + s * 1_000 + 50);
+      await stub.decide(perMinute, [1]);
+      vi.setSystemTime(T0 + s * 1_000 + 100);
+      if (slot!.decision.allowed) await stub.refund(slots, 1, slot!.countedAt);
+    }
+    expect(denied).toEqual([]);
+    const five = await stub.decide(slots, [1, 1, 1, 1, 1]);
+    expect(five.every((r) => r.decision.allowed)).toBe(true);
+  });
+
+  it.each([false, true])("keeps the concurrency version's slots through a fast rate version's sync (and a strict rate request counting its lease: %s)", async (strictAfter) => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter(`versions/slots-through-sync/${strictAfter}`);
+    vi.setSystemTime(T0);
+    await stub.decide(slots, [1, 1, 1, 1, 1]);
+    vi.setSystemTime(T0 + 100);
+    const perMinute: Policy = { ...perSecond, limit: 100, periodMs: 60_000 };
+    const lease = await stub.sync(perMinute, { isolate: "fast", seq: 1, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    vi.setSystemTime(T0 + 200);
+    const spent = [{ at: slotOf(perMinute, T0 + 150), units: 1 }];
+    await stub.sync(perMinute, { isolate: "fast", seq: 2, reports: [{ lease: lease.seq, spent, unspent: lease.units - 1 }], demand: 1, elapsedMs: 100, need: 0, horizonMs: 1_000 });
+    vi.setSystemTime(T0 + 300);
+    if (strictAfter) await stub.decide(perMinute, [1]);
+    const [sixth] = await stub.decide(slots, [1]);
+    expect(sixth!.decision.allowed).toBe(false);
+  });
+
+  it("keeps the rate version's count through the concurrency version's admissions and a restart of the object", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const name = "versions/rate-count-beside-slots";
+    const perHour: Policy = { ...perSecond, limit: 10, periodMs: 3_600_000 };
+    vi.setSystemTime(T0);
+    await limiter(name).decide(perHour, Array<number>(10).fill(1));
+    vi.setSystemTime(T0 + 1_000);
+    const [slot] = await limiter(name).decide(slots, [1]);
+    await abortAllDurableObjects();
+    vi.setSystemTime(T0 + 2_000);
+    await limiter(name).refund(slots, 1, slot!.countedAt);
+    await limiter(name).decide(slots, [1]);
+    vi.setSystemTime(T0 + 3_000);
+    const [late] = await limiter(name).decide(perHour, [1]);
+    expect(late!.decision.allowed).toBe(false);
   });
 });
 
