@@ -312,7 +312,7 @@ export async function peekKey(context: LimiterContext, rule: Rule, objectName: s
 export async function standing(namespace: Env["LIMITER"], rule: Rule, objectName: string, budgetMs = rule.timeoutMs): Promise<Decision> {
   if (rule.unlimited) return unlimited(rule, Date.now());
   metrics.count("floodgate_durable_object_calls_total", { method: "peek" });
-  return withTimeout(limiterStub(namespace, objectName).peek(policyOf(rule)), budgetMs);
+  return withTimeout(limiterStub(namespace, objectName).peek(policyOf(rule)), budgetMs, rule.timeoutMs);
 }
 
 /**

@@ -24,11 +24,11 @@ export function deadline(ms: number, expire: () => void): () => void {
   return () => clearTimeout(timer);
 }
 
-/** Settles as `work` does, or rejects with a TimeoutError after `ms`. */
-export function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+/** Settles as `work` does, or rejects with a TimeoutError after `ms`; `timeoutMs`: the budget its message names, when `ms` is what is left of it. */
+export function withTimeout<T>(work: Promise<T>, ms: number, timeoutMs = ms): Promise<T> {
   let cancel = () => undefined as void;
   const expired = new Promise<never>((_, reject) => {
-    cancel = deadline(ms, () => reject(new TimeoutError(`no answer within ${ms}ms`)));
+    cancel = deadline(ms, () => reject(new TimeoutError(`no answer within ${timeoutMs}ms`)));
   });
   return Promise.race([work, expired]).finally(cancel);
 }
