@@ -413,7 +413,8 @@ export function applyLease(key: LocalKey, rule: Rule, lease: Lease, now: number)
   const costly = deniedFor > 1 && lease.standing.reason !== "blocked";
   const oneUnit = deniedFor > 1 ? Math.min(key.retryAfter, Math.max(0, lease.standing.moreAt - now)) : key.retryAfter;
   const denied = denies ? now + Math.max(oneUnit, rule.syncMs) : 0;
-  key.costly = denies && costly ? { cost: deniedFor, until: now + Math.max(key.retryAfter, rule.syncMs) } : null;
+  // No denial outlasts a fixed window's turn (see `turnsAt`), a costly one's neither.
+  key.costly = denies && costly ? { cost: deniedFor, until: Math.min(now + Math.max(key.retryAfter, rule.syncMs), turnsAt(key, rule)) } : null;
   key.costlier = toldCostlier(key.costlier, lease.standing, deniedFor, now);
   // A saturated key's units go out in the calls the object booked: one asked for sooner would only
   // take them from an isolate whose turn it is (and see `heldUntil` for the booked call itself).

@@ -656,6 +656,14 @@ describe("a fast fixed window at its turn", () => {
     expect(deniedLocally(key, windowed, 1, turnsAt + 10_000)).toBe(false);
   });
 
+  it("denies a costly request nothing once the window has turned, though its denial came less than a sync interval before", () => {
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, windowed, isolate(), 3, turnsAt - 500);
+    const standing = { allowed: false, limit: 5, remaining: 1, resetAt: turnsAt, moreAt: turnsAt, retryAfter: 500 };
+    applyLease(key, windowed, lease(seq, 0, { standing, nextSyncAt: turnsAt + 500, expiresAt: turnsAt + 500 }), turnsAt - 500);
+    expect(decideLocally(key, windowed, 3, turnsAt + 10)).toBeUndefined();
+  });
+
   it("ends a sliding-window isolate's denial at the turn of the fixed window another version's rule had the object lease under", () => {
     const sliding = rule({ name: "fw", mode: "fast", limit: 5, periodMs: 300_000, syncMs: 1_000 });
     expect(decideLocally(spent(sliding, "fixed-window"), sliding, 1, turnsAt)).toBeUndefined();
