@@ -258,12 +258,16 @@ export class RateLimiter extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarmAt = null;
     const now = Date.now();
-    // A key that only ever leased has no state yet: its pins are counted under the policy they were leased under.
-    const policy = this.stored?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
+    // A key that only ever leased has no state yet: its pins are counted under the policy they were
+    // leased under. Pins are a rate's leases, never a concurrency rule's slots (see `countAllPins`):
+    // settled there, a quiet rate isolate's lease held the slots a whole slotTtl.
+    const rate = [this.stored, this.stored?.before].find((s) => s && s.policy.algorithm !== "concurrency");
+    const policy = rate?.policy ?? [...this.peers.peers.values()].find((p) => p.under)?.under;
+    const read = rate === this.stored ? this.stored?.state : policy && stateFor(this.stored, policy, now);
     // Pins settled are forgotten even when counting them changed nothing (their buckets had
     // passed): kept, they would count as taken until some isolate's next sync.
-    const settled = policy ? settlePins(policy, this.stored?.state, this.peers, now) : undefined;
-    if (policy && settled?.state) this.stored = { policy, state: settled.state, ...this.keptFor(policy) };
+    const settled = policy ? settlePins(policy, read, this.peers, now) : undefined;
+    if (policy && settled?.state) this.stored = fromBefore(this.stored, read) ? { ...this.stored!, before: { policy, state: settled.state } } : { policy, state: settled.state, ...this.keptFor(policy) };
     const recovered = recoveredAt(this.stored, now);
     // An alarm comes about once a minute, so it may walk the peers.
     const lastSync = Math.max(0, ...[...this.peers.peers.values()].map((p) => p.seenAt));

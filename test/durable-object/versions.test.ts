@@ -169,6 +169,26 @@ describe("a fast rate version beside a strict concurrency version", () => {
   });
 });
 
+describe("a fast rate version's lease its isolate never reported, beside a strict concurrency version", () => {
+  const slots: Policy = { algorithm: "concurrency", limit: 5, periodMs: 60_000, burst: 5, buckets: 1 };
+  const perSecond: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 1_000, burst: 100, buckets: 60 };
+
+  it("is settled by the object's alarm into the rate's state, not into the concurrency version's slots held a whole slotTtl", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/alarm-settles-beside-slots");
+    vi.setSystemTime(T0);
+    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    expect(lease.units).toBeGreaterThan(5);
+    vi.setSystemTime(T0 + 100);
+    await stub.decide(slots, [1]);
+    // The isolate went quiet: its lease ended unreported, and the alarm counts it spent then.
+    vi.setSystemTime(T0 + 20_000);
+    await runDurableObjectAlarm(stub);
+    const [slot] = await stub.decide(slots, [1]);
+    expect(slot!.decision.allowed).toBe(true);
+  });
+});
+
 describe("a strict key under a fixed-window version and a token-bucket version at once", () => {
   const fixed: Policy = { algorithm: "fixed-window", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
   const refilled: Policy = { algorithm: "token-bucket", limit: 10, periodMs: 60_000, burst: 10, buckets: 1 };
