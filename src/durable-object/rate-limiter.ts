@@ -230,6 +230,8 @@ export class RateLimiter extends DurableObject<Env> {
     const now = Date.now();
     const blockedUntil = blockEnd(policy, this.block);
     if (now < blockedUntil) return blockedDecision(policy, stateFor(this.stored, policy, now), blockedUntil, now);
+    // A concurrency rule's slots are its own requests in flight, as its decisions read them: a rate version's leases are no slots (see `countAllPins`).
+    if (policy.algorithm === "concurrency") return peek(policy, stateFor(this.stored, policy, now), now);
     // A fast key is leased under the strictest policy a live isolate asked under: its standing is read as its isolates will find it.
     const under = this.peers.peers.size > 0 ? leasePolicy(policy, "", this.peers, now, this.recentStrict(now)) : policy;
     return standingWithPins(under, stateFor(this.stored, under, now), this.peers, now);

@@ -156,6 +156,16 @@ describe("a fast rate version beside a strict concurrency version", () => {
     expect(await spentBeside("versions/fast-beside-slots", perSecond, slots, 30, true)).toBeGreaterThanOrEqual(200);
   });
 
+  it("peeks the concurrency version's slots as its decision finds them, the rate version's leases not counted as slots taken", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter("versions/slots-peeked-beside-fast");
+    vi.setSystemTime(T0);
+    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    expect(lease.units).toBeGreaterThan(5);
+    vi.setSystemTime(T0 + 100);
+    expect(await stub.peek(slots)).toMatchObject({ allowed: true, remaining: 5 });
+  });
+
   it("frees the concurrency version's slots once the rate version's window has forgotten what it spent, not a slotTtl after its isolate's last lease", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const stub = limiter("versions/slots-beside-fast");
