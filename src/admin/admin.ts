@@ -58,6 +58,9 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
   if (!(await bearerMatches(request.headers.get("Authorization"), env.ADMIN_TOKEN))) {
     // A token no Authorization header can carry locks the admin out: the log says why, the caller hears no more than any other 401.
     if (/[^\x21-\x7e]/.test(env.ADMIN_TOKEN)) log.event("error", { kind: "config", message: UNSENDABLE_TOKEN }, Date.now());
+    // Counted and logged so a guesser shows (nothing of what was sent: it may be a mistyped token).
+    metrics.count("floodgate_admin_refusals_total");
+    log.event("admin_refused", { status: 401 }, Date.now());
     return unauthorized().toResponse();
   }
   // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.

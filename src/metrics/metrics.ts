@@ -9,6 +9,7 @@ const COUNTERS = {
   floodgate_syncs_total: "Fast-path reconciliations with a Durable Object, by result.",
   floodgate_errors_total: "Failures, by kind.",
   floodgate_ip_refusals_total: "Requests refused with a 403 because their address is in DENY_IPS.",
+  floodgate_admin_refusals_total: "Admin API calls refused with a 401: no bearer token, or the wrong one.",
   floodgate_key_evictions_total: "Fast-path keys evicted from this isolate's table.",
   floodgate_log_lines_dropped_total: "Structured log lines left out because their kind had used up its lines for the second, by event.",
   floodgate_key_overflows_total: "Requests counted under a rule's shared #overflow key: their own key was new past the rule's newKeysPerSecond.",

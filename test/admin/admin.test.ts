@@ -25,6 +25,20 @@ describe("admin API", () => {
     expect(res.status).toBe(404);
   });
 
+  it("counts and logs each 401, nothing of the token it was sent", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(line));
+    const metric = async () => Number(/^floodgate_admin_refusals_total (\d+)$/m.exec(await (await admin("metrics")).text())?.[1] ?? 0);
+    const before = await metric();
+    await admin("rules", {}, "guessed-token-1");
+    await admin("rules", {}, null);
+    expect((await metric()) - before).toBe(2);
+    spy.mockRestore();
+    const refused = lines.filter((line) => line.includes('"admin_refused"'));
+    expect(refused.map((line) => JSON.parse(line) as unknown)).toEqual([{ event: "admin_refused", status: 401 }, { event: "admin_refused", status: 401 }]);
+    expect(refused.join("")).not.toContain("guessed");
+  });
+
   it("answers 401 with the same body to a missing, malformed or wrong token", async () => {
     const answers = await Promise.all([
       admin("rules", {}, null),
