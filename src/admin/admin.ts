@@ -1,5 +1,6 @@
 /** The admin API under /__floodgate/: rules, state peek and reset, metrics (bearer token required), and the status page that reads them. */
 import type { Settings } from "../config";
+import { ConfigError } from "../config/errors";
 import { ruleForKey } from "../config/overrides";
 import { describeQuota, describeRule } from "../config/rules";
 import type { Rule } from "../config/types";
@@ -63,20 +64,31 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
     log.event("admin_refused", { status: 401 }, Date.now());
     return unauthorized().toResponse();
   }
-  // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.
-  const settings = settingsOf();
   // Only the prefix as documented names a call; another spelling of it is answered as an unknown call.
   const route = url.pathname.startsWith(ADMIN_PREFIX) ? `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}` : "";
+  // The counters answer while the configuration is invalid too, its errors among them: a scrape that
+  // failed with it saw nothing of the requests it was failing.
+  if (route === "GET metrics") return new Response(metrics.render(rulesIfValid(settingsOf)), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
+  // Read only now: an invalid configuration is the admin's to see (it throws its ConfigError), no one else's.
+  const settings = settingsOf();
   switch (route) {
     case "GET rules":
       return Response.json({ rules: settings.rules.map(describeRule) });
-    case "GET metrics":
-      return new Response(metrics.render(settings.rules), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
     case "GET state":
     case "DELETE state":
       return state(request.method, url, env, settings);
     default:
       return notFound().toResponse();
+  }
+}
+
+/** The configuration's rules, or none while it is invalid. */
+function rulesIfValid(settingsOf: () => Settings): readonly Rule[] {
+  try {
+    return settingsOf().rules;
+  } catch (error) {
+    if (error instanceof ConfigError) return [];
+    throw error;
   }
 }
 

@@ -4,10 +4,11 @@ import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { HttpProblem, invalidConfig } from "./problem";
 
-/** What to answer for `error`, thrown while handling a request: a config error and an internal one are logged, an internal one counted too. */
+/** What to answer for `error`, thrown while handling a request: a config error and an internal one are counted and logged. */
 export function failureResponse(error: unknown): Response {
   if (error instanceof HttpProblem) return error.toResponse();
   if (error instanceof ConfigError) {
+    metrics.count("floodgate_errors_total", { kind: "config" });
     log.event("error", { kind: "config", message: error.message }, Date.now());
     return invalidConfig(error.message).toResponse();
   }

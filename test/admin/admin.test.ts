@@ -39,6 +39,17 @@ describe("admin API", () => {
     expect(refused.join("")).not.toContain("guessed");
   });
 
+  it("serves its counters while the configuration is invalid, counting each request that error answered", async () => {
+    const broken = { rules: [{ name: "x", limit: 1, period: "ten" }], ADMIN_TOKEN: TOKEN };
+    const scrape = () => send(new Request("http://floodgate.test/__floodgate/metrics", { headers: { Authorization: `Bearer ${TOKEN}` } }), broken);
+    const configErrors = async (res: Response) => Number(/^floodgate_errors_total\{kind="config"\} (\d+)$/m.exec(await res.text())?.[1] ?? 0);
+    const first = await scrape();
+    expect(first.status).toBe(200);
+    const before = await configErrors(first);
+    expect((await send(new Request("http://floodgate.test/api/x"), broken)).status).toBe(500);
+    expect((await configErrors(await scrape())) - before).toBe(1);
+  });
+
   it("answers 401 with the same body to a missing, malformed or wrong token", async () => {
     const answers = await Promise.all([
       admin("rules", {}, null),
