@@ -93,8 +93,8 @@ export interface RateLimitOptions<C extends Context = Context> {
  * and `c.get("rateLimit")` holds the {@link LimitResult}. A gcra rule's hold (its `delay`) is
  * waited out before the next handler runs; if the client goes away first, the units are given back
  * and the handler never runs. The options are checked now: a bad rule throws an Error naming the field.
- * Several on one route act as the proxy's rules: a request one answers itself (429, 400, 499) gives
- * back what the others took, and an allowed response shows the one with the fewest units left. A
+ * Several on one route act as the proxy's rules: a request one answers itself (429, 400, 499) or
+ * fails (a throwing key, skip, rule or binding) gives back what the others took, and an allowed response shows the one with the fewest units left. A
  * dry-run rule given a malformed cost sits the request out: it sets no `rateLimit` variable. The
  * key is read before the cost, so that a malformed cost's refusal is counted under it.
  *
@@ -113,9 +113,10 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
   if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
   const ruleFor = ruleOf(options.rule, (rule, fixed) => counting(rule, skipping, options.requestWasSuccessful !== undefined, fixed));
   const forms = headerOptions(options, "rateLimit");
-  return async function rateLimitMiddleware(c, next) {
+  /** The request's decision: undefined when the rule sits it out, the Response when this rateLimit answers it, else its admission. */
+  const admit = async (c: Context) => {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
-    if (skip && (await skip(c as unknown as C)) === true) return next();
+    if (skip && (await skip(c as unknown as C)) === true) return undefined;
     const context = contextOf(c as unknown as C, binding);
     const rule = await ruleFor(c as unknown as C);
     const value = await key(c as unknown as C);
@@ -131,7 +132,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       if (error instanceof HttpProblem) return refuse(c, error.toResponse());
       throw error;
     }
-    if (cost === undefined) return next();
+    if (cost === undefined) return undefined;
     const signal = c.req.raw.signal;
     // A request held by a gcra delay whose client went away gave its units back: nothing to serve.
     const held = await limitKey(context, rule, named, cost, signal).catch((error: unknown) => {
@@ -139,7 +140,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       throw error;
     });
     if (!held) return refuse(c, clientClosed().toResponse());
-    const { decision, release, refund, settle, charge } = held;
+    const { decision, release, charge } = held;
     const result = limitResult(rule, decision, { release, charge });
     c.set("rateLimit", result);
     const now = Date.now();
@@ -151,6 +152,18 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
       verdicts.set(c, { refused: true });
       return withRateLimitHeaders(await answered(handler, c as unknown as C, result, rule.name), denied.headers);
     }
+    return { context, rule, signal, held, now };
+  };
+  return async function rateLimitMiddleware(c, next) {
+    const admitted = await admit(c).catch((error: unknown) => {
+      // This rateLimit failed the request (its key, skip, rule or binding threw): as for its 429, the rateLimits around give back what they took.
+      verdicts.set(c, { refused: true });
+      throw error;
+    });
+    if (admitted === undefined) return next();
+    if (admitted instanceof Response) return admitted;
+    const { context, rule, signal, held, now } = admitted;
+    const { decision, release, refund, settle } = held;
     // A concurrency rule's slots are held until the handler's response has been sent.
     c.res = await sendHolding(release, signal, context.waitUntil, async () => {
       await next();

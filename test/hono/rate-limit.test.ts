@@ -338,6 +338,19 @@ describe("rateLimit (Hono middleware)", () => {
     expect((await outer.peek("k-throw")).remaining).toBe(9);
   });
 
+  it("gives back the units of the rateLimits around when an inner rateLimit's key function throws, as for its 429", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-key-throw-outer", limit: 10, period: "1h" }, key: () => "k-key-throw" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-key-throw-inner", limit: 10, period: "1h" }, key: async () => { throw new Error("no session store"); } }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await get(hono, `/api/${i}`)).status);
+
+    expect(statuses).toEqual([500, 500, 500]);
+    const outer = limiter((env as unknown as Env).LIMITER, { name: "hono-key-throw-outer", limit: 10, period: "1h" });
+    expect((await outer.peek("k-key-throw")).remaining).toBe(10);
+  });
+
   it("fails a denied request, never letting it through, when the handler returns no Response", async () => {
     const hono = app({ rule: { name: "hono-handler-none", limit: 1, period: "1m" }, handler: (() => undefined) as never });
     let thrown: unknown;
