@@ -1,6 +1,7 @@
 // The Hono middleware in a Hono app, with the real RateLimiter object: the limit, the proxy's 429, c.get("rateLimit"), and bad keys.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { Hono } from "hono";
+import { upgradeWebSocket } from "hono/cloudflare-workers";
 import { HTTPException } from "hono/http-exception";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
@@ -200,6 +201,30 @@ describe("rateLimit (Hono middleware)", () => {
       return response.status;
     };
     expect([await head(), await head(), await head()]).toEqual([200, 200, 200]);
+  });
+
+  it("holds a concurrency slot while a WebSocket Hono's upgradeWebSocket opened is open, relaying its messages, and gives it back on close", async () => {
+    const hono = new Hono<App>();
+    hono.use("/ws", rateLimit({ binding: "LIMITER", rule: { name: "hono-ws", algorithm: "concurrency", limit: 1 }, key: () => "k-ws" }));
+    hono.get("/ws", upgradeWebSocket(() => ({ onMessage: (event, ws) => ws.send(`echo ${String(event.data)}`) })));
+    const upgrade = { headers: { upgrade: "websocket" } };
+    const ctx = createExecutionContext();
+    const open = await hono.request("/ws", upgrade, env, ctx);
+    const socket = open.webSocket!;
+    socket.accept();
+    const echoed = new Promise((resolve) => socket.addEventListener("message", (event) => resolve(event.data)));
+    socket.send("hi");
+
+    expect([open.status, await echoed]).toEqual([101, "echo hi"]);
+    expect((await get(hono, "/ws", upgrade.headers)).status).toBe(429);
+    socket.close(1000);
+    await waitOnExecutionContext(ctx);
+    const closing = createExecutionContext();
+    const again = await hono.request("/ws", upgrade, env, closing);
+    again.webSocket?.accept();
+    again.webSocket?.close(1000);
+    await waitOnExecutionContext(closing);
+    expect(again.status).toBe(101);
   });
 
   it("types c.get('rateLimit') as a LimitResult wherever the middleware is used, and refuses an option it does not know", () => {
