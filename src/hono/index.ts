@@ -165,10 +165,18 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     const { context, rule, signal, held, now } = admitted;
     const { decision, release, refund, settle } = held;
     // A concurrency rule's slots are held until the handler's response has been sent.
-    c.res = await sendHolding(release, signal, context.waitUntil, async () => {
-      await next();
-      return c.res;
-    }, c.req.method === "HEAD");
+    try {
+      c.res = await sendHolding(release, signal, context.waitUntil, async () => {
+        await next();
+        return c.res;
+      }, c.req.method === "HEAD");
+    } catch (error) {
+      // Past Hono's error handler (a non-Error thrown, an onError that threw): the request failed with no response to judge.
+      const ended = verdicts.get(c)?.refused ? refund() : settle?.(false).catch(countError("refund", rule));
+      if (ended && context.waitUntil) context.waitUntil(ended);
+      else await ended;
+      throw error;
+    }
     // rateLimits further in decided too: as the proxy's rules, all or nothing, the most restrictive shown.
     const verdict = verdicts.get(c);
     if (verdict?.refused) {

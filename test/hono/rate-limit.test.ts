@@ -410,6 +410,36 @@ describe("rateLimit (Hono middleware)", () => {
     expect(statuses).toEqual([404, 500, 200, 404, 200, 429]);
   });
 
+  it("with skipFailedRequests gives back what a request took when it fails past Hono's error handler (an onError that throws)", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-past-on-error", limit: 2, period: "1h" }, key: () => "k-past-on-error", skipFailedRequests: true }));
+    hono.get("/api/:id", () => {
+      throw new Error("the handler failed");
+    });
+    hono.onError((error) => {
+      throw error;
+    });
+
+    for (let i = 0; i < 3; i++) await expect(get(hono, `/api/${i}`)).rejects.toThrow("the handler failed");
+    const counted = limiter((env as unknown as Env).LIMITER, { name: "hono-past-on-error", limit: 2, period: "1h" });
+    expect((await counted.peek("k-past-on-error")).remaining).toBe(2);
+  });
+
+  it("gives back the units of the rateLimits around when an inner one's handler fails past Hono's error handler", async () => {
+    const hono = new Hono<App>();
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-past-outer", limit: 10, period: "1h" }, key: () => "k-past" }));
+    hono.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-past-inner", limit: 1, period: "1h" }, key: () => "k-past", handler: () => { throw new Error("the handler failed"); } }));
+    hono.get("/api/:id", (c) => c.text("ok"));
+    hono.onError((error) => {
+      throw error;
+    });
+
+    expect((await get(hono, "/api/a")).status).toBe(200);
+    for (let i = 0; i < 2; i++) await expect(get(hono, `/api/${i}`)).rejects.toThrow("the handler failed");
+    const outer = limiter((env as unknown as Env).LIMITER, { name: "hono-past-outer", limit: 10, period: "1h" });
+    expect((await outer.peek("k-past")).remaining).toBe(9);
+  });
+
   it("reads success as requestWasSuccessful says, and gives units back on a fast rule too", async () => {
     const hono = new Hono<App>();
     const rule: LimiterRule = { name: "hono-judged", limit: 2, period: "1h", mode: "fast" };
