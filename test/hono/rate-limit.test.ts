@@ -21,8 +21,8 @@ function app(options: Partial<RateLimitOptions> & Pick<RateLimitOptions, "rule">
 
 async function get(hono: Hono<App>, path: string, headers: Record<string, string> = {}, method = "GET"): Promise<Response> {
   const ctx = createExecutionContext();
-  const response = await hono.request(path, { method, headers }, env, ctx);
-  await waitOnExecutionContext(ctx);
+  // What the request left to waitUntil lands before its answer is looked at, or its failure.
+  const response = await hono.request(path, { method, headers }, env, ctx).finally(() => waitOnExecutionContext(ctx));
   return response;
 }
 
