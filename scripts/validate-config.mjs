@@ -83,11 +83,12 @@ function check(validators, env, config, top, allowDemo) {
       problems.push(error.message);
     }
   }
-  // Every other var, read as the Worker reads it: a value it would answer 500 to is refused here. The Analytics Engine
-  // binding and ANALYTICS_HASH_KEY are left out: the dataset exists only once deployed, and the key is a secret.
+  // Every other var, read as the Worker reads it: a value it would answer 500 to is refused here. ANALYTICS_HASH_KEY is
+  // left out: it is a secret (refused below as a var). ANALYTICS is kept: the dataset binding is not among the vars (wrangler
+  // refuses a var sharing a binding's name), so a var of that name is what the Worker would read as its dataset, and refuse.
   if (rules.length > 0 && origin) {
     try {
-      loadSettings({ ...vars, ANALYTICS: undefined, ANALYTICS_HASH_KEY: undefined });
+      loadSettings({ ...vars, ANALYTICS_HASH_KEY: undefined });
     } catch (error) {
       problems.push(`${error.message} (in ${section})`);
     }

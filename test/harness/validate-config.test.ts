@@ -152,6 +152,12 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     });
   });
 
+  it("refuses a var named ANALYTICS, which the Worker reads as its Analytics Engine dataset and answers 500 to", async () => {
+    const run = await validate({ toml: `${COMPLETE}ANALYTICS = "floodgate"\n` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("floodgate: top level: refused:\n  - ANALYTICS: expected a Workers Analytics Engine dataset binding");
+  });
+
   it("refuses ADMIN_TOKEN or ANALYTICS_HASH_KEY among the vars, which wrangler stores and prints in plain text, naming the command for a secret", async () => {
     const runs = await Promise.all(["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"].map((name) => validate({ toml: `${COMPLETE}${name} = "s3cret-value-0123456789"\n` })));
     runs.forEach((run, i) => {
