@@ -57,6 +57,11 @@ export function fieldsOf(value: object): Fields {
   return new Map(Object.entries(value));
 }
 
+/** Whether the field has a value: one given as undefined (from code, a rule built from options) is left out, as JSON and TOML leave it. */
+export function given(fields: Fields, field: string): boolean {
+  return fields.get(field) !== undefined;
+}
+
 export function isObject(value: unknown): value is object {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

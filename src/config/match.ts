@@ -2,7 +2,7 @@
 import { parseIpList } from "../routing/cidr";
 import { pathAsMatched } from "../routing/path";
 import { show, type RuleRef } from "./errors";
-import { fail, fieldsOf, isObject, rejectUnknown, TOKEN } from "./fields";
+import { fail, fieldsOf, given, isObject, rejectUnknown, TOKEN } from "./fields";
 import type { Rule } from "./types";
 
 const MATCH_FIELDS = ["path", "methods", "host", "ips"];
@@ -19,7 +19,7 @@ export function parseMatch(value: unknown, at: RuleRef): Rule["match"] {
     path: parsePath(fields.get("path"), at),
     methods: parseMethods(fields.get("methods"), at),
     host: parseHost(fields.get("host"), at),
-    ips: fields.has("ips") ? parseIpList(fields.get("ips") as readonly string[], { field: "match.ips", rule: at }) : null,
+    ips: given(fields, "ips") ? parseIpList(fields.get("ips") as readonly string[], { field: "match.ips", rule: at }) : null,
   };
 }
 

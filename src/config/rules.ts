@@ -7,7 +7,7 @@ import { parseDenyResponse } from "./deny-response";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
 import { pathText, repeatedMember, type Repeated } from "./json";
-import { fail, fieldsOf, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
+import { fail, fieldsOf, given, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
 import { parseOverrides, ruleForKey } from "./overrides";
@@ -278,7 +278,7 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   }
   const months = algorithm === "concurrency" ? undefined : calendarMonths(fields.get("period"), algorithm, at);
   const periodMs = algorithm === "concurrency" ? parseSlotTtl(fields, at) : months !== undefined ? months * LONGEST_MONTH_MS : parsePeriod(fields.get("period"), at);
-  if (algorithm !== "concurrency" && fields.has("slotTtl")) {
+  if (algorithm !== "concurrency" && given(fields, "slotTtl")) {
     fail(at, "slotTtl", `slotTtl applies to concurrency only; remove it, or set "algorithm": "concurrency"`);
   }
   const burst = parseBurst(fields.get("burst"), algorithm, limit, at);
@@ -303,11 +303,11 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const aggregate = parseAggregate(fields.get("aggregate"), mode, at);
   const buckets = parseBuckets(fields.get("buckets"), algorithm, periodMs, at);
   const onError = parseChoice(fields.get("onError"), ON_ERROR, at, "onError");
-  const timeoutMs = fields.has("timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
+  const timeoutMs = given(fields, "timeout") ? parseDurationField(fields.get("timeout"), at, "timeout") : DEFAULT_TIMEOUT_MS;
   const ipv6Prefix = parseIpv6Prefix(fields.get("ipv6Prefix"), key, at);
-  const newKeysPerSecond = fields.has("newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
+  const newKeysPerSecond = given(fields, "newKeysPerSecond") ? parseCount(fields.get("newKeysPerSecond"), at, "newKeysPerSecond") : null;
   const dryRun = parseBoolean(fields.get("dryRun"), at, "dryRun");
-  const blockMs = fields.has("block") ? parseDurationField(fields.get("block"), at, "block") : null;
+  const blockMs = given(fields, "block") ? parseDurationField(fields.get("block"), at, "block") : null;
   const count = parseChoice(fields.get("count"), COUNTS, at, "count");
   const uncounted = count !== "all" ? uncountable(algorithm) : undefined;
   if (uncounted) fail(at, "count", uncounted);
@@ -389,10 +389,10 @@ function parsePeriod(value: unknown, at: RuleRef): number {
 
 /** A concurrency rule holds slots rather than counting over a period: `slotTtl` bounds a slot, and `period` means nothing. */
 function parseSlotTtl(fields: Fields, at: RuleRef): number {
-  if (fields.has("period")) {
+  if (given(fields, "period")) {
     fail(at, "period", `"concurrency" has no period: a slot is held until its response has been sent, or for slotTtl at most (default "1m"); remove period`);
   }
-  return fields.has("slotTtl") ? parseDurationField(fields.get("slotTtl"), at, "slotTtl") : DEFAULT_SLOT_TTL_MS;
+  return given(fields, "slotTtl") ? parseDurationField(fields.get("slotTtl"), at, "slotTtl") : DEFAULT_SLOT_TTL_MS;
 }
 
 function parseSync(value: unknown, mode: Mode, at: RuleRef): number {

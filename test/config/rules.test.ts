@@ -81,6 +81,14 @@ describe("accepted shapes", () => {
     expect(parseConfig(" \n\t")).toEqual({ rules: [] });
   });
 
+  it("takes an optional field given as undefined (a rule built in code from options) as left out, as the rest of the rule's fields are", () => {
+    const fields = ["timeout", "block", "newKeysPerSecond", "slotTtl", "period", "match"] as const;
+    const given = (field: string) => ({ name: "api", limit: 10, ...(field === "slotTtl" || field === "period" ? { algorithm: "concurrency" } : { period: "1m" }), [field]: undefined });
+    const left = (field: string) => Object.fromEntries(Object.entries(given(field)).filter(([, value]) => value !== undefined));
+    expect(fields.map((field) => parseConfig([given(field)]))).toEqual(fields.map((field) => parseConfig([left(field)])));
+    expect(parseConfig([rule({ match: { path: "/api/*", ips: undefined } })]).rules[0]!.match.ips).toBeNull();
+  });
+
   it("accepts an empty rules list", () => {
     expect(parseConfig("[]")).toEqual({ rules: [] });
     expect(parseConfig({ rules: [] })).toEqual({ rules: [] });
