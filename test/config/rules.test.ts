@@ -89,6 +89,10 @@ describe("accepted shapes", () => {
     expect(parseConfig([rule({ match: { path: "/api/*", ips: undefined } })]).rules[0]!.match.ips).toBeNull();
   });
 
+  it("refuses a hole in a rule list built in code, naming its index, rather than returning the list with the hole in it", () => {
+    expect(errorFor([, rule()]).message).toBe('rules[0]: expected a rule object like {"name": "api", "limit": 100, "period": "1m"}, got nothing');
+  });
+
   it("accepts an empty rules list", () => {
     expect(parseConfig("[]")).toEqual({ rules: [] });
     expect(parseConfig({ rules: [] })).toEqual({ rules: [] });
