@@ -32,21 +32,38 @@ async function bundleValidators() {
 }
 
 /**
- * A member a JSON wrangler config gives twice (wrangler keeps the last, so a rule's `"limit"` given twice, or
- * RATE_LIMIT_RULES itself, deploys the last silently), as the message to refuse it with. A .jsonc file with comments,
- * which JSON.parse refuses, is not walked.
+ * A member a JSON wrangler config has that wrangler would drop silently, as the message to refuse it with: one given twice
+ * (wrangler keeps the last, so a rule's `"limit"` given twice, or RATE_LIMIT_RULES itself, deploys the last), or one named
+ * `__proto__` (wrangler's reader sets it as the object's prototype, so neither the check nor the Worker ever sees it). A
+ * .jsonc file with comments, which JSON.parse refuses, is not walked.
  */
-function repeatedIn(configPath, { pathText, repeatedMember }) {
+function droppedIn(configPath, { pathText, repeatedMember }) {
   if (!/\.jsonc?$/.test(configPath)) return undefined;
   const text = readFileSync(configPath, "utf8");
+  let parsed;
   try {
-    JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
   const found = repeatedMember(text);
-  if (!found) return undefined;
-  return `${JSON.stringify(found.name)} is given twice in ${found.path.length === 0 ? "the top level" : pathText(found.path)}, and wrangler keeps only the last, so the other would be ignored; write it once`;
+  if (found) return `${JSON.stringify(found.name)} is given twice in ${found.path.length === 0 ? "the top level" : pathText(found.path)}, and wrangler keeps only the last, so the other would be ignored; write it once`;
+  const proto = prototypePath(parsed);
+  if (proto) return `"__proto__" in ${proto.length === 0 ? "the top level" : pathText(proto)} is read by wrangler as the object's prototype, not as a member, so it would be ignored; remove it`;
+  return undefined;
+}
+
+/** The path of the first object in `value` (as JSON.parse made it, which keeps `__proto__` as a member) with a `__proto__` member; a stack of its own, as deep as JSON.parse takes. */
+function prototypePath(value) {
+  const stack = [[value, []]];
+  while (stack.length > 0) {
+    const [node, path] = stack.pop();
+    if (typeof node !== "object" || node === null) continue;
+    if (!Array.isArray(node) && Object.hasOwn(node, "__proto__")) return path;
+    const entries = Object.entries(node).reverse();
+    for (const [name, child] of entries) stack.push([child, [...path, Array.isArray(node) ? Number(name) : name]]);
+  }
+  return undefined;
 }
 
 const limiterOf = (config) => (config.durable_objects?.bindings ?? []).find((b) => b.name === "LIMITER");
@@ -148,9 +165,9 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   };
   const { rawConfig } = raw;
   configPath = raw.configPath;
-  const repeated = repeatedIn(configPath, validators);
-  if (repeated) {
-    out.error(`floodgate: refused: ${configPath}: ${repeated}; nothing was deployed`);
+  const dropped = droppedIn(configPath, validators);
+  if (dropped) {
+    out.error(`floodgate: refused: ${configPath}: ${dropped}; nothing was deployed`);
     return 1;
   }
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {

@@ -178,6 +178,16 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(run.stderr).toContain(`: "limit" is given twice in vars.RATE_LIMIT_RULES.rules[0], and wrangler keeps only the last, so the other would be ignored; write it once; nothing was deployed`);
   });
 
+  it("refuses a wrangler.json member named __proto__, which wrangler's reader takes as the object's prototype and so drops", async () => {
+    const rules = '[{"name": "proto", "key": "global", "limit": 2, "period": "1m", "match": {"__proto__": {"path": "/admin/*"}}}]';
+    const json = `{"name": "floodgate", "compatibility_date": "2026-04-20", "durable_objects": {"bindings": [{"name": "LIMITER", "class_name": "RateLimiter"}]}, "migrations": [{"tag": "v1", "new_sqlite_classes": ["RateLimiter"]}], "vars": {"ORIGIN_URL": "https://api.example.com", "RATE_LIMIT_RULES": ${rules}}}`;
+    const path = join(dir, "proto.json");
+    await writeFile(path, json);
+    const run = await validate({ path });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`: "__proto__" in vars.RATE_LIMIT_RULES[0].match is read by wrangler as the object's prototype, not as a member, so it would be ignored; remove it; nothing was deployed`);
+  });
+
   it("refuses a RateLimiter that no migration creates, or that one creates key-value backed", async () => {
     const withoutMigration = TOP.replace(/\[\[migrations\]\][\s\S]*$/, "");
     const none = await validate({ toml: `${withoutMigration}\n[vars]\n${VARS}` });
