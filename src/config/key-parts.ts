@@ -17,7 +17,7 @@ export function parseKey(value: unknown, at: RuleRef): KeyPart[] {
     const form = `a key part like "ip" or "header:x-api-key", or a non-empty array of them`;
     fail(at, "key", `expected ${form}, got ${show(value)}`);
   }
-  const parts = value.map((part: unknown, i) => parseKeyPart(part, at, `key[${i}]`));
+  const parts = Array.from(value, (part: unknown, i) => parseKeyPart(part, at, `key[${i}]`));
   rejectRepeatedParts(parts, at);
   return parts;
 }

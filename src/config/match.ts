@@ -50,7 +50,7 @@ function parseMethods(value: unknown, at: RuleRef): string[] | null {
     const form = `a non-empty array of HTTP methods like ["GET", "POST"] (leave it out for every method)`;
     fail(at, "match.methods", `expected ${form}, got ${show(value)}`);
   }
-  const methods = value.map((method: unknown, i) => {
+  const methods = Array.from(value, (method: unknown, i) => {
     if (typeof method !== "string" || !TOKEN.test(method)) {
       fail(at, `match.methods[${i}]`, `expected an HTTP method like "GET", got ${show(method)}`);
     }

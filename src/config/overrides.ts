@@ -25,7 +25,7 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
   if (!Array.isArray(value) || value.length === 0) fail(at, "overrides", `expected a non-empty array of overrides like ${example}, got ${show(value)}`);
   const byKey = new Map<string, KeyOverride>();
   const namedAt = new Map<string, string>();
-  value.forEach((entry, index) => {
+  Array.from(value).forEach((entry, index) => {
     const path = `overrides[${index}]`;
     if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${show(entry)}`);
     const fields = fieldsOf(entry);
@@ -112,7 +112,7 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
   const example = rule.key.length === 1 ? `["k-partner"]` : `["${rule.key.map(() => "…").join("|")}"]`;
   // What was given is named by its kind, never its value: a key is often an API key, and this message reaches logs and the 500's detail.
   if (!Array.isArray(value) || value.length === 0) fail(at, `${path}.keys`, `expected a non-empty array of keys written as the admin API takes them, like ${example}, got ${kindOf(value)}`);
-  return value.map((key, index) => {
+  return Array.from(value, (key, index) => {
     const field = `${path}.keys[${index}]`;
     if (typeof key !== "string" || key === "") fail(at, field, `expected a key written as the admin API takes it, like ${example.slice(1, -1)}, got ${kindOf(key)}`);
     if (isHashedName(key)) fail(at, field, `a #sha256 name is what a key past 1 KB is stored under, not a key a request has; write the key itself`);

@@ -89,7 +89,7 @@ export type QuotaDescription = Pick<RuleDescription, "limit" | "period" | "burst
  * parseConfig('[{"name": "login", "limit": 5, "period": "1m"}]').rules[0].key; // [{ source: "ip" }]
  */
 export function parseConfig(raw: unknown): Config {
-  // Array.from visits a hole (a list built in code) as undefined, where map would skip it and keep it.
+  // Array.from visits a hole (a list built in code) as undefined, where map would skip it and keep it; so do the lists inside a rule.
   const rules = Array.from(ruleList(decode(raw)), (value, index) => parseRule(value, index));
   rejectDuplicateNames(rules);
   return { rules };

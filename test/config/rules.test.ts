@@ -89,8 +89,12 @@ describe("accepted shapes", () => {
     expect(parseConfig([rule({ match: { path: "/api/*", ips: undefined } })]).rules[0]!.match.ips).toBeNull();
   });
 
-  it("refuses a hole in a rule list built in code, naming its index, rather than returning the list with the hole in it", () => {
+  it("refuses a hole in a list built in code, naming its index, rather than returning the list with the hole in it", () => {
     expect(errorFor([, rule()]).message).toBe('rules[0]: expected a rule object like {"name": "api", "limit": 100, "period": "1m"}, got nothing');
+    expect(fieldFor({ key: ["ip", , "global"] })).toBe("rules[0].key[1]");
+    expect(fieldFor({ match: { methods: [, "GET"] } })).toBe("rules[0].match.methods[0]");
+    expect(fieldFor({ overrides: [, { keys: ["203.0.113.7"], limit: 2 }] })).toBe("rules[0].overrides[0]");
+    expect(fieldFor({ overrides: [{ keys: [, "203.0.113.7"], limit: 2 }] })).toBe("rules[0].overrides[0].keys[0]");
   });
 
   it("accepts an empty rules list", () => {
