@@ -22,7 +22,7 @@ function app(options: Partial<RateLimitOptions> & Pick<RateLimitOptions, "rule">
 async function get(hono: Hono<App>, path: string, headers: Record<string, string> = {}, method = "GET"): Promise<Response> {
   const ctx = createExecutionContext();
   // What the request left to waitUntil lands before its answer is looked at, or its failure.
-  const response = await hono.request(path, { method, headers }, env, ctx).finally(() => waitOnExecutionContext(ctx));
+  const response = await Promise.resolve(hono.request(path, { method, headers }, env, ctx)).finally(() => waitOnExecutionContext(ctx));
   return response;
 }
 
