@@ -16,6 +16,12 @@ interface Denial {
   policy: Policy;
 }
 
+/** Refunds to one object: how many are on their way, and the mark of the last one sent or landed. */
+interface GiveBacks {
+  pending: number;
+  mark: number;
+}
+
 /**
  * The object's `retryAfter` is the shortest wait before that same request could be admitted if
  * nothing else arrived. Until then, it and any costlier one are denied in the isolate: a refund
@@ -24,10 +30,42 @@ interface Denial {
 export class DenialCache {
   /** per key, its live denials, cheapest first: all at the limit, or all under a block */
   private readonly table = new LruTable<Denial[]>(MAX_DENIALS, () => undefined);
+  private readonly giveBacks = new LruTable<GiveBacks>(MAX_DENIALS, () => undefined);
+  private marks = 0;
 
-  /** Remembers a denial at the limit or a block, made under `policy`; a cost over the capacity or an error says nothing about other requests. */
-  remember(objectName: string, cost: number, decision: Decision, now: number, policy: Policy): void {
+  /** A mark taken before asking the object, for {@link remember}. */
+  mark(): number {
+    return this.marks;
+  }
+
+  /**
+   * Units go back to the key's object: its denials are forgotten, and no denial asked for before the
+   * units landed is remembered, nor any while they are on their way, since the object may have
+   * decided it before they landed (a refund that outlived its timeout lands later still). Remembered
+   * then, it denied the key until its retryAfter, an hour for a window of an hour, while the object
+   * had room. Call the returned function once the units have landed or failed.
+   */
+  givingBack(objectName: string): () => void {
+    this.table.delete(objectName);
+    const giveBacks = this.giveBacks.get(objectName) ?? { pending: 0, mark: 0 };
+    giveBacks.pending++;
+    giveBacks.mark = ++this.marks;
+    this.giveBacks.set(objectName, giveBacks);
+    return () => {
+      giveBacks.pending--;
+      giveBacks.mark = ++this.marks;
+      this.table.delete(objectName);
+    };
+  }
+
+  /**
+   * Remembers a denial at the limit or a block, made under `policy` and asked for at `asked` (a
+   * {@link mark}); a cost over the capacity or an error says nothing about other requests.
+   */
+  remember(objectName: string, cost: number, decision: Decision, now: number, policy: Policy, asked = this.marks): void {
     if (decision.allowed || decision.retryAfter <= 0 || (decision.reason !== "limit" && decision.reason !== "blocked")) return;
+    const giveBacks = this.giveBacks.peek(objectName);
+    if (giveBacks && (giveBacks.pending > 0 || giveBacks.mark > asked)) return;
     const until = now + decision.retryAfter;
     // Another cost's denial stays while it agrees with this one: a costlier request waits no less, a
     // cheaper one no more. A block's denials stand only beside the same block's: those of every cost say

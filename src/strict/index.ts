@@ -86,6 +86,7 @@ export async function decideStrict(
 ): Promise<StrictDecision> {
   const now = Date.now();
   const object = objectKey(namespace, objectName);
+  const asked = denials.mark();
   const cached = cachedDenialOf(object, rule, cost, now);
   if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name);
@@ -115,7 +116,7 @@ export async function decideStrict(
     // each time, a client holding its slots made every request a decide and a refund under each other rule.
     // An admission took units: the waits remembered for costlier requests were said before it, and may now be short.
     if (decided.decision.allowed) denials.forget(object);
-    else denials.remember(object, cost, decided.decision, answeredAt, policy);
+    else denials.remember(object, cost, decided.decision, answeredAt, policy, asked);
     return decided;
   } catch (error) {
     // A full queue says this isolate asks faster than the object answers, not that the object fails.
@@ -154,9 +155,10 @@ function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cos
 
 /**
  * Gives back what a request took at the named object, when another rule denied it. This isolate's
- * cached denial of the key goes too, before and once the refund is applied: it was true only while
- * those units were counted (a burst whose concurrency rule denied most of it left the rate rule's
- * denial cached for a whole period while its object had room). Rejects like any call past the
+ * cached denial of the key goes too, and none is remembered until the refund has landed (see
+ * {@link DenialCache.givingBack}): it was true only while those units were counted (a burst whose
+ * concurrency rule denied most of it left the rate rule's denial cached for a whole period while
+ * its object had room). Rejects like any call past the
  * rule's timeout (the refund may still land): a request that gives units back before it answers
  * (a hold refused past its deadline, a client gone while held) waited on a slow object's queue.
  */
@@ -168,13 +170,10 @@ export async function refundStrict(
   countedAt: number,
 ): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
-  const object = objectKey(namespace, objectName);
-  denials.forget(object);
-  try {
-    await withTimeout(limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt), rule.timeoutMs);
-  } finally {
-    denials.forget(object);
-  }
+  const landed = denials.givingBack(objectKey(namespace, objectName));
+  const refund = limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
+  void refund.then(landed, landed);
+  await withTimeout(refund, rule.timeoutMs);
 }
 
 /**

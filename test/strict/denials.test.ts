@@ -94,6 +94,26 @@ describe("DenialCache", () => {
     expect(cache.lookup("r/k", 1, T0 + 1_000, { ...log, periodMs: 30_000 })).toBeUndefined();
   });
 
+  it("does not remember a denial asked for before units given back landed: the object may have decided it before they did", () => {
+    const cache = new DenialCache();
+    const asked = cache.mark();
+    cache.givingBack("r/k")();
+    cache.remember("r/k", 1, denied(4_000), T0, log, asked);
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)).toBeUndefined();
+    cache.remember("r/k", 1, denied(4_000), T0, log, cache.mark());
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)?.reason).toBe("cache");
+  });
+
+  it("does not remember a denial while units given back are on their way, even past their timeout", () => {
+    const cache = new DenialCache();
+    const landed = cache.givingBack("r/k");
+    cache.remember("r/k", 1, denied(4_000), T0, log, cache.mark());
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)).toBeUndefined();
+    landed();
+    cache.remember("r/k", 1, denied(4_000), T0, log, cache.mark());
+    expect(cache.lookup("r/k", 1, T0 + 1_000, log)?.reason).toBe("cache");
+  });
+
   it("forgets a key that was reset", () => {
     const cache = new DenialCache();
     cache.remember("r/k", 1, denied(4_000), T0, log);
