@@ -150,6 +150,15 @@ describe("a strict key under a concurrency version and a rate version at once", 
 describe("a fast rate version beside a strict concurrency version", () => {
   const slots: Policy = { algorithm: "concurrency", limit: 5, periodMs: 60_000, burst: 5, buckets: 1 };
   const perSecond: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 1_000, burst: 100, buckets: 60 };
+  /** The object `name` at T0, the clock frozen, once the rate version's isolate has leased more units than the concurrency version has slots. */
+  const leasedAtT0 = async (name: string) => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const stub = limiter(name);
+    vi.setSystemTime(T0);
+    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
+    expect(lease.units).toBeGreaterThan(5);
+    return stub;
+  };
 
   it("leases the rate version's isolate by its own rate, not as slots of the concurrency version held a whole slotTtl", async () => {
     // Asking 10 a second of a rate of 100 a second, it spends about 10 a second; leased as slots, 5 a minute.
@@ -157,38 +166,21 @@ describe("a fast rate version beside a strict concurrency version", () => {
   });
 
   it("peeks the concurrency version's slots as its decision finds them, the rate version's leases not counted as slots taken", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    const stub = limiter("versions/slots-peeked-beside-fast");
-    vi.setSystemTime(T0);
-    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
-    expect(lease.units).toBeGreaterThan(5);
+    const stub = await leasedAtT0("versions/slots-peeked-beside-fast");
     vi.setSystemTime(T0 + 100);
     expect(await stub.peek(slots)).toMatchObject({ allowed: true, remaining: 5 });
   });
 
   it("frees the concurrency version's slots once the rate version's window has forgotten what it spent, not a slotTtl after its isolate's last lease", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    const stub = limiter("versions/slots-beside-fast");
-    vi.setSystemTime(T0);
-    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
-    expect(lease.units).toBeGreaterThan(5);
+    const stub = await leasedAtT0("versions/slots-beside-fast");
     // The isolate goes quiet: its lease's units left the rate's 1 s window by T0 + 3 s.
     vi.setSystemTime(T0 + 3_000);
     const [slot] = await stub.decide(slots, [1]);
     expect(slot!.decision.allowed).toBe(true);
   });
-});
 
-describe("a fast rate version's lease its isolate never reported, beside a strict concurrency version", () => {
-  const slots: Policy = { algorithm: "concurrency", limit: 5, periodMs: 60_000, burst: 5, buckets: 1 };
-  const perSecond: Policy = { algorithm: "sliding-window", limit: 100, periodMs: 1_000, burst: 100, buckets: 60 };
-
-  it("is settled by the object's alarm into the rate's state, not into the concurrency version's slots held a whole slotTtl", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    const stub = limiter("versions/alarm-settles-beside-slots");
-    vi.setSystemTime(T0);
-    const lease = await stub.sync(perSecond, { isolate: "fast", seq: 1, reports: [], demand: 10, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
-    expect(lease.units).toBeGreaterThan(5);
+  it("has the object's alarm settle a lease its isolate never reported into the rate's state, not into the concurrency version's slots held a whole slotTtl", async () => {
+    const stub = await leasedAtT0("versions/alarm-settles-beside-slots");
     vi.setSystemTime(T0 + 100);
     await stub.decide(slots, [1]);
     // The isolate went quiet: its lease ended unreported, and the alarm counts it spent then.
