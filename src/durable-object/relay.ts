@@ -95,7 +95,8 @@ export class Relay {
       });
       return gapMs;
     } catch (error) {
-      for (const w of batch) w.reject(error);
+      const told = retried(error);
+      for (const w of batch) w.reject(told);
     }
     const gap = reply.then(
       (late) => late.gapMs,
@@ -103,4 +104,13 @@ export class Relay {
     );
     return withTimeout(gap, RELAY_HOLD_MS).catch(() => undefined);
   }
+}
+
+/**
+ * The batch's error as its isolates are told it: a fault marked retryable, which the relay already
+ * retried, loses the mark, or each isolate retried its sync through the relay and a faulty key's
+ * object took a third and fourth batch. Its message and an overloaded mark stay.
+ */
+function retried(error: unknown): unknown {
+  return objectErrorKind(error) === "retryable" && error instanceof Error ? new Error(error.message) : error;
 }

@@ -22,11 +22,14 @@ import {
   relayName,
   syncsThrough,
 } from "../../src/fast/relay";
+import type { Env } from "../../src/env";
 import { metrics } from "../../src/metrics/metrics";
+import type { MarkedLimiter } from "../fixtures/main";
 import { isRelay, originLog, send } from "../helpers/worker";
 
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
 const stub = (name: string) => env.LIMITER.get(env.LIMITER.idFromName(name));
+const marked = (env as unknown as { MARKED: DurableObjectNamespace<MarkedLimiter> }).MARKED;
 const hourly: Policy = { algorithm: "sliding-window", limit: 1_000, periodMs: 3_600_000, burst: 1_000, buckets: 1 };
 const syncOf = (isolate: string, seq = 1): SyncRequest => ({ isolate, seq, reports: [], demand: 1, elapsedMs: 1_000, need: 1, horizonMs: 1_000 });
 const at = (colo: string, path: string) => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": "192.0.2.80" }, cf: { colo } });
@@ -226,6 +229,15 @@ describe("a location's relay in the real runtime", () => {
     }
     expect(calls("sync") - direct).toBeGreaterThan(0);
     expect(calls("relay") - relayed).toBe(1);
+  });
+
+  it("retries a batch the key's object failed as retryable once, at the relay, not again from the isolate", async () => {
+    const rules = [{ name: "relay-retryable", mode: "fast", limit: 5, period: "1h", aggregate: "location", key: "global", onError: "deny" }];
+    const object = marked.get(marked.idFromName("relay-retryable/global"));
+    await object.failWith(2, "retryable");
+    const request = new Request("http://floodgate.test/relay-retryable/x", { headers: { "CF-Connecting-IP": "192.0.2.85" }, cf: { colo: "AMS" } });
+    expect((await send(request, { rules, LIMITER: marked as unknown as Env["LIMITER"] })).status).toBe(429);
+    expect(await object.batches()).toBe(2);
   });
 
   it("syncs straight to the key's object when the request names no location", async () => {
