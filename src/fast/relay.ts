@@ -119,6 +119,14 @@ export function relayName(place: string, objectName: string): string {
   return `@${place}/${objectName}`;
 }
 
+/**
+ * The shapes of a location's code (`request.cf.colo`, "AMS") and a continent's ("EU"). Each names
+ * a relay object, so anything else, from a caller that sets `cf` itself, names none: one object per
+ * value would follow a client's own string.
+ */
+export const LOCATION_CODE = /^[A-Za-z0-9]{1,8}$/;
+export const CONTINENT_CODE = /^[A-Za-z0-9]{2}$/;
+
 /** Where a request comes from, as Cloudflare says (`request.cf`). */
 export interface Whereabouts {
   /** `request.cf.colo`, a data center's code like "AMS" */

@@ -1,7 +1,7 @@
 /** The arguments code passes to limit, peek and reset, checked at the door with messages that say what to pass. */
 import { parseDuration } from "../config/duration";
 import type { Rule } from "../config/types";
-import type { Whereabouts } from "../fast/relay";
+import { CONTINENT_CODE, LOCATION_CODE, type Whereabouts } from "../fast/relay";
 
 /**
  * A key as given: a non-empty string. An empty or missing key is an error, never an unlimited
@@ -44,14 +44,13 @@ export function checkCost(cost: unknown, rule: Pick<Rule, "cost">, where: string
  * with `aggregate: "location"` to sync through that location's relay, `continent`
  * (`request.cf.continent`, like "EU") for one with `aggregate: "continent"`, or `"auto"` (a fast
  * rule's default) once many isolates share its key; either left out: such a rule syncs straight to
- * the key's object. Each names a relay object, so only short codes are
- * taken: a client's own string passed here would make one object per value.
+ * the key's object. Each names a relay object, so only codes of their shape are taken (see LOCATION_CODE).
  */
 export function checkWhereabouts(options: { location?: unknown; continent?: unknown }, where: string): Whereabouts {
   const { location, continent } = options;
   return {
-    ...(location !== undefined ? { location: checkPlace(location, where, "location", '"AMS" (request.cf.colo), 1 to 8 letters or digits', /^[A-Za-z0-9]{1,8}$/) } : {}),
-    ...(continent !== undefined ? { continent: checkPlace(continent, where, "continent", '"EU" (request.cf.continent), 2 letters or digits', /^[A-Za-z0-9]{2}$/) } : {}),
+    ...(location !== undefined ? { location: checkPlace(location, where, "location", '"AMS" (request.cf.colo), 1 to 8 letters or digits', LOCATION_CODE) } : {}),
+    ...(continent !== undefined ? { continent: checkPlace(continent, where, "continent", '"EU" (request.cf.continent), 2 letters or digits', CONTINENT_CODE) } : {}),
   };
 }
 

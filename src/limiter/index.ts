@@ -21,7 +21,7 @@ import { BreakerOpenError } from "../strict/breaker";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
 import { LruTable } from "../fast/table";
-import type { Whereabouts } from "../fast/relay";
+import { CONTINENT_CODE, LOCATION_CODE, type Whereabouts } from "../fast/relay";
 
 /**
  * Where decisions are made: the RateLimiter namespace, and the request's `waitUntil`, which keeps
@@ -37,12 +37,16 @@ export interface LimiterContext extends Whereabouts {
   hashKey?: string;
 }
 
-/** The context with where the request it serves comes from, as far as Cloudflare says (`request.cf.colo`, `request.cf.continent`). */
+/**
+ * The context with where the request it serves comes from, as far as Cloudflare says (`request.cf.colo`,
+ * `request.cf.continent`): a value of another shape (a `cf` a calling Worker set) names no relay, as
+ * the binding refuses it.
+ */
 export function locatedAt(context: LimiterContext, request: Request): LimiterContext {
   const cf = request.cf as { colo?: unknown; continent?: unknown } | undefined;
-  const given = (value: unknown, known: string | undefined) => (known === undefined && typeof value === "string" && value !== "" ? value : undefined);
-  const location = given(cf?.colo, context.location);
-  const continent = given(cf?.continent, context.continent);
+  const given = (value: unknown, known: string | undefined, shape: RegExp) => (known === undefined && typeof value === "string" && shape.test(value) ? value : undefined);
+  const location = given(cf?.colo, context.location, LOCATION_CODE);
+  const continent = given(cf?.continent, context.continent, CONTINENT_CODE);
   return location === undefined && continent === undefined ? context : { ...context, ...(location ? { location } : {}), ...(continent ? { continent } : {}) };
 }
 

@@ -240,6 +240,15 @@ describe("a location's relay in the real runtime", () => {
     expect(await object.batches()).toBe(2);
   });
 
+  it("syncs straight to the key's object when the request's cf.colo is no location code, as the binding refuses one", async () => {
+    const rules = [{ name: "relay-odd-colo", mode: "fast", limit: 5, period: "1h", aggregate: "location", key: "global" }];
+    const [relayed, direct] = [calls("relay"), calls("sync")];
+    const request = new Request("http://floodgate.test/relay-odd-colo/x", { headers: { "CF-Connecting-IP": "192.0.2.86" }, cf: { colo: "client-chosen/".repeat(100) } });
+    expect((await send(request, { rules })).status).toBe(200);
+    expect(calls("relay") - relayed).toBe(0);
+    expect(calls("sync") - direct).toBeGreaterThan(0);
+  });
+
   it("syncs straight to the key's object when the request names no location", async () => {
     const rules = [{ name: "relay-nowhere", mode: "fast", limit: 5, period: "1h", aggregate: "location", key: "global" }];
     const [relayed, direct] = [calls("relay"), calls("sync")];
