@@ -82,7 +82,8 @@ export function runScenario(s: Scenario, seed: number): ScenarioResult {
   const places = new Map<string, { farMs: number; nearMs: number; continent: string; hub: string }>();
   const hubs = new Map<string, number>();
   const locations = s.locations ?? LOCATIONS;
-  const locationOf = (slot: number) => `loc-${slot % locations}`;
+  // A location code as Cloudflare names one (`LOCATION_CODE`): relays are named by it.
+  const locationOf = (slot: number) => `L${slot % locations}`;
   if (rule.aggregate === "location") {
     for (let k = 0; k < locations; k++) {
       const farMs = drawRtt(s.rtt, rtts);
