@@ -515,7 +515,7 @@ export function refundLocally(key: LocalKey, rule: Rule, units: number, spentAt:
     return;
   }
   record(key.refunds, slot, units);
-  if (key.standing?.reason !== "blocked") [key.blockedUntil, key.costly] = [Math.min(key.blockedUntil, now), null];
+  endDenialForGiveBack(key, now);
 }
 
 /**
@@ -542,7 +542,14 @@ export function chargeLocally(key: LocalKey, rule: Rule, units: number, now: num
  */
 export function unchargeLocally(key: LocalKey, rule: Rule, units: number, chargedAt: number, now: number): void {
   record(key.refunds, slotOf(rule, Math.min(chargedAt, now)), units);
-  if (key.standing?.reason !== "blocked") [key.blockedUntil, key.costly] = [Math.min(key.blockedUntil, now), null];
+  endDenialForGiveBack(key, now);
+}
+
+/** Units go back that the object's last word counted: its denial of the key says nothing now (the next request asks), but a block, which stands. */
+function endDenialForGiveBack(key: LocalKey, now: number): void {
+  if (key.standing?.reason === "blocked") return;
+  key.blockedUntil = Math.min(key.blockedUntil, now);
+  key.costly = null;
 }
 
 /** Ends every lease, reporting what each spent and giving back the rest, as when the key leaves the table. */
