@@ -24,14 +24,14 @@ export type { RuleOption } from "./rule-of";
 
 declare module "hono" {
   interface ContextVariableMap {
-    /** the decision of the innermost floodgate `rateLimit` that guarded the request */
+    /** the decision of the innermost floodgate `rateLimit` that guarded the request (one given a `requestPropertyName` sets that variable instead) */
     rateLimit: LimitResult;
   }
 }
 
 
 /** The options of {@link rateLimit}. */
-export interface RateLimitOptions<C extends Context = Context> {
+export interface RateLimitOptions<C extends Context = Context, P extends string = "rateLimit"> {
   /**
    * the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context
    * returning the namespace; for a typed `c` here and in `key` and `skip`, name the context:
@@ -85,6 +85,12 @@ export interface RateLimitOptions<C extends Context = Context> {
   headers?: HeaderForm;
   /** whether to send X-RateLimit-*; default true */
   legacyHeaders?: boolean;
+  /**
+   * the context variable the request's {@link LimitResult} is set at, as hono-rate-limiter's option
+   * of that name: default "rateLimit". Stacked rateLimits each given their own name leave each
+   * decision readable, where under one name only the innermost's is.
+   */
+  requestPropertyName?: P;
 }
 
 /**
@@ -101,13 +107,16 @@ export interface RateLimitOptions<C extends Context = Context> {
  * @example
  * app.use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 100, period: "1m" }, key: (c) => c.req.header("x-api-key") }));
  */
-export function rateLimit<C extends Context = Context>(options: RateLimitOptions<C>): MiddlewareHandler<{ Variables: { rateLimit: LimitResult } }> {
+export function rateLimit<C extends Context = Context, P extends string = "rateLimit">(
+  options: RateLimitOptions<C, P>,
+): MiddlewareHandler<{ Variables: { [K in P]: LimitResult } }> {
   checkOptions(options, OPTIONS, "rateLimit", REQUIRED);
-  const { binding, key, skip, handler, requestWasSuccessful = succeeded } = options;
+  const { binding, key, skip, handler, requestWasSuccessful = succeeded, requestPropertyName = "rateLimit" } = options;
   if (typeof binding !== "string" && typeof binding !== "function") throw new TypeError(`rateLimit: binding must be the name of the RateLimiter binding in c.env (e.g. "LIMITER") or a function of the context, got ${typeof binding}`);
   if (typeof key !== "function") throw new TypeError(`rateLimit: key must be a function of the context returning the request's key, got ${typeof key}`);
   if (skip !== undefined && typeof skip !== "function") throw new TypeError(`rateLimit: skip must be a function of the context returning true for a request the rule does not apply to, got ${typeof skip}`);
   if (handler !== undefined && typeof handler !== "function") throw new TypeError(`rateLimit: handler must be a function of the context and the LimitResult returning the denied request's Response, got ${typeof handler}`);
+  if (typeof requestPropertyName !== "string" || requestPropertyName === "") throw new TypeError(`rateLimit: requestPropertyName must be the name of the context variable to set the result at (e.g. "apiLimit"), got ${requestPropertyName === "" ? '""' : typeof requestPropertyName}`);
   if (typeof requestWasSuccessful !== "function") throw new TypeError(`rateLimit: requestWasSuccessful must be a function of the context returning whether the request succeeded, got ${typeof requestWasSuccessful}`);
   const skipping = { failed: checkFlag(options.skipFailedRequests, "skipFailedRequests", "rateLimit"), successful: checkFlag(options.skipSuccessfulRequests, "skipSuccessfulRequests", "rateLimit") };
   if (skipping.failed && skipping.successful) throw new TypeError("rateLimit: skipFailedRequests and skipSuccessfulRequests together would count no request; keep one");
@@ -142,7 +151,7 @@ export function rateLimit<C extends Context = Context>(options: RateLimitOptions
     if (!held) return refuse(c, clientClosed().toResponse());
     const { decision, release, charge } = held;
     const result = limitResult(rule, decision, { release, charge });
-    c.set("rateLimit", result);
+    c.set(requestPropertyName as "rateLimit", result);
     const now = Date.now();
     // A dry-run rule never denies and adds no header: the request goes on as if it were not there.
     if (!decision.allowed && !rule.dryRun) {
@@ -266,7 +275,7 @@ async function answered<C extends Context>(handler: NonNullable<RateLimitOptions
   return response;
 }
 
-const OPTIONS = ["binding", "rule", "key", "skip", "handler", "skipFailedRequests", "skipSuccessfulRequests", "requestWasSuccessful", "headers", "legacyHeaders"];
+const OPTIONS = ["binding", "rule", "key", "skip", "handler", "skipFailedRequests", "skipSuccessfulRequests", "requestWasSuccessful", "headers", "legacyHeaders", "requestPropertyName"];
 const REQUIRED = ["binding", "rule", "key"];
 
 function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {

@@ -231,7 +231,25 @@ describe("rateLimit (Hono middleware)", () => {
     const plain = new Hono();
     plain.use(rateLimit({ binding: "LIMITER", rule: { name: "hono-typed", limit: 5, period: "1m" }, key: () => "k" }));
     plain.get("/", (c) => c.json({ left: c.get("rateLimit").remaining satisfies number }));
-    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, skip\?, handler\?, skipFailedRequests\?, skipSuccessfulRequests\?, requestWasSuccessful\?, headers\?, legacyHeaders\?/);
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", legacyheaders: false } as never)).toThrow(/rateLimit: unknown option "legacyheaders"; the options are binding, rule, key, skip\?, handler\?, skipFailedRequests\?, skipSuccessfulRequests\?, requestWasSuccessful\?, headers\?, legacyHeaders\?, requestPropertyName\?/);
+  });
+
+  it("sets the result at the context variable its requestPropertyName names, so stacked rateLimits each keep theirs", async () => {
+    const hono = new Hono()
+      .use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-named-burst", limit: 5, period: "1s" }, key: () => "k-named", requestPropertyName: "burst" }))
+      .use("/api/*", rateLimit({ binding: "LIMITER", rule: { name: "hono-named-daily", limit: 1000, period: "1d" }, key: () => "k-named", requestPropertyName: "daily" }))
+      .get("/api/:id", (c) => c.json({ burst: c.get("burst").remaining satisfies number, daily: c.get("daily").remaining satisfies number, plain: c.get("rateLimit") ?? null }));
+    const ctx = createExecutionContext();
+    const response = await hono.request("/api/1", {}, env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    expect(await response.json()).toEqual({ burst: 4, daily: 999, plain: null });
+  });
+
+  it("refuses a requestPropertyName that names no variable", () => {
+    expect(() => rateLimit({ binding: "LIMITER", rule: { name: "x", limit: 1, period: "1m" }, key: () => "k", requestPropertyName: "" })).toThrow(
+      'rateLimit: requestPropertyName must be the name of the context variable to set the result at (e.g. "apiLimit"), got ""',
+    );
   });
 
   it("sends the header forms it is given", async () => {
