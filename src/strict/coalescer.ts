@@ -3,15 +3,17 @@ import type { Policy } from "../algorithms";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
 import { Lanes, laneOf } from "./lanes";
-import { deadline, TimeoutError } from "./timeout";
+import { handedBy, TimeoutError, type Handed } from "./timeout";
 
 /** Sends one batch of costs to the named object and returns its decisions in the same order. */
 export type BatchCall = (name: string, policy: Policy, costs: number[]) => Promise<Decided[]>;
 
 interface Waiter {
   cost: number;
-  resolve(decided: Decided): void;
-  reject(error: unknown): void;
+  /** its batch's outcome for it, set by whichever request sent the batch; read by this request's own code (see {@link handedBy}) */
+  outcome?: Handed<Decided>;
+  /** tells this request its outcome is set, sooner than its deadline */
+  wake(): void;
   /** Hands this request a batch to send under its own invocation; an empty one releases it. */
   lead(batch: Waiter[]): void;
   /** set once its time ran out: its rule's onError answered it, and the object's decision, if it comes, is late */
@@ -66,10 +68,18 @@ export class Coalescer {
     if (this.lanes.full(lane)) return Promise.reject(new QueueFullError(`${this.lanes.waiting(lane)} requests already wait on this key`));
     let lead!: (batch: Waiter[]) => void;
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
-    let cancel!: () => void;
-    // The deadline also keeps this request alive until its decision and its hand-off (a batch to
-    // send, or none) have both reached it: either may be settled by another request, and reaches
-    // this one only a moment later; a request with nothing of its own pending meanwhile is cancelled as hung.
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const waiter: Waiter = { cost, wake, lead, expired: false, late: context.late };
+    const batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
+    // The decision is settled here, never by the request that sent the batch; the deadline also
+    // keeps this request alive until its hand-off (a batch to send, or none) has reached it, which
+    // another request may settle, as it reaches this one only a moment later.
+    const { answer, cancel } = handedBy(context.timeoutMs, woken, () => waiter.outcome, () => {
+      waiter.expired = true;
+      this.lanes.leave(lane, waiter);
+      return new TimeoutError(`no decision within ${context.timeoutMs}ms`);
+    });
     let seen = 0;
     const reached = () => {
       if (++seen === 2) cancel();
@@ -81,16 +91,7 @@ export class Coalescer {
         return this.send(call, name, policy, lane, batch);
       }),
     );
-    let batch: Waiter[] | undefined;
-    const decided = new Promise<Decided>((resolve, reject) => {
-      const waiter: Waiter = { cost, resolve, reject, lead, expired: false, late: context.late };
-      batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
-      cancel = deadline(context.timeoutMs, () => {
-        waiter.expired = true;
-        this.lanes.leave(lane, waiter);
-        reject(new TimeoutError(`no decision within ${context.timeoutMs}ms`));
-      });
-    }).finally(() => {
+    const decided = answer.finally(() => {
       reached();
       lead([]);
     });
@@ -106,18 +107,26 @@ export class Coalescer {
   private async send(call: BatchCall, name: string, policy: Policy, lane: string, batch: Waiter[]): Promise<void> {
     if (batch.length === 0) return;
     let next: Waiter[] | undefined;
-    let late: Promise<void>[] = [];
+    const late: Promise<void>[] = [];
     try {
       const results = await call(name, policy, batch.map((w) => w.cost));
-      batch.forEach((waiter, i) => waiter.resolve(results[i]!));
-      late = batch.flatMap((waiter, i) => (waiter.expired && waiter.late ? [waiter.late(results[i]!)] : []));
+      for (const [i, waiter] of batch.entries()) {
+        if (!waiter.expired) hand(waiter, { value: results[i]! });
+        else if (waiter.late) late.push(waiter.late(results[i]!));
+      }
       next = this.lanes.ended(lane, batch, false, Date.now()).next;
     } catch (error) {
       const ended = this.lanes.ended(lane, batch, objectErrorKind(error) === "overloaded", Date.now());
-      for (const waiter of [...batch, ...ended.failed]) waiter.reject(error);
+      for (const waiter of [...batch, ...ended.failed]) if (!waiter.expired) hand(waiter, { error });
       next = ended.next;
     }
     next?.at(-1)!.lead(next);
     await Promise.all(late);
   }
+}
+
+/** Gives a waiter its outcome, for its own code to settle its request with. */
+function hand(waiter: Waiter, outcome: Handed<Decided>): void {
+  waiter.outcome = outcome;
+  waiter.wake();
 }
