@@ -59,6 +59,21 @@ describe("gcra delay through the Worker", () => {
     expect(remaining[2]).toBeGreaterThanOrEqual(1);
   });
 
+  it("holds a request two rules hold for the longer hold, not both one after the other, as nginx delays by its longest zone", async () => {
+    const tag = "hold-two";
+    // The second request of a pair is held 1 s by one rule and 500 ms by the other.
+    const rules = [
+      { name: `${tag}-slow`, algorithm: "gcra", limit: 1, period: "1s", burst: 1, delay: 0 },
+      { name: `${tag}-fast`, algorithm: "gcra", limit: 2, period: "1s", burst: 1, delay: 0 },
+    ];
+    const started = Date.now();
+    const responses = await Promise.all([0, 1].map((i) => send(get(`/${tag}/${i}`, "192.0.2.45"), { rules })));
+    expect(responses.map((r) => r.status)).toEqual([200, 200]);
+    const at = await arrivals(tag);
+    expect(at[1]! - started).toBeGreaterThanOrEqual(1_000);
+    expect(at[1]! - started).toBeLessThan(1_500);
+  });
+
   it("gives a held request's unit back when its client leaves, and never proxies it", async () => {
     const tag = "hold-abort";
     // One unit every 300 ms, burst 1, delay 0: the second request of a burst is held 300 ms.
