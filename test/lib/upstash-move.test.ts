@@ -23,6 +23,12 @@ describe("moving from Upstash Ratelimit", () => {
     expect(denied.retryAfter).toBeGreaterThan(12_000 - (Date.now() - started) - 1);
   });
 
+  it("keeps what a key used when a limiter of the same name comes with a raised limit, as Upstash's setDynamicLimit does", async () => {
+    const plan = (limit: number) => limiter(namespace, { name: "up-dynamic", limit, period: "1h" });
+    await plan(5).limit("k", { cost: 5 });
+    expect(await plan(10).limit("k")).toMatchObject({ success: true, limit: 10, remaining: 4 });
+  });
+
   it("denies a cost of 3 with 2 units left and consumes nothing, where Upstash denies it and counts its units", async () => {
     for (const algorithm of ["sliding-window", "fixed-window", "token-bucket"] as const) {
       const api = limiter(namespace, { name: `up-rate-${algorithm}`, algorithm, limit: 10, period: "1h" });
