@@ -90,6 +90,7 @@ export class Metrics {
     const zeros: Partial<Record<CounterName, Labels[]>> = {
       floodgate_decisions_total: rules.flatMap((r) => ["allowed", "denied", ...(r.dryRun ? ["dry_run_denied"] : []), ...(unlimited(r) ? ["unlimited"] : [])].map((decision) => ({ rule: r.name, decision }))),
       floodgate_ip_refusals_total: [{}],
+      floodgate_admin_refusals_total: [{}],
       floodgate_key_evictions_total: [{}],
     };
     for (const [name, help] of Object.entries(COUNTERS) as [CounterName, string][]) {

@@ -214,6 +214,10 @@ describe("admin API", () => {
     expect(fresh).not.toMatch(/decision="unlimited"/);
   });
 
+  it("exports the admin refusals counter, which has no labels, from the start, at 0", () => {
+    expect(new Metrics().render([])).toMatch(/^floodgate_admin_refusals_total 0$/m);
+  });
+
   it("exports the unlimited series, at 0, of a rule whose overrides leave a key unlimited", () => {
     const [rule] = parseConfig([{ name: "with-free-key", key: "header:x-api-key", limit: 1, period: "1m", overrides: [{ keys: ["k"], unlimited: true }] }]).rules;
     expect(new Metrics().render([rule!])).toMatch(/^floodgate_decisions_total\{decision="unlimited",rule="with-free-key"\} 0$/m);
