@@ -6,8 +6,8 @@ import { show, type RuleRef } from "./errors";
 import { fail, isCount, parseCount, parseDurationField, TOKEN } from "./fields";
 import type { Cost, Mode } from "./types";
 
-/** The most units a key can ever hold: the burst for token-bucket, 1 + burst for gcra, the limit for the others. */
-export type Capacity = { field: "limit" | "burst"; units: number; what: string };
+/** The most units a key can ever hold: the burst for token-bucket, 1 + burst for gcra, the limit for the others; `term` writes them in terms of the field. */
+export type Capacity = { field: "limit" | "burst"; units: number; what: string; term: string };
 
 export function parseBurst(value: unknown, algorithm: AlgorithmName, limit: number, at: RuleRef): number {
   if (algorithm === "gcra") {
@@ -77,11 +77,11 @@ export function requireWarmupFits(warmupMs: number, limit: number, burst: number
 }
 
 /** The algorithms count in exact integers of units × ms; past 2^53 they would silently round. */
-export function requireExactArithmetic(limit: number, burst: number, periodMs: number, at: RuleRef): void {
-  const field = burst > limit ? "burst" : "limit";
-  const units = Math.max(limit, burst);
+export function requireExactArithmetic(limit: number, capacity: Capacity, periodMs: number, at: RuleRef): void {
+  const [field, term] = capacity.units > limit ? [capacity.field, capacity.term] : ["limit", "limit"];
+  const units = Math.max(limit, capacity.units);
   if (units * periodMs > Number.MAX_SAFE_INTEGER) {
-    const product = `${field} × period (${units} × ${periodMs}ms)`;
+    const product = `${term} × period (${units} × ${periodMs}ms)`;
     const fix = `use a shorter period or a smaller ${field}`;
     fail(at, field, `${product} must not exceed ${Number.MAX_SAFE_INTEGER} unit·ms so counting stays exact; ${fix}`);
   }
@@ -91,11 +91,11 @@ export function capacityOf(algorithm: AlgorithmName, limit: number, burst: numbe
   const units = largestCost({ algorithm, limit, burst });
   switch (algorithm) {
     case "token-bucket":
-      return { field: "burst", units, what: `the rule's burst of ${burst}` };
+      return { field: "burst", units, what: `the rule's burst of ${burst}`, term: "burst" };
     case "gcra":
-      return { field: "burst", units, what: `the ${units} units a gcra rule admits at once (1 + its burst of ${burst})` };
+      return { field: "burst", units, what: `the ${units} units a gcra rule admits at once (1 + its burst of ${burst})`, term: "(1 + burst)" };
     default:
-      return { field: "limit", units, what: `the rule's limit of ${limit}` };
+      return { field: "limit", units, what: `the rule's limit of ${limit}`, term: "limit" };
   }
 }
 

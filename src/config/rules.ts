@@ -287,7 +287,7 @@ function parseRule(value: unknown, index: number | undefined, allowed: readonly 
   const warmupMs = parseWarmup(fields.get("warmup"), algorithm, at);
   const capacity = capacityOf(algorithm, limit, burst);
   // A fixed window counts whole units, never scaled by its period: a monthly quota of 10 million is as exact as one of 10.
-  if (algorithm !== "fixed-window") requireExactArithmetic(limit, capacity.units, periodMs, at);
+  if (algorithm !== "fixed-window") requireExactArithmetic(limit, capacity, periodMs, at);
   else if (limit > LARGEST_FIXED_LIMIT) fail(at, "limit", `expected at most ${LARGEST_FIXED_LIMIT} for "fixed-window" (2^52, so that its count and a charge on it add up exactly), got ${limit}`);
   const cost = parseCost(fields.get("cost"), capacity, at);
   const mode = parseChoice(fields.get("mode"), MODES, at, "mode");

@@ -644,6 +644,12 @@ describe("limit, period and burst", () => {
     expect(error.message).toContain("use a shorter period or a smaller limit");
   });
 
+  it("names gcra's bound by 1 + burst, the units it counts, not by the burst alone", () => {
+    const error = errorFor([rule({ algorithm: "gcra", limit: 1, burst: 2 ** 40 - 1, period: "1d" })]);
+    expect(error.field).toBe("rules[0].burst");
+    expect(error.message).toContain("(1 + burst) × period (1099511627776 × 86400000ms)");
+  });
+
   it("rejects burst × period past the largest safe integer, naming the burst", () => {
     const error = errorFor([rule({ algorithm: "token-bucket", limit: 1, burst: 2 ** 40, period: "1d" })]);
     expect(error.field).toBe("rules[0].burst");
