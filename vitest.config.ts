@@ -5,6 +5,9 @@ import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // Two files at a time, not vitest's default of one per core less one (a single file on 2 cores): most files
+    // spend their time starting workerd and waiting on real time, so two overlap well.
+    maxWorkers: 2,
     projects: [
       {
         plugins: [
