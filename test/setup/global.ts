@@ -1,9 +1,51 @@
-// Vitest global setup: starts the real origin server once and tells the tests its port.
+// Vitest global setup: starts the real origin server once, in a thread of its own, and tells the tests its port.
+import { once } from "node:events";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { build } from "esbuild";
 import type { TestProject } from "vitest/node";
-import { startOrigin } from "./origin-server";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const origin = await startOrigin();
+  const origin = await startOriginThread();
   project.provide("originPort", origin.port);
   return origin.close;
+}
+
+/** Runs the thread: starts the origin, posts its port, and closes it when told to. */
+const ENTRY = `
+import { parentPort } from "node:worker_threads";
+import { startOrigin } from "./origin-server";
+startOrigin().then((origin) => {
+  parentPort.once("message", () => origin.close().then(() => parentPort.postMessage("closed")));
+  parentPort.postMessage(origin.port);
+});
+`;
+
+/**
+ * The origin in a worker thread: on vitest's main thread, which also transforms the modules of
+ * the files being started and relays their messages, a request's arrival time (what the timing
+ * tests read) could wait behind that work, the more so with two files running at once.
+ */
+async function startOriginThread(): Promise<{ port: number; close(): Promise<void> }> {
+  const bundled = await build({
+    stdin: { contents: ENTRY, resolveDir: dirname(fileURLToPath(import.meta.url)), loader: "ts" },
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    write: false,
+    // ws's optional native helpers: it falls back to JavaScript when they are missing.
+    external: ["bufferutil", "utf-8-validate"],
+    logLevel: "silent",
+  });
+  const worker = new Worker(bundled.outputFiles[0]!.text, { eval: true });
+  const [port] = (await once(worker, "message")) as [number];
+  return {
+    port,
+    async close() {
+      worker.postMessage("close");
+      await once(worker, "message");
+      await worker.terminate();
+    },
+  };
 }
