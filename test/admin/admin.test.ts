@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config/rules";
 import { Metrics } from "../../src/metrics/metrics";
-import { delayedCalls } from "../helpers/namespace";
+import { delayedCalls, heldCalls } from "../helpers/namespace";
 import { send } from "../helpers/worker";
 
 const TOKEN = "s3cret-admin-token";
@@ -112,14 +112,15 @@ describe("admin API", () => {
 
   it("answers 504 to a state read the key's object does not answer within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
-    // The real objects, each peek answered 3 s late: an object far behind on its queue.
-    const slowPeeks = delayedCalls("peek", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
+    // The real objects, each peek answered only after the checks below: an object far behind on its queue.
+    const slowPeeks = heldCalls("peek", (answer) => void (answered = answer));
     const slowRule = [{ name: "adm-slow", limit: 3, period: "1m", timeout: "100ms" }];
     const started = Date.now();
-    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow&key=192.0.2.80", { headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowPeeks });
+    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow&key=192.0.2.80", { headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowPeeks.namespace });
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(res.status).toBe(504);
     expect(await res.json()).toEqual({ type: "about:blank", title: "Gateway Timeout", status: 504, detail: "the key's object did not answer within the rule's timeout (100ms); try again" });
+    slowPeeks.answer();
     await answered;
   });
 
@@ -136,13 +137,14 @@ describe("admin API", () => {
 
   it("answers 504 to a reset the key's object does not take within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
-    const slowResets = delayedCalls("reset", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
+    const slowResets = heldCalls("reset", (answer) => void (answered = answer));
     const slowRule = [{ name: "adm-slow-reset", limit: 3, period: "1m", timeout: "100ms" }];
     const started = Date.now();
-    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow-reset&key=192.0.2.81", { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowResets });
+    const res = await send(new Request("http://floodgate.test/__floodgate/state?rule=adm-slow-reset&key=192.0.2.81", { method: "DELETE", headers: { Authorization: `Bearer ${TOKEN}` } }), { rules: slowRule, ADMIN_TOKEN: TOKEN, LIMITER: slowResets.namespace });
     expect(Date.now() - started).toBeLessThan(1_500);
     expect(res.status).toBe(504);
     expect(((await res.json()) as { detail: string }).detail).toBe("the key's object did not answer within the rule's timeout (100ms); the reset may still be applied: read the key's state, or reset it again");
+    slowResets.answer();
     await answered;
   });
 

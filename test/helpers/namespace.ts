@@ -37,6 +37,16 @@ export function delayedCalls<M extends Method>(
   });
 }
 
+/**
+ * The real objects, each call of `method` held until the test calls `answer()`: an object far behind on its
+ * queue for as long as the test reads the outcome, and no longer. `seen` as for {@link delayedCalls}.
+ */
+export function heldCalls<M extends Method>(method: M | readonly M[], seen?: (answer: Promise<unknown>) => void): { namespace: Env["LIMITER"]; answer(): void } {
+  let answer!: () => void;
+  const held = new Promise<void>((resolve) => (answer = resolve));
+  return { namespace: delayedCalls(method, () => held, seen), answer };
+}
+
 /** The real objects, each sync made once `before(request)` settles. */
 export function delayedSyncs(before: (request: SyncRequest) => Promise<unknown>): Env["LIMITER"] {
   return delayedCalls("sync", (_policy, request) => before(request));

@@ -8,7 +8,7 @@ import { metrics } from "../../src/metrics/metrics";
 import { durableObjectName } from "../../src/routing/key";
 import { isRelay, originLog } from "../helpers/worker";
 import { frozenStart } from "../helpers/clock";
-import { delayedCalls, delayedSyncs } from "../helpers/namespace";
+import { delayedSyncs, heldCalls } from "../helpers/namespace";
 
 const namespace = (env as unknown as Env).LIMITER;
 const calls = (method: string) => metrics.value("floodgate_durable_object_calls_total", { method });
@@ -91,22 +91,24 @@ describe("limiter", () => {
 
   it("rejects a peek the key's object does not answer within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
-    // The real objects, each peek answered 3 s late: an object far behind on its queue.
-    const slowPeeks = delayedCalls("peek", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
-    const api = limiter(slowPeeks, { name: "lib-peek-slow", limit: 3, period: "1h", timeout: "100ms" });
+    // The real objects, each peek answered only after the checks below: an object far behind on its queue.
+    const slowPeeks = heldCalls("peek", (answer) => void (answered = answer));
+    const api = limiter(slowPeeks.namespace, { name: "lib-peek-slow", limit: 3, period: "1h", timeout: "100ms" });
     const started = Date.now();
     await expect(api.peek("k")).rejects.toThrow(/^no answer within 100ms$/);
     expect(Date.now() - started).toBeLessThan(1_500);
+    slowPeeks.answer();
     await answered;
   });
 
   it("rejects a reset the key's object does not take within the rule's timeout, rather than wait on it", async () => {
     let answered: Promise<unknown> | undefined;
-    const slowResets = delayedCalls("reset", () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void (answered = answer));
-    const api = limiter(slowResets, { name: "lib-reset-slow", limit: 3, period: "1h", timeout: "100ms" });
+    const slowResets = heldCalls("reset", (answer) => void (answered = answer));
+    const api = limiter(slowResets.namespace, { name: "lib-reset-slow", limit: 3, period: "1h", timeout: "100ms" });
     const started = Date.now();
     await expect(api.reset("k")).rejects.toThrow(/^no answer within 100ms$/);
     expect(Date.now() - started).toBeLessThan(1_500);
+    slowResets.answer();
     await answered;
   });
 
@@ -312,13 +314,14 @@ describe("limiter", () => {
 
   it("rejects a fast key's peek within one rule timeout, though both its sync and the object's standing are slow", async () => {
     const landing: Promise<unknown>[] = [];
-    const slow = delayedCalls(["sync", "peek"], () => new Promise((resolve) => setTimeout(resolve, 3_000)), (answer) => void landing.push(answer.catch(() => undefined)));
-    const api = limiter(slow, { name: "lib-fast-peek-slow", limit: 5, period: "1h", mode: "fast", timeout: "500ms", onError: "allow" });
+    const slow = heldCalls(["sync", "peek"], (answer) => void landing.push(answer.catch(() => undefined)));
+    const api = limiter(slow.namespace, { name: "lib-fast-peek-slow", limit: 5, period: "1h", mode: "fast", timeout: "500ms", onError: "allow" });
     const ctx = createExecutionContext();
     expect(await api.limit("k", { ctx })).toMatchObject({ success: true, reason: "error" });
     const started = Date.now();
     await expect(api.peek("k")).rejects.toThrow(/^no answer within/);
     const took = Date.now() - started;
+    slow.answer();
     await Promise.all(landing);
     await waitOnExecutionContext(ctx);
     expect(took).toBeLessThan(850);
