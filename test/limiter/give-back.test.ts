@@ -16,8 +16,12 @@ const landing: Promise<unknown>[] = [];
 /** The real objects, each refund answered only after SLOW_REFUND_MS (then applied): an object far behind on its queue. */
 const slowRefunds = delayedCalls("refund", () => new Promise((resolve) => setTimeout(resolve, SLOW_REFUND_MS)), (refund) => void landing.push(refund));
 
-/** A gcra rule of one unit a second with three of tolerance, every request past the first held until it conforms. */
-const held = (name: string) => rule({ name, algorithm: "gcra", limit: 1, periodMs: 1_000, burst: 3, delay: 0, timeoutMs: 100 });
+/**
+ * A gcra rule of one unit a second with three of tolerance, every request past the first held until it conforms. Its
+ * timeout is well short of SLOW_REFUND_MS, yet long enough that the decisions themselves are the object's on a loaded
+ * machine: past 100 ms, onError decided the held request, and an onError admission has nothing to give back.
+ */
+const held = (name: string) => rule({ name, algorithm: "gcra", limit: 1, periodMs: 1_000, burst: 3, delay: 0, timeoutMs: 1_000 });
 
 describe("units given back on the request's path", () => {
   it("answers blockUntilReady's refused hold within the rule's timeout, though the object is slow to take the units back", async () => {
