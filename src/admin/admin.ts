@@ -109,7 +109,7 @@ async function state(method: string, url: URL, env: Env, settings: Settings): Pr
   const keyed = await ruleOfObject(rule, key, objectName);
   const state = await standing(env.LIMITER, keyed, objectName).catch(objectFailed(keyed, "try again"));
   // Fast keys also have what this isolate holds: units leased to it, and units on their way back.
-  const isolate = rule.mode === "fast" ? localView(objectName) ?? null : undefined;
+  const isolate = rule.mode === "fast" ? localView(env.LIMITER, objectName) ?? null : undefined;
   return Response.json({ rule: rule.name, key, ...(keyed === rule ? {} : { override: describeQuota(keyed) }), state, ...(isolate === undefined ? {} : { isolate }) });
 }
 

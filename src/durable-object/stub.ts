@@ -28,6 +28,28 @@ export function objectId(namespace: Namespace, name: string): DurableObjectId {
   return id;
 }
 
+const tags = new WeakMap<Namespace, string>();
+/** each namespace's tag, by the id it derives from one name: the same for every object of that namespace (a jurisdiction's is made anew by each `jurisdiction()` call) */
+const tagsById = new Map<string, string>();
+
+/**
+ * What an isolate's table of keys puts before an object's name to tell objects of one name in two
+ * namespaces of the class apart (a jurisdiction's, another binding's): nothing for the first
+ * namespace it meets, a Worker's usual only one, so that its keys cost no new string; `<n>\n` for
+ * each other, which no object's name starts with (its rule's name, before the first "/", holds no line break).
+ */
+export function namespaceTag(namespace: Namespace): string {
+  let tag = tags.get(namespace);
+  if (tag === undefined) {
+    // No object is made for it; and none has this name, which lacks a key's "/".
+    const id = namespace.idFromName("namespace").toString();
+    tag = tagsById.get(id) ?? (tagsById.size === 0 ? "" : `${tagsById.size}\n`);
+    tagsById.set(id, tag);
+    tags.set(namespace, tag);
+  }
+  return tag;
+}
+
 /**
  * The namespace of the object `id` names, found in its Worker's `env`: a user's Worker may bind
  * RateLimiter under any name, and an id is valid in its own class's namespace only. A relay needs it

@@ -2,7 +2,7 @@
 import { largestCost, mayAdmitMore, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { retriedOnce } from "../durable-object/errors";
-import { limiterStub } from "../durable-object/stub";
+import { limiterStub, namespaceTag } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
 import { countError } from "../metrics/log";
@@ -54,6 +54,10 @@ function self(): Sender {
 interface Entry {
   rule: Rule;
   objectName: string;
+  /** the namespace of the key's object, as its last request passed it: every sync of the entry goes there, one a sweep or a timer starts under another key's request (of another namespace, maybe) too */
+  namespace: Env["LIMITER"];
+  /** its name in the table (see {@link tracked}) */
+  tracked: string;
   key: LocalKey;
   /** the sync in flight, which waiting requests join rather than start another, and when it began */
   inflight: Promise<void> | null;
@@ -109,7 +113,7 @@ let lastSweep = 0;
  */
 export async function decideFast(context: FastContext, rule: Rule, objectName: string, cost: number): Promise<Decision> {
   const now = Date.now();
-  const entry = entryFor(rule, objectName, now);
+  const entry = entryFor(context.namespace, rule, objectName, now);
   flushEvicted(context);
   sweep(context, now);
   const local = decideHere(context, entry, rule, cost, now);
@@ -174,15 +178,15 @@ function blockedOr(entry: Entry, rule: Rule, cost: number, error: unknown): Deci
  * the lease cannot pay, made as {@link decideFast} makes it; undefined otherwise.
  */
 export function cachedFastDenial(context: FastContext, rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  if (cost > largestCost(rule)) return fastBeyondCapacity(rule, objectName, now);
-  const entry = table.peek(objectName);
+  if (cost > largestCost(rule)) return fastBeyondCapacity(context.namespace, rule, objectName, now);
+  const entry = table.peek(tracked(context.namespace, objectName));
   if (entry === undefined || asksForMore(entry, rule) || !deniedLocally(entry.key, rule, cost, now)) return undefined;
   return decideHere(context, entry, rule, cost, now);
 }
 
 /** What this isolate would answer a one-unit request for a fast key now, from its lease or its denial, counting nothing; undefined when only a sync could tell. */
-function peekFast(rule: Rule, objectName: string, now: number): Decision | undefined {
-  const entry = table.peek(objectName);
+function peekFast(namespace: Env["LIMITER"], rule: Rule, objectName: string, now: number): Decision | undefined {
+  const entry = table.peek(tracked(namespace, objectName));
   return entry && !asksForMore(entry, rule) && !asksForLess(entry, rule) ? localPeek(entry.key, rule, now) : undefined;
 }
 
@@ -194,15 +198,15 @@ function peekFast(rule: Rule, objectName: string, now: number): Decision | undef
  * one call the peek makes; when it fails, undefined: the object's own standing answers.
  */
 export async function peekFastReported(context: FastContext, rule: Rule, objectName: string): Promise<Decision | undefined> {
-  const local = peekFast(rule, objectName, Date.now());
-  const entry = table.peek(objectName);
+  const local = peekFast(context.namespace, rule, objectName, Date.now());
+  const entry = table.peek(tracked(context.namespace, objectName));
   if (local || !entry || (entry.key.reports.length === 0 && entry.key.outbox === null)) return local;
   try {
     await withTimeout(sync(context, entry, 0), rule.timeoutMs);
   } catch {
     return undefined;
   }
-  return peekFast(rule, objectName, Date.now());
+  return peekFast(context.namespace, rule, objectName, Date.now());
 }
 
 /**
@@ -210,8 +214,8 @@ export async function peekFastReported(context: FastContext, rule: Rule, objectN
  * word and the lease); undefined when it tracks no such key. Tracking starts with a request that
  * could be admitted: such requests say nothing of the key's demand.
  */
-function fastBeyondCapacity(rule: Rule, objectName: string, now: number): Decision | undefined {
-  const entry = table.peek(objectName);
+function fastBeyondCapacity(namespace: Env["LIMITER"], rule: Rule, objectName: string, now: number): Decision | undefined {
+  const entry = table.peek(tracked(namespace, objectName));
   if (!entry?.key.standing) return undefined;
   metrics.count("floodgate_local_decisions_total", { rule: rule.name });
   return beyondCapacity(entry.key, rule, now);
@@ -230,14 +234,14 @@ function decideHere(context: FastContext, entry: Entry, rule: Rule, cost: number
 }
 
 /** Gives back what a fast decision spent at `spentAt`, when another rule denied the request. */
-export function refundFast(objectName: string, units: number, spentAt: number): void {
-  const entry = table.get(objectName);
+export function refundFast(namespace: Env["LIMITER"], objectName: string, units: number, spentAt: number): void {
+  const entry = table.get(tracked(namespace, objectName));
   if (entry) refundLocally(entry.key, entry.rule, units, spentAt, Date.now());
 }
 
 /** Gives back what a fast key's charge at `chargedAt` took (see `unchargeLocally`). */
-export function unchargeFast(objectName: string, units: number, chargedAt: number): void {
-  const entry = table.get(objectName);
+export function unchargeFast(namespace: Env["LIMITER"], objectName: string, units: number, chargedAt: number): void {
+  const entry = table.get(tracked(namespace, objectName));
   if (entry) unchargeLocally(entry.key, entry.rule, units, chargedAt, Date.now());
 }
 
@@ -249,7 +253,7 @@ export function unchargeFast(objectName: string, units: number, chargedAt: numbe
  */
 export function chargeFast(context: FastContext, rule: Rule, objectName: string, units: number): number {
   const now = Date.now();
-  const entry = entryFor(rule, objectName, now);
+  const entry = entryFor(context.namespace, rule, objectName, now);
   chargeLocally(entry.key, rule, units, now, entry.waiting.reduce((sum, cost) => sum + cost, 0));
   if (entry.key.refunds.length > 0) flushOwed(context, entry);
   return now;
@@ -267,7 +271,7 @@ function flushOwed(context: FastContext, entry: Entry): void {
   if (entry.flushing) return;
   entry.flushing = true;
   const until = Date.now() + ON_TIME_CALL_WITHIN_MS;
-  const owes = () => table.peek(entry.objectName) === entry && (entry.key.refunds.length > 0 || entry.key.outbox !== null);
+  const owes = () => table.peek(entry.tracked) === entry && (entry.key.refunds.length > 0 || entry.key.outbox !== null);
   const run = async () => {
     for (let now = Date.now(); now < until && owes(); now = Date.now()) {
       const at = Math.min(until, Math.max(entry.key.nextSyncAt, entry.key.retryAt, now + Math.min(entry.rule.syncMs, ON_TIME_CALL_MAX_MS)));
@@ -283,23 +287,24 @@ function flushOwed(context: FastContext, entry: Entry): void {
  * Notes units the rule's `onError` admitted for a fast key while its object could not be reached,
  * so that the key's next sync has the object count them: an outage's admissions are not forgotten.
  */
-export function admittedWithoutLease(rule: Rule, objectName: string, units: number): void {
+export function admittedWithoutLease(namespace: Env["LIMITER"], rule: Rule, objectName: string, units: number): void {
   const now = Date.now();
-  admittedUnleased(entryFor(rule, objectName, now).key, rule, units, now);
+  admittedUnleased(entryFor(namespace, rule, objectName, now).key, rule, units, now);
 }
 
 /** What this isolate holds for a fast key, as the admin API shows it; undefined if it tracks none. */
-export function localView(objectName: string): { leased: number; returning: number; blockedUntil: number; lastSyncAt: number } | undefined {
-  const key = table.peek(objectName)?.key;
+export function localView(namespace: Env["LIMITER"], objectName: string): { leased: number; returning: number; blockedUntil: number; lastSyncAt: number } | undefined {
+  const key = table.peek(tracked(namespace, objectName))?.key;
   if (!key) return undefined;
   const returning = [...key.reports, ...(key.outbox?.reports ?? [])].reduce((sum, r) => sum + r.unspent, 0);
   return { leased: leaseLeft(key), returning, blockedUntil: key.blockedUntil, lastSyncAt: key.lastSyncAt };
 }
 
 /** Drops this isolate's lease and denial for a key whose object was reset. */
-export function forgetLocal(objectName: string): void {
-  table.delete(objectName);
-  leaving.delete(objectName);
+export function forgetLocal(namespace: Env["LIMITER"], objectName: string): void {
+  const name = tracked(namespace, objectName);
+  table.delete(name);
+  leaving.delete(name);
 }
 
 /** The most isolates any object of each rule (by name) has reported sharing a key with this one. */
@@ -309,8 +314,8 @@ const rulePeers = new Map<string, number>();
 const ruleColdSince = new Map<string, number>();
 
 /** This isolate's view of how a fast key is shared, for onError's local share (see {@link knownShare}). */
-export function shareOf(objectName: string, now: number): Share {
-  const entry = table.peek(objectName);
+export function shareOf(namespace: Env["LIMITER"], objectName: string, now: number): Share {
+  const entry = table.peek(tracked(namespace, objectName));
   if (!entry) return ALONE;
   const name = entry.rule.name;
   if (!rulePeers.has(name) && !ruleColdSince.has(name)) ruleColdSince.set(name, now);
@@ -337,8 +342,18 @@ function asksForLess(entry: Entry, rule: Rule): boolean {
   return under !== undefined && under !== rule && mayAdmitMore(policyOf(under), policyOf(rule));
 }
 
-function entryFor(rule: Rule, objectName: string, now: number): Entry {
-  const known = table.get(objectName) ?? takenBack(objectName);
+/**
+ * A key's name in this isolate's table: its object's, tagged with its namespace's (see
+ * `namespaceTag`), since two namespaces of the class in one Worker have objects of one name that
+ * count apart; an entry by name alone spent one's lease, and its denial, on the other's requests.
+ */
+function tracked(namespace: Env["LIMITER"], objectName: string): string {
+  return namespaceTag(namespace) + objectName;
+}
+
+function entryFor(namespace: Env["LIMITER"], rule: Rule, objectName: string, now: number): Entry {
+  const name = tracked(namespace, objectName);
+  const known = table.get(name) ?? takenBack(name);
   // A re-read configuration, or a limiter() made per request, brings a new Rule object: the entry
   // itself stays, since requests in flight hold it (a copy split the sync in flight and the waiting
   // units between copies, and a burst of 300 at a key of 100 was granted 20).
@@ -347,20 +362,21 @@ function entryFor(rule: Rule, objectName: string, now: number): Entry {
     // Given back at the next sync, which this request makes: the object answers it under its own figures.
     if (asksForLess(known, rule)) endLots(known.key);
     known.rule = rule;
+    known.namespace = namespace;
     return known;
   }
-  const entry: Entry = { rule, objectName, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: [] };
-  table.set(objectName, entry);
+  const entry: Entry = { rule, objectName, namespace, tracked: name, key: freshKey(now, firstThroughRelay(rule)), inflight: null, inflightSince: 0, waiting: [] };
+  table.set(name, entry);
   return entry;
 }
 
 /** The entry of an evicted key still {@link leaving}, back in the table; undefined when there is none. */
-function takenBack(objectName: string): Entry | undefined {
-  const entry = leaving.peek(objectName);
+function takenBack(name: string): Entry | undefined {
+  const entry = leaving.peek(name);
   if (!entry) return undefined;
-  leaving.delete(objectName);
+  leaving.delete(name);
   entry.evicted = false;
-  table.set(objectName, entry);
+  table.set(name, entry);
   return entry;
 }
 
@@ -386,7 +402,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
     try {
       // Without a place (a `limit` call that names none) a rule that aggregates syncs straight to its object.
       const via = relayFor(syncsThrough(rule.aggregate, entry.key.relayed), context, objectName);
-      const stub = limiterStub(context.namespace, via ?? objectName);
+      const stub = limiterStub(entry.namespace, via ?? objectName);
       const call = (): Promise<Lease> => {
         metrics.count("floodgate_durable_object_calls_total", { method: via ? "relay" : "sync" });
         return via ? stub.relay(objectName, { policy: policyOf(rule), request }, rule.timeoutMs) : stub.sync(policyOf(rule), request);
@@ -433,7 +449,7 @@ function syncLate(entry: Entry, now: number): void {
 
 /** Counts a failed or late sync: the key backs off (see `syncFailed`), and then the rule's breaker hears of it. */
 function failed(entry: Entry, now: number): void {
-  if (syncFailed(entry.key, entry.rule, now)) ruleBreaker(entry.rule.name).failed(entry.objectName, entry.rule.timeoutMs, now);
+  if (syncFailed(entry.key, entry.rule, now)) ruleBreaker(entry.rule.name).failed(entry.tracked, entry.rule.timeoutMs, now);
 }
 
 /**
@@ -459,7 +475,7 @@ function callWhenBooked(context: FastContext, entry: Entry, sent: SyncRequest, a
   context.waitUntil(
     due.then(() => {
       // The key may have left the table, or come back under a re-read rule (a new entry, the same key).
-      const current = table.peek(entry.objectName);
+      const current = table.peek(entry.tracked);
       if (current?.key !== entry.key || current.inflight || !callOnTime(current.key, answeredAt, Date.now())) return;
       return inBackground(current, () => sync(context, current, 0, false, { since: chain.since, calls: chain.calls + 1 }));
     }),
@@ -487,8 +503,8 @@ function letGo(context: FastContext, entry: Entry): void {
   if (hasPending(entry.key)) {
     surrender(entry.key);
     void inBackground(entry, () => sync(context, entry, 0, true));
-  } else if (leaving.peek(entry.objectName) === entry) {
-    leaving.delete(entry.objectName);
+  } else if (leaving.peek(entry.tracked) === entry) {
+    leaving.delete(entry.tracked);
   }
 }
 

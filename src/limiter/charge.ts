@@ -132,5 +132,5 @@ function giveBackCharged(ask: Ask, taken: Taken, units: number, context: Limiter
   }
   account.charged = kept;
   const fast = ask.rule.mode === "fast";
-  return Promise.all(parts.map(({ units: part, at }) => (fast ? Promise.resolve(unchargeFast(ask.objectName, part, at)) : refundAt(ask, part, { countedAt: at }, context)))).then(() => undefined);
+  return Promise.all(parts.map(({ units: part, at }) => (fast ? Promise.resolve(unchargeFast(context.namespace, ask.objectName, part, at)) : refundAt(ask, part, { countedAt: at }, context)))).then(() => undefined);
 }

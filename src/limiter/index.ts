@@ -118,8 +118,8 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     if (error instanceof BreakerOpenError) metrics.count("floodgate_errors_total", { kind });
     else countError(kind, rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(objectName, now) : strictShare(context.namespace, rule, objectName), now);
-    if (fast && decision.allowed) admittedWithoutLease(rule, objectName, cost);
+    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
+    if (fast && decision.allowed) admittedWithoutLease(context.namespace, rule, objectName, cost);
     return { decision };
   }
 }
@@ -193,7 +193,7 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
  * Resolves once they are back; a failure is counted, never thrown.
  */
 export function refundAt(ask: Ask, units: number, { countedAt, spentAt }: Pick<Taken, "countedAt" | "spentAt">, context: LimiterContext): Promise<void> {
-  if (countedAt === undefined) return Promise.resolve(refundFast(ask.objectName, units, spentAt ?? Date.now()));
+  if (countedAt === undefined) return Promise.resolve(refundFast(context.namespace, ask.objectName, units, spentAt ?? Date.now()));
   const refund = refundStrict(context.namespace, ask.objectName, ask.rule, units, countedAt).catch(countError("refund", ask.rule));
   context.waitUntil?.(refund);
   return refund;
@@ -328,7 +328,7 @@ export async function forget(namespace: Env["LIMITER"], rule: Rule, objectName: 
   metrics.count("floodgate_durable_object_calls_total", { method: "reset" });
   await withTimeout(limiterStub(namespace, objectName).reset(), rule.timeoutMs);
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
-  forgetLocal(objectName);
+  forgetLocal(namespace, objectName);
   forgetStrict(namespace, objectName);
   forgetFallback(objectName);
   capacityViews.delete(objectName);

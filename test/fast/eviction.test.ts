@@ -43,7 +43,7 @@ describe("an evicted fast key", () => {
     const fast = fastDaily("evict-inflight");
     setCapacity(1);
     expect(await decideFast(context, fast, "evict-inflight/a", 1)).toMatchObject({ allowed: true });
-    const leased = localView("evict-inflight/a")!.leased;
+    const leased = localView(context.namespace, "evict-inflight/a")!.leased;
     // More than the lease holds: the request waits on a sync the object answers only after the key is out.
     const open = holdNext();
     const waiting = decideFast(context, fast, "evict-inflight/a", leased + 1);

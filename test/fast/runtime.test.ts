@@ -75,7 +75,7 @@ describe("fast mode in the real runtime", () => {
     const rules = [{ name: "evict", mode: "fast", limit: 50, period: "1h", sync: "10s" }];
     const policy = { algorithm: "sliding-window", limit: 50, periodMs: 3_600_000, burst: 50, buckets: 1 } as const;
     for (let i = 0; i < 5; i++) await send(get("/ev/a", "192.0.2.40"), { rules, FAST_MAX_KEYS: "1" });
-    expect(localView("evict/192.0.2.40")?.leased).toBeGreaterThan(0);
+    expect(localView(env.LIMITER, "evict/192.0.2.40")?.leased).toBeGreaterThan(0);
     const evictions = metrics.value("floodgate_key_evictions_total");
     await send(get("/ev/b", "192.0.2.41"), { rules, FAST_MAX_KEYS: "1" });
     expect(metrics.value("floodgate_key_evictions_total")).toBe(evictions + 1);
@@ -100,7 +100,7 @@ describe("fast mode in the real runtime", () => {
       for (let i = 0; i < 5; i++) if ((await send(get("/rs/x", "192.0.2.50"), { rules })).status === 200) admitted++;
       await sleep(120);
     }
-    const view = localView("resync/192.0.2.50")!;
+    const view = localView(env.LIMITER, "resync/192.0.2.50")!;
     const { remaining } = await peek("resync/192.0.2.50", policy);
     expect(admitted).toBe(20);
     expect(remaining + admitted + view.leased + view.returning).toBe(100);
@@ -146,14 +146,14 @@ describe("fast mode in the real runtime", () => {
     // The first request waits on the first sync, which leases both units and books the next call an interval on.
     const first = context();
     expect(await decideFast(first, fast, "on-time/k", 1)).toMatchObject({ allowed: true });
-    const answeredAt = localView("on-time/k")!.lastSyncAt;
+    const answeredAt = localView(env.LIMITER, "on-time/k")!.lastSyncAt;
     // The second spends the last unit too soon after that answer to top it up early.
     expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: true, reason: "local" });
     const before = syncs();
     // The first request's waitUntil holds the timer, which makes the booked call a round trip before its time.
     await first.settled();
     expect(syncs()).toBe(before + 1);
-    expect(localView("on-time/k")!.lastSyncAt).toBeGreaterThan(answeredAt + 1_000);
+    expect(localView(env.LIMITER, "on-time/k")!.lastSyncAt).toBeGreaterThan(answeredAt + 1_000);
     // Its answer (the key is spent) is already here: the next request is denied from the cache, not after a call.
     expect(await decideFast(context(), fast, "on-time/k", 1)).toMatchObject({ allowed: false, reason: "cache" });
   });
@@ -216,7 +216,7 @@ describe("a unit given back into a fast key's lease", () => {
     expect(await at(2_100)).toMatchObject({ allowed: true });
     await sleep(50);
     // The first request is given back before the window turns: into the lease, its unit still counted there.
-    refundFast("back-turn/k", 1, T0 + 1_000);
+    refundFast(context.namespace, "back-turn/k", 1, T0 + 1_000);
     // In the next window another isolate asks for the whole limit before this one has reported anything.
     vi.setSystemTime(T0 + 10_010);
     const other = { isolate: "another isolate", seq: 1, reports: [], demand: 4, elapsedMs: 1_000, need: 4, horizonMs: 1_000, held: 0, sentAt: T0 + 10_010 };
