@@ -53,18 +53,23 @@ export function namespaceTag(namespace: Namespace): string {
 /**
  * The namespace of the object `id` names, found in its Worker's `env`: a user's Worker may bind
  * RateLimiter under any name, and an id is valid in its own class's namespace only. A relay needs it
- * to reach the keys' objects it forwards to.
+ * to reach the keys' objects it forwards to. For an object of a jurisdiction (a relay the isolates
+ * reached through `env.LIMITER.jurisdiction("eu")`), that jurisdiction's: the binding itself takes
+ * the id, but derives another object from a key's name, outside the jurisdiction, which counts apart.
  */
 export function ownNamespace(env: object, id: DurableObjectId): Namespace {
-  for (const value of Object.values(env)) {
-    if (!isNamespace(value)) continue;
-    try {
-      if (value.idFromString(id.toString()).equals(id)) return value;
-    } catch {
-      // Another class's namespace: the id is not valid there.
-    }
+  const own = Object.values(env).find((value): value is Namespace => isNamespace(value) && holds(value, id));
+  if (!own) throw new Error("RateLimiter is not bound in its own Worker's env: a fast rule's relays (aggregate) reach the keys' objects through that binding; add a durable_objects binding for the class to the Worker that exports it");
+  return id.jurisdiction ? own.jurisdiction(id.jurisdiction as DurableObjectJurisdiction) : own;
+}
+
+/** Whether `id` names an object of `namespace`'s class: another class's namespace throws on it. */
+function holds(namespace: Namespace, id: DurableObjectId): boolean {
+  try {
+    return namespace.idFromString(id.toString()).equals(id);
+  } catch {
+    return false;
   }
-  throw new Error("RateLimiter is not bound in its own Worker's env: a fast rule's relays (aggregate) reach the keys' objects through that binding; add a durable_objects binding for the class to the Worker that exports it");
 }
 
 /** Whether `value` is a Durable Object namespace, by its tag: an RPC stub (a service binding) answers to any method name, so duck typing would take it for one. */
