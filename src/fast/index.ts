@@ -119,7 +119,7 @@ export async function decideFast(context: FastContext, rule: Rule, objectName: s
   const local = decideHere(context, entry, rule, cost, now);
   if (local) return local;
   // After failed syncs the object, or every object of the rule, is left alone until the backoff ends: onError decides at once.
-  const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name).waitFor(now));
+  const wait = Math.max(entry.key.retryAt - now, ruleBreaker(rule.name, namespaceTag(entry.namespace)).waitFor(now));
   if (wait > 0) return blockedOr(entry, rule, cost, new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`));
   entry.waiting.push(cost);
   // One deadline for the decision: a second attempt that had its own waited up to twice the rule's timeout.
@@ -415,7 +415,7 @@ function sync(context: FastContext, entry: Entry, need: number, release = false,
       entry.answeredUnder = rule;
       if (!release) callWhenBooked(context, entry, request, answeredAt, chain);
       rulePeers.set(entry.rule.name, Math.max(rulePeers.get(entry.rule.name) ?? 0, lease.peers));
-      ruleBreaker(entry.rule.name).succeeded(answeredAt);
+      ruleBreaker(entry.rule.name, namespaceTag(entry.namespace)).succeeded(answeredAt);
       metrics.count("floodgate_syncs_total", { result: "ok" });
     } catch (error) {
       // A sync a request gave up on was counted then.
@@ -449,7 +449,7 @@ function syncLate(entry: Entry, now: number): void {
 
 /** Counts a failed or late sync: the key backs off (see `syncFailed`), and then the rule's breaker hears of it. */
 function failed(entry: Entry, now: number): void {
-  if (syncFailed(entry.key, entry.rule, now)) ruleBreaker(entry.rule.name).failed(entry.tracked, entry.rule.timeoutMs, now);
+  if (syncFailed(entry.key, entry.rule, now)) ruleBreaker(entry.rule.name, namespaceTag(entry.namespace)).failed(entry.tracked, entry.rule.timeoutMs, now);
 }
 
 /**

@@ -100,7 +100,7 @@ const KEYS_TO_OPEN_RULE = 4;
  * among healthy ones never trips it.
  *
  * @example
- * const breaker = ruleBreaker(rule.name);
+ * const breaker = ruleBreaker(rule.name, namespaceTag(namespace));
  * if (breaker.waitFor(now) > 0) return onError();
  */
 export class RuleBreaker {
@@ -136,10 +136,16 @@ export class RuleBreaker {
 
 const ruleBreakers = new Map<string, RuleBreaker>();
 
-/** This isolate's breaker for the rule named `name`, strict and fast alike; rules are few, so all are kept. */
-export function ruleBreaker(name: string): RuleBreaker {
-  let breaker = ruleBreakers.get(name);
-  if (!breaker) ruleBreakers.set(name, (breaker = new RuleBreaker(name)));
+/**
+ * This isolate's breaker for the rule named `name` over its objects in the namespace `tag` names
+ * (`namespaceTag`), strict and fast alike: another namespace's objects of the rule (a
+ * jurisdiction's, another binding's) fail apart, and their failures left these alone too. Rules
+ * and namespaces are few, so all are kept.
+ */
+export function ruleBreaker(name: string, tag: string): RuleBreaker {
+  const tagged = tag + name;
+  let breaker = ruleBreakers.get(tagged);
+  if (!breaker) ruleBreakers.set(tagged, (breaker = new RuleBreaker(name)));
   return breaker;
 }
 

@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
-import { limiterStub, objectId } from "../durable-object/stub";
+import { limiterStub, namespaceTag, objectId } from "../durable-object/stub";
 import type { Env } from "../env";
 import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
@@ -89,7 +89,7 @@ export async function decideStrict(
   const asked = denials.mark();
   const cached = cachedDenialOf(object, rule, cost, now);
   if (cached) return { decision: cached };
-  const wholeRule = ruleBreaker(rule.name);
+  const wholeRule = ruleBreaker(rule.name, namespaceTag(namespace));
   const wait = Math.max(breakers.waitFor(object, now), wholeRule.waitFor(now));
   if (wait > 0) throw new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`);
   // Lines are the object's, by its id: a batch is sent through its sender's namespace (lined up by

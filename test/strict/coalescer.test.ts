@@ -92,4 +92,19 @@ describe("strict decisions through two namespaces of the class", () => {
     // The breaker's line names the rule, as it did when breakers were keyed by name.
     expect(lines).toContainEqual(expect.objectContaining({ event: "breaker", scope: "key", rule: "coalescer-failing", state: "open" }));
   });
+
+  it("keeps one namespace's failing objects from opening the rule's breaker for the other's objects", async () => {
+    const fixed = rule({ name: "coalescer-failing-rule", algorithm: "fixed-window", limit: 10, periodMs: 3_600_000, burst: 10, timeoutMs: 5_000 });
+    const flaky = env.FLAKY as unknown as Env["LIMITER"];
+    const keys = ["a", "b", "c", "d"].map((k) => `coalescer-failing-rule/${k}`);
+    for (const name of keys) await env.FLAKY.get(env.FLAKY.idFromName(name)).fail(1, "before");
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    try {
+      for (const name of keys) await expect(decideStrict(flaky, name, fixed, 1, undefined)).rejects.toThrow(/injected/);
+      await expect(decideStrict(flaky, "coalescer-failing-rule/e", fixed, 1, undefined)).rejects.toThrow(/unavailable/);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect((await decideStrict(env.LIMITER, "coalescer-failing-rule/e", fixed, 1, undefined)).decision.allowed).toBe(true);
+  });
 });
