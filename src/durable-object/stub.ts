@@ -50,6 +50,11 @@ export function namespaceTag(namespace: Namespace): string {
   return tag;
 }
 
+/** The name an isolate's memories of a key (its fast lease, its local fallback counters) go by: its object's, tagged with its namespace's (see {@link namespaceTag}). */
+export function trackedName(namespace: Namespace, objectName: string): string {
+  return namespaceTag(namespace) + objectName;
+}
+
 /**
  * The namespace of the object `id` names, found in its Worker's `env`: a user's Worker may bind
  * RateLimiter under any name, and an id is valid in its own class's namespace only. A relay needs it

@@ -2,7 +2,7 @@
 import { largestCost, mayAdmitMore, type Decision } from "../algorithms";
 import type { Rule } from "../config/types";
 import { retriedOnce } from "../durable-object/errors";
-import { limiterStub, namespaceTag } from "../durable-object/stub";
+import { limiterStub, namespaceTag, trackedName as tracked } from "../durable-object/stub";
 import type { Env } from "../env";
 import { ALONE, type Share } from "../limiter/local-share";
 import { countError } from "../metrics/log";
@@ -56,7 +56,7 @@ interface Entry {
   objectName: string;
   /** the namespace of the key's object, as its last request passed it: every sync of the entry goes there, one a sweep or a timer starts under another key's request (of another namespace, maybe) too */
   namespace: Env["LIMITER"];
-  /** its name in the table (see {@link tracked}) */
+  /** its name in the table, which tells it from a key of another namespace with an object of the same name (an entry by name alone spent one's lease, and its denial, on the other's requests) */
   tracked: string;
   key: LocalKey;
   /** the sync in flight, which waiting requests join rather than start another, and when it began */
@@ -340,15 +340,6 @@ function asksForMore(entry: Entry, rule: Rule): boolean {
 function asksForLess(entry: Entry, rule: Rule): boolean {
   const under = entry.answeredUnder;
   return under !== undefined && under !== rule && mayAdmitMore(policyOf(under), policyOf(rule));
-}
-
-/**
- * A key's name in this isolate's table: its object's, tagged with its namespace's (see
- * `namespaceTag`), since two namespaces of the class in one Worker have objects of one name that
- * count apart; an entry by name alone spent one's lease, and its denial, on the other's requests.
- */
-function tracked(namespace: Env["LIMITER"], objectName: string): string {
-  return namespaceTag(namespace) + objectName;
 }
 
 function entryFor(namespace: Env["LIMITER"], rule: Rule, objectName: string, now: number): Entry {

@@ -3,7 +3,7 @@ import { decide as decideAlgorithm, largestCost, peek as peekAlgorithm, type Dec
 import { ruleForKey } from "../config/overrides";
 import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
-import { limiterStub } from "../durable-object/stub";
+import { limiterStub, trackedName } from "../durable-object/stub";
 import type { Env } from "../env";
 import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
 import { waitHold } from "./hold";
@@ -118,7 +118,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     if (error instanceof BreakerOpenError) metrics.count("floodgate_errors_total", { kind });
     else countError(kind, rule)(error);
     const now = Date.now();
-    const decision = onErrorDecision(rule, objectName, cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
+    const decision = onErrorDecision(rule, trackedName(context.namespace, objectName), cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(context.namespace, rule, objectName, cost);
     return { decision };
   }
@@ -181,7 +181,7 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
   if (!decision.allowed || back <= 0) return Promise.resolve();
   returned.set(taken, (returned.get(taken) ?? 0) + back);
   if (decision.reason === "error") {
-    if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, ask.objectName, back, Date.now());
+    if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, trackedName(context.namespace, ask.objectName), back, Date.now());
     return Promise.resolve();
   }
   return refundAt(ask, back, taken, context);
@@ -330,7 +330,7 @@ export async function forget(namespace: Env["LIMITER"], rule: Rule, objectName: 
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(namespace, objectName);
   forgetStrict(namespace, objectName);
-  forgetFallback(objectName);
+  forgetFallback(trackedName(namespace, objectName));
   capacityViews.delete(objectName);
 }
 

@@ -1,8 +1,10 @@
 // The library through two namespaces of the RateLimiter class in one Worker: objects of one name in each are two objects, counted apart.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { limiter, type LimiterRule } from "../../src/lib";
+import { durableObjectName } from "../../src/routing/key";
+import type { MarkedLimiter } from "../fixtures/main";
 import { delayedSyncs } from "../helpers/namespace";
 
 const namespace = (env as unknown as Env).LIMITER;
@@ -33,5 +35,21 @@ describe("limiter through two namespaces of the class", () => {
     await limiter(other, { name: "lib-fast-sweeping", limit: 10, period: "1h", mode: "fast" }).limit("k", { ctx });
     await waitOnExecutionContext(ctx);
     expect(releases).toBe(1);
+  });
+
+  it("limits a strict key from its own namespace's local counters while both namespaces' objects fail", async () => {
+    const rule: LimiterRule = { name: "lib-fallback-two-namespaces", limit: 1, period: "1h", onError: "local" };
+    const marked = (env as unknown as { MARKED: DurableObjectNamespace<MarkedLimiter> }).MARKED;
+    const objectName = await durableObjectName(rule.name, "k");
+    await env.FLAKY.get(env.FLAKY.idFromName(objectName)).fail(1, "before");
+    await marked.get(marked.idFromName(objectName)).failWith(1, "overloaded");
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    try {
+      expect(await limiter(other, rule).limit("k")).toMatchObject({ success: true, reason: "error" });
+      // The other namespace's key has taken nothing from its own counters.
+      expect(await limiter(marked as unknown as Env["LIMITER"], rule).limit("k")).toMatchObject({ success: true, reason: "error" });
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 });
