@@ -133,12 +133,13 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
 async function beyondCapacity(ask: Ask, context: LimiterContext): Promise<Decision> {
   const { rule, objectName, cost } = ask;
   const now = Date.now();
-  const seen = capacityViews.get(objectName);
+  const tracked = trackedName(context.namespace, objectName);
+  const seen = capacityViews.get(tracked);
   if (seen && now - seen.at < CAPACITY_VIEW_MS) return asOf(seen.decision, seen.at, now);
   const known = await readStanding(ask, context);
   if (!known) return decideAlgorithm(policyOf(rule), undefined, cost, Date.now()).decision;
   const decision: Decision = known.reason === "blocked" ? known : { ...known, allowed: false, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
-  capacityViews.set(objectName, { at: now, decision });
+  capacityViews.set(tracked, { at: now, decision });
   return decision;
 }
 
@@ -168,6 +169,7 @@ function asOf(decision: Decision, at: number, now: number): Decision {
  * never pass).
  */
 const CAPACITY_VIEW_MS = 1_000;
+/** by the key's tracked name (`trackedName`): another namespace's object of that name has figures of its own */
 const capacityViews = new LruTable<{ at: number; decision: Decision }>(1_000, () => undefined);
 
 /**
@@ -330,8 +332,9 @@ export async function forget(namespace: Env["LIMITER"], rule: Rule, objectName: 
   // Other isolates keep their leases and denials until these run out (at most ten sync intervals, or a strict denial's retryAfter).
   forgetLocal(namespace, objectName);
   forgetStrict(namespace, objectName);
-  forgetFallback(trackedName(namespace, objectName));
-  capacityViews.delete(objectName);
+  const tracked = trackedName(namespace, objectName);
+  forgetFallback(tracked);
+  capacityViews.delete(tracked);
 }
 
 /**

@@ -52,4 +52,12 @@ describe("limiter through two namespaces of the class", () => {
       vi.restoreAllMocks();
     }
   });
+
+  it("tells a cost beyond a key's capacity its own namespace's standing, though the other's was just read", async () => {
+    const rule: LimiterRule = { name: "lib-capacity-two-namespaces", limit: 2, period: "1h" };
+    const here = limiter(namespace, rule);
+    await here.limit("k");
+    expect(await here.limit("k", { cost: 3 })).toMatchObject({ success: false, reason: "cost-exceeds-capacity", remaining: 1 });
+    expect(await limiter(other, rule).limit("k", { cost: 3 })).toMatchObject({ success: false, reason: "cost-exceeds-capacity", remaining: 2 });
+  });
 });
