@@ -50,7 +50,11 @@ export function namespaceTag(namespace: Namespace): string {
   return tag;
 }
 
-/** The name an isolate's memories of a key (its fast lease, its local fallback counters) go by: its object's, tagged with its namespace's (see {@link namespaceTag}). */
+/**
+ * The name an isolate's memories of a key go by (its fast lease, its strict denials, breaker, last
+ * answer and batches, its local fallback counters): its object's, tagged with its namespace's (see
+ * {@link namespaceTag}), since one namespace's denial or failure says nothing of the other's object.
+ */
 export function trackedName(namespace: Namespace, objectName: string): string {
   return namespaceTag(namespace) + objectName;
 }

@@ -149,7 +149,8 @@ export function ruleBreaker(name: string, tag: string): RuleBreaker {
   return breaker;
 }
 
-/** The rule of an object name `<rule>/<key>`: logs name the rule, never the key. */
-function ruleOf(objectName: string): string {
-  return objectName.slice(0, objectName.indexOf("/"));
+/** The rule of an object's tracked name `[<namespace tag>]<rule>/<key>` (see `trackedName`): logs name the rule, never the key. */
+function ruleOf(tracked: string): string {
+  const slash = tracked.indexOf("/");
+  return tracked.slice(tracked.lastIndexOf("\n", slash) + 1, slash);
 }

@@ -4,7 +4,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { objectErrorKind } from "../durable-object/errors";
 import type { Decided } from "../durable-object/rate-limiter";
-import { limiterStub, namespaceTag, objectId } from "../durable-object/stub";
+import { limiterStub, namespaceTag, trackedName } from "../durable-object/stub";
 import type { Env } from "../env";
 import { countError } from "../metrics/log";
 import { metrics, observeWait } from "../metrics/metrics";
@@ -35,10 +35,10 @@ export interface StrictDecision {
  * denies every request until it ends).
  */
 export function cachedStrictDenial(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, now: number): Decision | undefined {
-  return cachedDenialOf(objectKey(namespace, objectName), rule, cost, now);
+  return cachedDenialOf(trackedName(namespace, objectName), rule, cost, now);
 }
 
-/** {@link cachedStrictDenial} of the object as {@link objectKey} names it. */
+/** {@link cachedStrictDenial} of the object as `trackedName` names it. */
 function cachedDenialOf(object: string, rule: Rule, cost: number, now: number): Decision | undefined {
   const cached = denials.lookup(object, cost, now, policyOf(rule));
   if (!cached || cost <= largestCost(rule) || denials.blocks(object)) return cached;
@@ -47,24 +47,14 @@ function cachedDenialOf(object: string, rule: Rule, cost: number, now: number): 
 
 /** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
 export function forgetStrict(namespace: Env["LIMITER"], objectName: string): void {
-  const object = objectKey(namespace, objectName);
+  const object = trackedName(namespace, objectName);
   denials.forget(object);
   answers.forget(object);
 }
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
 export function strictShare(namespace: Env["LIMITER"], rule: Rule, objectName: string): Share {
-  return answers.shareOf(policyOf(rule), objectKey(namespace, objectName));
-}
-
-/**
- * The key's object as this isolate's memories of it (denials, breakers, last answers, lines) name
- * it: by its id too, as two namespaces of the class (a jurisdiction's, another binding's) have
- * objects of one name that are not one object, and one's denial or failure says nothing of the
- * other. Its name first: a breaker's log line reads the rule from it.
- */
-function objectKey(namespace: Env["LIMITER"], objectName: string): string {
-  return `${objectName}\n${objectId(namespace, objectName).toString()}`;
+  return answers.shareOf(policyOf(rule), trackedName(namespace, objectName));
 }
 
 /**
@@ -85,15 +75,15 @@ export async function decideStrict(
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): Promise<StrictDecision> {
   const now = Date.now();
-  const object = objectKey(namespace, objectName);
+  const object = trackedName(namespace, objectName);
   const asked = denials.mark();
   const cached = cachedDenialOf(object, rule, cost, now);
   if (cached) return { decision: cached };
   const wholeRule = ruleBreaker(rule.name, namespaceTag(namespace));
   const wait = Math.max(breakers.waitFor(object, now), wholeRule.waitFor(now));
   if (wait > 0) throw new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`);
-  // Lines are the object's, by its id: a batch is sent through its sender's namespace (lined up by
-  // name, a request was decided at the other namespace's object).
+  // Lines are the object's, by its tracked name: a batch is sent through its sender's namespace
+  // (lined up by name alone, a request was decided at the other namespace's object).
   const call = (_object: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
     return limiterStub(namespace, objectName).decide(policy, costs);
@@ -170,7 +160,7 @@ export async function refundStrict(
   countedAt: number,
 ): Promise<void> {
   metrics.count("floodgate_durable_object_calls_total", { method: "refund" });
-  const landed = denials.givingBack(objectKey(namespace, objectName));
+  const landed = denials.givingBack(trackedName(namespace, objectName));
   const refund = limiterStub(namespace, objectName).refund(policyOf(rule), units, countedAt);
   void refund.then(landed, landed);
   await withTimeout(refund, rule.timeoutMs);
