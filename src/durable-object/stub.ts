@@ -1,4 +1,4 @@
-/** The stub for a key's RateLimiter: ids are cached per isolate, stubs are made per request. */
+/** The stub for a key's RateLimiter (ids are cached per isolate, stubs are made per request), and the name the isolate keeps the key by. */
 import type { Env } from "../env";
 import type { RateLimiter } from "./rate-limiter";
 
@@ -33,7 +33,7 @@ const tags = new WeakMap<Namespace, string>();
 const tagsById = new Map<string, string>();
 
 /**
- * What an isolate's table of keys puts before an object's name to tell objects of one name in two
+ * What an isolate puts before an object's name (see {@link trackedName}) to tell objects of one name in two
  * namespaces of the class apart (a jurisdiction's, another binding's): nothing for the first
  * namespace it meets, a Worker's usual only one, so that its keys cost no new string; `<n>\n` for
  * each other, which no object's name starts with (its rule's name, before the first "/", holds no line break).
