@@ -1,5 +1,5 @@
 // A real origin for the runtime tests: a Node HTTP server on loopback that records every request it receives.
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
@@ -35,7 +35,7 @@ export interface Received {
 export async function startOrigin(): Promise<{ port: number; close(): Promise<void> }> {
   const log: Received[] = [];
   const inFlight = new Map<string, { current: number; max: number }>();
-  const server = createServer(async (req, res) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://origin");
     if (url.pathname === "/__origin/inflight") {
       res.setHeader("content-type", "application/json");
@@ -86,7 +86,10 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
     const sized = url.searchParams.has("sized") ? { "content-length": String(Buffer.byteLength(answer)) } : {};
     res.writeHead(Number(url.searchParams.get("status") ?? 200), { "content-type": "application/json", "x-origin": "yes", ...sized, ...own });
     res.end(answer);
-  });
+  };
+  // A request it cannot answer as asked (a fuzzed ?h=<name>:<value> or ?status= that Node refuses) gets the origin's
+  // own 400, never an unhandled rejection, which ended the whole test run.
+  const server = createServer((req, res) => void serve(req, res).catch((error: unknown) => refuse(res, error)));
   // A WebSocket on any path: each message comes back prefixed "echo:", and the upgrade is recorded like a request.
   const sockets = new WebSocketServer({ noServer: true });
   server.on("upgrade", (req, socket, head) => {
@@ -98,6 +101,11 @@ export async function startOrigin(): Promise<{ port: number; close(): Promise<vo
     port: (server.address() as AddressInfo).port,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+function refuse(res: ServerResponse, error: unknown): void {
+  if (res.headersSent) res.destroy();
+  else res.writeHead(400, { "content-type": "text/plain" }).end(`origin: ${String(error)}`);
 }
 
 async function readBody(req: IncomingMessage): Promise<Pick<Received, "bodyBytes" | "bodySha256" | "chunks">> {
