@@ -145,8 +145,16 @@ function withIp(request, ip) {
   return { ...request, path: `/${request.path.split("/")[1]}/${ip}`, headers: { ...request.headers, "cf-connecting-ip": ip } };
 }
 
-/** One case: its requests at CONNECTIONS connections, then what came back and what reached the origin. */
-async function runCase(c, url, origin) {
+/**
+ * Requests the runtime cancelled as hung, in wrangler's output: one cancelled after its response
+ * (waiting in its waitUntil) leaves its client answered, so only this line tells of it.
+ */
+const hungIn = (output) => output.split("\n").filter((line) => line.includes("canceled this request because it detected that your Worker's code had hung")).length;
+
+/** One case: its requests at CONNECTIONS connections, then what came back, what reached the origin and what the runtime cancelled. */
+async function runCase(c, wrangler, origin) {
+  const { url } = wrangler;
+  const logged = wrangler.output().length;
   let next = 0;
   const started = Date.now();
   const result = await autocannon({
@@ -163,6 +171,9 @@ async function runCase(c, url, origin) {
     ],
   });
   const ended = Date.now();
+  // The runtime logs a cancellation a moment after it, up to its 1 s wait for a hung request.
+  await new Promise((r) => setTimeout(r, 2_000));
+  const hung = hungIn(wrangler.output().slice(logged));
   const status = (code) => Number(result.statusCodeStats?.[code]?.count ?? 0);
   const admitted = status(200);
   const denied = status(429);
@@ -175,6 +186,7 @@ async function runCase(c, url, origin) {
   const limit = c.rule?.limit ?? Number.POSITIVE_INFINITY;
   const checks = [];
   if (errors !== 0) checks.push(`${errors} errors`);
+  if (hung !== 0) checks.push(`${hung} cancelled as hung`);
   if (arrived.total !== admitted) checks.push(`origin saw ${arrived.total}, ${admitted} admitted`);
   // Within one window no key gets more than its limit; strict is exact: every key, having asked
   // for more than its limit, got exactly its limit. A run across a boundary is not held to this.
@@ -231,7 +243,7 @@ async function main() {
     const chosen = flags.cases ? CASES.filter((c) => flags.cases.split(",").includes(c.name)) : CASES;
     for (const c of chosen) {
       process.stderr.write(`${c.name}: ${requestsOf(c)} requests at ${CONNECTIONS} connections…\n`);
-      rows.push(await runCase(c, wrangler.url, origin));
+      rows.push(await runCase(c, wrangler, origin));
     }
   } finally {
     await wrangler?.stop();
