@@ -2,6 +2,7 @@
 import { once } from "node:events";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setTimeout as delay } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { build } from "esbuild";
 import type { TestProject } from "vitest/node";
@@ -22,10 +23,16 @@ startOrigin().then((origin) => {
 });
 `;
 
+/** How long the origin's close may wait on what it still serves before its thread is ended. */
+const CLOSE_WITHIN_MS = 1_000;
+
 /**
  * The origin in a worker thread: on vitest's main thread, which also transforms the modules of
  * the files being started and relays their messages, a request's arrival time (what the timing
- * tests read) could wait behind that work, the more so with two files running at once.
+ * tests read) could wait behind that work, the more so with two files running at once. Its close
+ * waits a second at most, then ends the thread and its connections with it: a close waits on every
+ * answer still being served (a held one), and a thread that had died would never reply; either
+ * kept the test run from ending.
  */
 async function startOriginThread(): Promise<{ port: number; close(): Promise<void> }> {
   const bundled = await build({
@@ -44,7 +51,7 @@ async function startOriginThread(): Promise<{ port: number; close(): Promise<voi
     port,
     async close() {
       worker.postMessage("close");
-      await once(worker, "message");
+      await Promise.race([once(worker, "message"), delay(CLOSE_WITHIN_MS, undefined, { ref: false })]);
       await worker.terminate();
     },
   };
