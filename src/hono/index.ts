@@ -88,7 +88,8 @@ export interface RateLimitOptions<C extends Context = Context, P extends string 
   /**
    * the context variable the request's {@link LimitResult} is set at, as hono-rate-limiter's option
    * of that name: default "rateLimit". Stacked rateLimits each given their own name leave each
-   * decision readable, where under one name only the innermost's is.
+   * decision readable, where under one name only the innermost's is. With a named context, name
+   * it in the call too: `rateLimit<Context<AppEnv>, "daily">({ …, requestPropertyName: "daily" })`.
    */
   requestPropertyName?: P;
 }

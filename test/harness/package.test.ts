@@ -113,6 +113,12 @@ export const plain = new Hono<Plain>().use(
   // @ts-expect-error: no such binding in the context's env
   rateLimit<Context<Plain>>({ binding: (c) => c.env.LIMITR, rule: { name: "api", limit: 5, period: "1m" }, key: () => "k" }),
 );
+// A named context names the variable too: TypeScript infers no type argument once one is given.
+export const named = new Hono<Plain>()
+  .use(rateLimit<Context<Plain>, "daily">({ binding: (c) => c.env.LIMITER, rule: { name: "daily", limit: 1000, period: "1d" }, key: () => "k", requestPropertyName: "daily" }))
+  // @ts-expect-error: the variable's name is a type argument once the context is named
+  .use(rateLimit<Context<Plain>>({ binding: (c) => c.env.LIMITER, rule: { name: "burst", limit: 5, period: "1s" }, key: () => "k", requestPropertyName: "burst" }))
+  .get("/", (c) => c.json({ left: c.get("daily").remaining satisfies number }));
 
 export const app = new Hono()
   .use(rateLimit({ binding: "LIMITER", rule: { name: "api", limit: 5, period: "1m" }, key: (c) => c.req.header("x-api-key") }))
