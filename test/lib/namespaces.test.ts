@@ -60,4 +60,12 @@ describe("limiter through two namespaces of the class", () => {
     expect(await here.limit("k", { cost: 3 })).toMatchObject({ success: false, reason: "cost-exceeds-capacity", remaining: 1 });
     expect(await limiter(other, rule).limit("k", { cost: 3 })).toMatchObject({ success: false, reason: "cost-exceeds-capacity", remaining: 2 });
   });
+
+  it("counts a rule's new keys for newKeysPerSecond across namespaces: a key tracked through one is not new through the other", async () => {
+    const rule: LimiterRule = { name: "lib-new-keys-two-namespaces", limit: 1, period: "1h", newKeysPerSecond: 2 };
+    await limiter(namespace, rule).limit("a");
+    const there = limiter(other, rule);
+    // "a" spends none of the allowance there, so "b" is a key of its own and only "c" goes to #overflow, which has room.
+    for (const key of ["a", "b", "c"]) expect(await there.limit(key)).toMatchObject({ success: true });
+  });
 });
