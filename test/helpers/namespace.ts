@@ -1,5 +1,6 @@
 // A LIMITER namespace in front of the real one, whose calls of one method wait first: a slow object, or a slow path to it.
 import { env } from "cloudflare:test";
+import { onTestFinished } from "vitest";
 import type { Env } from "../../src/env";
 import type { RateLimiter } from "../../src/durable-object/rate-limiter";
 import type { SyncRequest } from "../../src/fast/lease";
@@ -39,11 +40,13 @@ export function delayedCalls<M extends Method>(
 
 /**
  * The real objects, each call of `method` held until the test calls `answer()`: an object far behind on its
- * queue for as long as the test reads the outcome, and no longer. `seen` as for {@link delayedCalls}.
+ * queue for as long as the test reads the outcome, and no longer. `seen` as for {@link delayedCalls}. Called
+ * within a test; its calls are let go when the test ends too, so a failed check leaves no sync waiting for later tests.
  */
 export function heldCalls<M extends Method>(method: M | readonly M[], seen?: (answer: Promise<unknown>) => void): { namespace: Env["LIMITER"]; answer(): void } {
   let answer!: () => void;
   const held = new Promise<void>((resolve) => (answer = resolve));
+  onTestFinished(() => answer());
   return { namespace: delayedCalls(method, () => held, seen), answer };
 }
 
