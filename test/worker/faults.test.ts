@@ -49,13 +49,15 @@ describe("when the Durable Object fails", () => {
 
   it("never hands out locally again the units a strict object counted between its failures", async () => {
     const object = flaky("f-local-flap/192.0.2.88");
-    const rules = [{ name: "f-local-flap", limit: 4, period: "1m", timeout: "50ms" }];
+    // A timeout a loaded machine's healthy call fits in (at 50 ms one timed out in CI and the local fallback denied it); its
+    // breaker's backoff, from the timeout, is over by the sleep below.
+    const rules = [{ name: "f-local-flap", limit: 4, period: "1m", timeout: "250ms" }];
     const burst = (count: number) => statuses(count, () => get("/flf/x", "192.0.2.88"), { rules, ...withFlaky });
     expect(await burst(1)).toEqual([200]);
     await object.fail(100, "before");
     expect(await burst(4)).toEqual([200, 200, 200, 429]);
     await object.fail(0, "before");
-    await sleep(250);
+    await sleep(1_100);
     expect(await burst(1)).toEqual([200]);
     await object.fail(100, "before");
     expect(await burst(3)).toEqual([429, 429, 429]);
