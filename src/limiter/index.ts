@@ -276,9 +276,14 @@ function unlimited(rule: Rule, now: number): Decision {
   return peekAlgorithm(policyOf(rule), undefined, now);
 }
 
-/** An admission whose hold would outlast the caller's deadline, as a denial told to come back when the hold would have ended: its units are back, yet it says fewer than the request asked for, as every denial does. */
+/**
+ * An admission whose hold would outlast the caller's deadline, as a denial told to come back when the hold would have
+ * ended: its units are back, yet it says fewer than the request asked for, as every denial does. One onError decided
+ * (the object failed) stays onError's: `error`, as its metrics and logs say.
+ */
 function holdRefused(admitted: Decision, cost: number, holdMs: number): Decision {
-  return { ...admitted, allowed: false, holdMs: undefined, remaining: Math.min(admitted.remaining + cost, cost - 1), retryAfter: holdMs, reason: "limit" };
+  const reason = admitted.reason === "error" ? "error" : "limit";
+  return { ...admitted, allowed: false, holdMs: undefined, remaining: Math.min(admitted.remaining + cost, cost - 1), retryAfter: holdMs, reason };
 }
 
 /**

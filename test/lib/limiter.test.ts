@@ -852,6 +852,15 @@ describe("limiter's blockUntilReady", () => {
     expect((await smooth.blockUntilReady("k", "2s")).success).toBe(true);
   });
 
+  it("says a gcra hold onError decided, refused past the timeout, was onError's: reason error, not limit", async () => {
+    const flaky = (env as unknown as { FLAKY: Env["LIMITER"] }).FLAKY;
+    await env.FLAKY.get(env.FLAKY.idFromName("lib-wait-hold-error/k")).fail(100, "before");
+    const smooth = limiter(flaky, { name: "lib-wait-hold-error", algorithm: "gcra", limit: 1, period: "1s", burst: 3, delay: 0, onError: "local" });
+    expect(await smooth.limit("k")).toMatchObject({ success: true, reason: "error" });
+
+    expect(await smooth.blockUntilReady("k", 10)).toMatchObject({ success: false, reason: "error" });
+  });
+
   it("answers a cost the rule can never grant at once, even while a block hides it", async () => {
     const blocking = limiter(namespace, { name: "lib-wait-blocked", algorithm: "fixed-window", limit: 2, period: "1s", block: "2s" });
     await blocking.limit("k", { cost: 2 });
