@@ -106,9 +106,11 @@ describe("when the Durable Object fails", () => {
 
   it("recovers when the object answers again", async () => {
     await flaky("f-recover/192.0.2.86").fail(2, "before");
-    const rules = [{ name: "f-recover", limit: 3, period: "1m", timeout: "50ms", onError: "allow" }];
+    // A timeout a loaded machine's healthy call fits in (at 50 ms, a call timed out there would be let through by onError
+    // allow, and the fourth request too); the breaker's backoff after the two failures, one timeout, is over by the sleep.
+    const rules = [{ name: "f-recover", limit: 3, period: "1m", timeout: "250ms", onError: "allow" }];
     expect(await statuses(2, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200]);
-    await sleep(60);
+    await sleep(300);
     expect(await statuses(4, () => get("/fr/x", "192.0.2.86"), { rules, ...withFlaky })).toEqual([200, 200, 200, 429]);
   });
 
