@@ -15,8 +15,8 @@ async function arrivals(tag: string): Promise<number[]> {
 describe("gcra delay through the Worker", () => {
   it("passes 1 + delay of a burst at once, holds the rest of the tolerance one interval apart, and denies the others", async () => {
     const tag = "hold-burst";
-    // One unit every 100 ms; of a burst, 2 pass at once, 3 are held, the rest get 429.
-    const rules = [{ name: tag, algorithm: "gcra", limit: 10, period: "1s", burst: 4, delay: 1 }];
+    // One unit every 200 ms; of a burst, 2 pass at once, 3 are held, the rest get 429.
+    const rules = [{ name: tag, algorithm: "gcra", limit: 5, period: "1s", burst: 4, delay: 1 }];
     const started = Date.now();
     const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => send(get(`/${tag}/${i}`, "192.0.2.40"), { rules })));
     const statuses = responses.map((r) => r.status).sort();
@@ -25,10 +25,12 @@ describe("gcra delay through the Worker", () => {
     const at = await arrivals(tag);
     expect(at).toHaveLength(5);
     // The held ones: never before their interval (counted from a decision made after `started`),
-    // then one interval apart, give or take what a loaded 2-core machine adds to each arrival.
-    for (let i = 2; i < 5; i++) expect(at[i]! - started).toBeGreaterThanOrEqual((i - 1) * 100);
-    for (let i = 2; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(100 - 40);
-    for (let i = 3; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeLessThan(100 + 100);
+    // then one interval apart, give or take what a loaded 2-core machine adds to each arrival. The
+    // first held one is not timed from the last passed at once: that one's arrival may be late by
+    // as much as the machine's load, where held ones are released by the isolate's own timers.
+    for (let i = 2; i < 5; i++) expect(at[i]! - started).toBeGreaterThanOrEqual((i - 1) * 200);
+    for (let i = 3; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(200 - 60);
+    for (let i = 3; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeLessThan(200 + 150);
   });
 
   it("answers a held request with the allowed headers once it is proxied", async () => {
