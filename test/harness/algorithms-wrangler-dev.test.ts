@@ -68,22 +68,26 @@ describe("fixed-window, sliding-log and warmup through wrangler dev", () => {
   }, 20_000);
 
   it("a cold token bucket with a warmup passes its burst, then refills at a third of the rate where a plain one refills at the rate", async () => {
-    const started = Date.now();
     const warm = await burst("warm-dev", 3);
+    const warmEnded = Date.now();
     const plain = await burst("plain-dev", 3);
+    const plainEnded = Date.now();
     // The third of each burst is denied: the cold bucket's unit is 1.5 s away, the plain one's 0.5 s.
     const retryAfter = async (tag: string) => (await served.dev.fetch(`/${tag}/retry`)).headers.get("Retry-After");
     const [warmRetry, plainRetry] = [await retryAfter("warm-dev"), await retryAfter("plain-dev")];
-    await sleep(started + 800 - Date.now());
-    const at800 = [...(await burst("warm-dev", 1)), ...(await burst("plain-dev", 1))];
-    await sleep(started + 1_700 - Date.now());
-    const at1700 = await burst("warm-dev", 1);
+    // Each bucket timed from the end of its own burst, which its decisions came before, not from before both bursts:
+    // at a fixed 800 ms, the plain unit was back only if both bursts were decided within 300 ms. The warm one is asked
+    // then too, still before its unit comes unless the two bursts took 900 ms.
+    await sleep(plainEnded + 600 - Date.now());
+    const plainBack = [...(await burst("warm-dev", 1)), ...(await burst("plain-dev", 1))];
+    await sleep(warmEnded + 1_600 - Date.now());
+    const warmBack = await burst("warm-dev", 1);
 
     expect(warm).toEqual([200, 200, 429]);
     expect(plain).toEqual([200, 200, 429]);
     expect([warmRetry, plainRetry]).toEqual(["2", "1"]);
-    expect(at800).toEqual([429, 200]);
-    expect(at1700).toEqual([200]);
+    expect(plainBack).toEqual([429, 200]);
+    expect(warmBack).toEqual([200]);
     // The origin saw the cold bucket's third request at least its cold interval after the first.
     const at = await arrived("warm-dev");
     expect(at).toHaveLength(3);
