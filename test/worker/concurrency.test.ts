@@ -77,7 +77,9 @@ describe("concurrency through the Worker", () => {
   it("keeps the slot of a response still being sent past slotTtl, and frees it once the body has been sent", async () => {
     const tag = "conc-long";
     const rules = [{ name: tag, algorithm: "concurrency", limit: 1, slotTtl: "600ms" }];
-    const { response, settled } = await dispatch(get(`/${tag}/slow?drip=2000`, "192.0.2.66"), { rules });
+    // The body takes 3 s: the request below, past slotTtl and its renewals, has 1.5 s to be decided while it is still
+    // being sent (with a 2 s body, half a second less the first response's own latency: thin on a loaded machine).
+    const { response, settled } = await dispatch(get(`/${tag}/slow?drip=3000`, "192.0.2.66"), { rules });
     expect(response.status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect((await send(get(`/${tag}/second`, "192.0.2.66"), { rules })).status).toBe(429);
