@@ -168,22 +168,23 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     });
   });
 
+  /** A complete wrangler.json in the test's folder, its RATE_LIMIT_RULES written as given (raw JSON text): its path. */
+  async function wranglerJson(file: string, rules: string): Promise<string> {
+    const path = join(dir, file);
+    await writeFile(path, `{"name": "floodgate", "compatibility_date": "2026-04-20", "durable_objects": {"bindings": [{"name": "LIMITER", "class_name": "RateLimiter"}]}, "migrations": [{"tag": "v1", "new_sqlite_classes": ["RateLimiter"]}], "vars": {"ORIGIN_URL": "https://api.example.com", "RATE_LIMIT_RULES": ${rules}}}`);
+    return path;
+  }
+
   it("refuses a wrangler.json giving a member twice, which wrangler would settle silently by keeping the last", async () => {
     const rules = '{"rules": [{"name": "dup", "key": "global", "limit": 2, "period": "1m", "limit": 1000}]}';
-    const json = `{"name": "floodgate", "compatibility_date": "2026-04-20", "durable_objects": {"bindings": [{"name": "LIMITER", "class_name": "RateLimiter"}]}, "migrations": [{"tag": "v1", "new_sqlite_classes": ["RateLimiter"]}], "vars": {"ORIGIN_URL": "https://api.example.com", "RATE_LIMIT_RULES": ${rules}}}`;
-    const path = join(dir, "dup.json");
-    await writeFile(path, json);
-    const run = await validate({ path });
+    const run = await validate({ path: await wranglerJson("dup.json", rules) });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`: "limit" is given twice in vars.RATE_LIMIT_RULES.rules[0], and wrangler keeps only the last, so the other would be ignored; write it once; nothing was deployed`);
   });
 
   it("refuses a wrangler.json member named __proto__, which wrangler's reader takes as the object's prototype and so drops", async () => {
     const rules = '[{"name": "proto", "key": "global", "limit": 2, "period": "1m", "match": {"__proto__": {"path": "/admin/*"}}}]';
-    const json = `{"name": "floodgate", "compatibility_date": "2026-04-20", "durable_objects": {"bindings": [{"name": "LIMITER", "class_name": "RateLimiter"}]}, "migrations": [{"tag": "v1", "new_sqlite_classes": ["RateLimiter"]}], "vars": {"ORIGIN_URL": "https://api.example.com", "RATE_LIMIT_RULES": ${rules}}}`;
-    const path = join(dir, "proto.json");
-    await writeFile(path, json);
-    const run = await validate({ path });
+    const run = await validate({ path: await wranglerJson("proto.json", rules) });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`: "__proto__" in vars.RATE_LIMIT_RULES[0].match is read by wrangler as the object's prototype, not as a member, so it would be ignored; remove it; nothing was deployed`);
   });
