@@ -24,13 +24,13 @@ describe("gcra delay through the Worker", () => {
 
     const at = await arrivals(tag);
     expect(at).toHaveLength(5);
-    // The held ones: never before their interval (counted from a decision made after `started`),
-    // then one interval apart, give or take what a loaded 2-core machine adds to each arrival. The
-    // first held one is not timed from the last passed at once: that one's arrival may be late by
-    // as much as the machine's load, where held ones are released by the isolate's own timers.
+    // The held ones: each never before its interval (counted from a decision made after `started`),
+    // so none is released with another, and the last two intervals after the first, give or take
+    // what a loaded 2-core machine adds to an arrival. Not timed from one arrival to the next: any
+    // arrival may be late by the machine's load (its fetch to the origin), which shortens the next
+    // gap as much (18 ms for 200 in one CI run), where the holds are the isolate's own timers.
     for (let i = 2; i < 5; i++) expect(at[i]! - started).toBeGreaterThanOrEqual((i - 1) * 200);
-    for (let i = 3; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeGreaterThanOrEqual(200 - 60);
-    for (let i = 3; i < 5; i++) expect(at[i]! - at[i - 1]!).toBeLessThan(200 + 150);
+    expect(at[4]! - at[2]!).toBeLessThan(2 * 200 + 250);
   });
 
   it("answers a held request with the allowed headers once it is proxied", async () => {
