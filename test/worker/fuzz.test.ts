@@ -387,6 +387,9 @@ describe("hostile requests through the Worker", () => {
  */
 const MAX_LOST_CONNECTIONS = 3;
 
+/** Any query but one that instructs the test origin (`?h=`, `?status=`): the origin answers those as asked, or 400. */
+const originQuery = query.filter((q) => !["h", "status"].some((name) => new URLSearchParams(q).has(name)));
+
 async function expectBadGateway(response: Response): Promise<void> {
   const problem = await expectProblem(response, 502);
   expect(problem.type).toBe("about:blank");
@@ -402,7 +405,7 @@ describe("hostile requests to a real origin", () => {
       fc.asyncProperty(
         fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND"),
         fc.array(segment, { maxLength: 5 }),
-        query,
+        originQuery,
         // Node's HTTP parser, like most origins', answers 400 to control characters in a header.
         fc.array(fc.tuple(fc.oneof(token(30), fc.constantFrom("connection", "keep-alive", "te", "host")), printable(0, 200)), { maxLength: 6 }),
         body,
