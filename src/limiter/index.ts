@@ -16,7 +16,7 @@ import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/anal
 import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
-import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type StrictDecision } from "../strict";
+import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type LateUnits, type StrictDecision } from "../strict";
 import { BreakerOpenError } from "../strict/breaker";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
@@ -108,9 +108,10 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
   if (cost > largestCost(rule)) return { decision: await beyondCapacity(ask, context) };
   // A fast rule without a context is the caller's mistake, not the object's failure: it throws.
   const fast = rule.mode === "fast" ? fastContext(context) : undefined;
+  const late: LateUnits = { givenBack: 0 };
   try {
     if (fast) return { decision: await decideFast(fast, rule, objectName, cost), spentAt: Date.now() };
-    return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil);
+    return await decideStrict(context.namespace, objectName, rule, cost, context.waitUntil, late);
   } catch (error) {
     // A request turned away by a full queue is this isolate asking faster than the object answers, not a failing object.
     const kind = error instanceof QueueFullError ? "queue_full" : "durable_object";
@@ -120,7 +121,7 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     const now = Date.now();
     const decision = onErrorDecision(rule, trackedName(context.namespace, objectName), cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
     if (fast && decision.allowed) admittedWithoutLease(context.namespace, rule, objectName, cost);
-    return { decision };
+    return fast || !decision.allowed ? { decision } : { decision, late };
   }
 }
 
@@ -184,7 +185,11 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
   returned.set(taken, (returned.get(taken) ?? 0) + back);
   if (decision.reason === "error") {
     if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, trackedName(context.namespace, ask.objectName), back, Date.now());
-    return Promise.resolve();
+    // The object's late answer may have taken them too (a concurrency slot it gives back itself, see undoLate).
+    const { late } = taken;
+    if (!late || ask.rule.algorithm === "concurrency") return Promise.resolve();
+    late.givenBack += back;
+    return late.countedAt === undefined ? Promise.resolve() : refundAt(ask, back, { countedAt: late.countedAt }, context);
   }
   return refundAt(ask, back, taken, context);
 }

@@ -26,6 +26,18 @@ export interface StrictDecision {
   countedAt?: number;
   /** a fast admission: when its units were spent from the lease, for a refund to find their slot */
   spentAt?: number;
+  /** an onError admission of a strict key: what its object's late answer and the request's give-backs must agree on */
+  late?: LateUnits;
+}
+
+/**
+ * A strict call its request stopped waiting for, which onError admitted: the units the request
+ * gave back (another rule denied it) before the object's late answer landed, and where that answer
+ * counted its units once it has. Whichever comes second gives them back at the object.
+ */
+export interface LateUnits {
+  givenBack: number;
+  countedAt?: number;
 }
 
 /**
@@ -73,6 +85,7 @@ export async function decideStrict(
   rule: Rule,
   cost: number,
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+  lateUnits: LateUnits = { givenBack: 0 },
 ): Promise<StrictDecision> {
   const now = Date.now();
   const object = trackedName(namespace, objectName);
@@ -88,7 +101,7 @@ export async function decideStrict(
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
     return limiterStub(namespace, objectName).decide(policy, costs);
   };
-  const late = (decided: Decided) => undoLate(namespace, objectName, rule, cost, decided);
+  const late = (decided: Decided) => undoLate(namespace, objectName, rule, cost, decided, lateUnits);
   try {
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
@@ -136,11 +149,15 @@ function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decide
  * object had been slow locked out for a minute after it recovered (an admission by onError is then
  * at the object what it is when the call fails before it is applied: not counted there). Under
  * `onError: deny`, units of a request that was refused. What `local` or `allow` admitted stays
- * counted, as an outage counts more, never less.
+ * counted, as an outage counts more, never less, but for what the request gave back (another rule
+ * denied it): kept, a request that never reached the origin spent the key's quota.
  */
-function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cost: number, { decision, countedAt }: Decided): Promise<void> {
-  if (!decision.allowed || (rule.algorithm !== "concurrency" && rule.onError !== "deny")) return Promise.resolve();
-  return refundStrict(namespace, objectName, rule, cost, countedAt).catch(countError("refund", rule));
+function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cost: number, { decision, countedAt }: Decided, lateUnits: LateUnits): Promise<void> {
+  if (!decision.allowed) return Promise.resolve();
+  const units = rule.algorithm !== "concurrency" && rule.onError !== "deny" ? lateUnits.givenBack : cost;
+  lateUnits.countedAt = countedAt;
+  if (units <= 0) return Promise.resolve();
+  return refundStrict(namespace, objectName, rule, units, countedAt).catch(countError("refund", rule));
 }
 
 /**

@@ -59,3 +59,36 @@ describe("a strict decision that comes after its request stopped waiting", () =>
     expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
   });
 });
+
+describe("a strict decision that comes after onError admitted its request, which another rule then denied", () => {
+  const fixedWindow = (name: string) => rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError: "local" });
+
+  it("gives back what the late decide took when it lands after the request gave its units back", async () => {
+    const name = "late-given-back-first";
+    const { namespace, slow } = slowDecides(300);
+    const background: Promise<unknown>[] = [];
+    const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
+    const ask: Ask = { rule: fixedWindow(name), key: "k", objectName: `${name}/k`, cost: 1 };
+    const first = await decide(ask, context);
+    expect(first.decision).toMatchObject({ allowed: true, reason: "error" });
+    await giveBack(ask, first, context);
+    await Promise.all(background);
+    slow.on = false;
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
+  });
+
+  it("gives back what the late decide took when the request gives its units back after it landed", async () => {
+    const name = "late-landed-first";
+    const { namespace, slow } = slowDecides(300);
+    const background: Promise<unknown>[] = [];
+    const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
+    const ask: Ask = { rule: fixedWindow(name), key: "k", objectName: `${name}/k`, cost: 1 };
+    const first = await decide(ask, context);
+    expect(first.decision).toMatchObject({ allowed: true, reason: "error" });
+    await Promise.all(background);
+    await giveBack(ask, first, context);
+    await Promise.all(background);
+    slow.on = false;
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
+  });
+});
