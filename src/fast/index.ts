@@ -30,6 +30,7 @@ import {
   refundLocally,
   surrender,
   syncFailed,
+  unadmitUnleased,
   unchargeLocally,
   type LocalKey,
   type Sender,
@@ -284,12 +285,17 @@ function flushOwed(context: FastContext, entry: Entry): void {
 }
 
 /**
- * Notes units the rule's `onError` admitted for a fast key while its object could not be reached,
+ * Notes units the rule's `onError` admitted for a fast key at `now` while its object could not be reached,
  * so that the key's next sync has the object count them: an outage's admissions are not forgotten.
  */
-export function admittedWithoutLease(namespace: Env["LIMITER"], rule: Rule, objectName: string, units: number): void {
-  const now = Date.now();
+export function admittedWithoutLease(namespace: Env["LIMITER"], rule: Rule, objectName: string, units: number, now: number): void {
   admittedUnleased(entryFor(namespace, rule, objectName, now).key, rule, units, now);
+}
+
+/** Gives back what `onError` admitted for a fast key at `admittedAt`, when another rule denied the request (see `unadmitUnleased`). */
+export function unadmitFast(namespace: Env["LIMITER"], objectName: string, units: number, admittedAt: number): void {
+  const entry = table.get(tracked(namespace, objectName));
+  if (entry) unadmitUnleased(entry.key, entry.rule, units, admittedAt, Date.now());
 }
 
 /** What this isolate holds for a fast key, as the admin API shows it; undefined if it tracks none. */

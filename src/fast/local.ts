@@ -474,6 +474,22 @@ export function admittedUnleased(key: LocalKey, rule: Rule, units: number, now: 
 }
 
 /**
+ * Gives back units the rule's `onError` admitted at `admittedAt` (see {@link admittedUnleased}) for a
+ * request another rule then denied: taken off what the next sync reports, or, when a sync already
+ * carried them to the object, given back to it as a charge is (see {@link unchargeLocally}). Left
+ * there, the object counted a request that never reached the origin once it was back.
+ */
+export function unadmitUnleased(key: LocalKey, rule: Rule, units: number, admittedAt: number, now: number): void {
+  const noted = key.unleased.find((s) => s.at === slotOf(rule, Math.min(admittedAt, now)));
+  const off = Math.min(units, noted?.units ?? 0);
+  if (off > 0) {
+    noted!.units -= off;
+    key.unleased = key.unleased.filter((s) => s.units > 0);
+  }
+  if (units > off) unchargeLocally(key, rule, units - off, admittedAt, now);
+}
+
+/**
  * A sync failed, or a request stopped waiting for it at the rule's timeout (a slow object is a
  * failing one): keep everything it carried for the retry, back off, and under `aggregate: "auto"`
  * retry through the relay. Once only while the key backs off: requests that gave up on one sync

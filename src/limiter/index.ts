@@ -5,7 +5,7 @@ import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import { limiterStub, trackedName } from "../durable-object/stub";
 import type { Env } from "../env";
-import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, type FastContext } from "../fast";
+import { admittedWithoutLease, cachedFastDenial, decideFast, forgetLocal, peekFastReported, refundFast, shareOf, unadmitFast, type FastContext } from "../fast";
 import { waitHold } from "./hold";
 import { admitKey, keyAsPeeked } from "./new-keys";
 import { forgetFallback, onErrorDecision, releaseLocal } from "./on-error";
@@ -120,8 +120,10 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     else countError(kind, rule)(error);
     const now = Date.now();
     const decision = onErrorDecision(rule, trackedName(context.namespace, objectName), cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
-    if (fast && decision.allowed) admittedWithoutLease(context.namespace, rule, objectName, cost);
-    return fast || !decision.allowed ? { decision } : { decision, late };
+    if (!decision.allowed) return { decision };
+    if (!fast) return { decision, late };
+    admittedWithoutLease(context.namespace, rule, objectName, cost, now);
+    return { decision, spentAt: now };
   }
 }
 
@@ -185,6 +187,7 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
   returned.set(taken, (returned.get(taken) ?? 0) + back);
   if (decision.reason === "error") {
     if (ask.rule.algorithm === "concurrency" && ask.rule.onError === "local") releaseLocal(ask.rule, trackedName(context.namespace, ask.objectName), back, Date.now());
+    if (ask.rule.mode === "fast") unadmitFast(context.namespace, ask.objectName, back, taken.spentAt ?? Date.now());
     // The object's late answer may have taken them too (a concurrency slot it gives back itself, see undoLate).
     const { late } = taken;
     if (!late || ask.rule.algorithm === "concurrency") return Promise.resolve();

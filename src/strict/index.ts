@@ -24,7 +24,7 @@ const answers = new LastAnswers();
 export interface StrictDecision {
   decision: Decision;
   countedAt?: number;
-  /** a fast admission: when its units were spent from the lease, for a refund to find their slot */
+  /** a fast admission: when its units were spent from the lease (or admitted by onError), for a refund to find their slot */
   spentAt?: number;
   /** an onError admission of a strict key: what its object's late answer and the request's give-backs must agree on */
   late?: LateUnits;

@@ -16,6 +16,7 @@ import {
   refundLocally,
   surrender,
   syncFailed,
+  unadmitUnleased,
   unchargeLocally,
   type Sender,
 } from "../../src/fast/local";
@@ -353,6 +354,22 @@ describe("a fast key in one isolate", () => {
     admittedUnleased(key, fast, 1, T0 + 10);
     expect(syncDue(key, fast, T0 + 10)).toBe(true);
     expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 3 }]);
+  });
+
+  it("takes what onError admitted for a request another rule denied off the next sync's report", () => {
+    const key = freshKey(T0);
+    admittedUnleased(key, fast, 2, T0);
+    unadmitUnleased(key, fast, 1, T0, T0 + 10);
+    expect(nextSync(key, fast, from, 0, T0 + 10)).toMatchObject({ unleased: [{ at: T0_BUCKET, units: 1 }] });
+  });
+
+  it("gives back what onError admitted for a request another rule denied with the next sync, once a sync already told the object of it", () => {
+    const key = freshKey(T0);
+    admittedUnleased(key, fast, 2, T0);
+    expect(nextSync(key, fast, from, 0, T0 + 10).unleased).toEqual([{ at: T0_BUCKET, units: 2 }]);
+    unadmitUnleased(key, fast, 2, T0, T0 + 20);
+    expect(key.unleased).toEqual([]);
+    expect(key.refunds).toEqual([{ at: T0_BUCKET, units: 2 }]);
   });
 
   it("gives back at once as much of a grant as onError admitted after the answered sync left, with those admissions", () => {

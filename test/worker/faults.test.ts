@@ -224,6 +224,27 @@ describe("fast mode when syncs fail", () => {
     expect(remaining).toBeGreaterThan(40);
   });
 
+  it("gives back what onError admitted for a request another rule denied: the object never counts it once it is back", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = frozenStart();
+    vi.setSystemTime(start);
+    const ip = "192.0.2.117";
+    const rules = [
+      { name: "f-gb-fast", mode: "fast", algorithm: "fixed-window", limit: 2, period: "1h", onError: "allow" },
+      { name: "f-gb-other", key: "header:x-b", limit: 1, period: "1h" },
+    ];
+    const request = (b: string) => new Request("http://floodgate.test/fgb/x", { headers: { "CF-Connecting-IP": ip, "x-b": b } });
+    await flaky(`f-gb-fast/${ip}`).fail(100, "before");
+    expect((await send(request("1"), { rules, ...withFlaky })).status).toBe(200);
+    // Admitted by the fast rule's onError, denied by the other rule: it never reached the origin.
+    expect((await send(request("1"), { rules, ...withFlaky })).status).toBe(429);
+    await flaky(`f-gb-fast/${ip}`).fail(0, "before");
+    // Past the longest backoff: the next request syncs, and the object counts what the outage admitted.
+    vi.setSystemTime(start + 40_000);
+    expect((await send(request("2"), { rules, ...withFlaky })).status).toBe(200);
+    expect((await send(request("3"), { rules, ...withFlaky })).status).toBe(429);
+  });
+
   it("leaves a failing object alone while it backs off, deciding by onError at once", async () => {
     await flaky("f-backoff/192.0.2.91").fail(100, "before");
     const rules = [{ name: "f-backoff", mode: "fast", limit: 5, period: "1m", sync: "10s", onError: "allow" }];
