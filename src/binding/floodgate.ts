@@ -12,6 +12,7 @@ import { forget, limitKey, peekedOwnerOf, peekKey, workerContext, type LimiterCo
 import { limitResult, type LimitResult } from "../limiter/result";
 import { limitWithin } from "../limiter/wait";
 import { durableObjectName } from "../routing/key";
+import { TimeoutError } from "../strict/timeout";
 
 /** What the binding's `props` may say: the rule a call uses when it names none. */
 export interface FloodgateProps {
@@ -95,13 +96,13 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
   async peek(options: KeyOptions): Promise<LimitResult> {
     const { rule, key } = this.#resolve(options, arguments, "peek", KEY_OPTIONS);
     const owner = await peekedOwnerOf(rule, key, Date.now());
-    return limitResult(owner.rule, await peekKey(this.#context(), owner.rule, owner.objectName));
+    return limitResult(owner.rule, await peekKey(this.#context(), owner.rule, owner.objectName).catch(namedAcrossRpc));
   }
 
   /** Forgets the key: its next request starts from a full quota. */
   async reset(options: KeyOptions): Promise<void> {
     const { rule, key } = this.#resolve(options, arguments, "reset", KEY_OPTIONS);
-    await forget(this.env.LIMITER, rule, await durableObjectName(rule.name, key));
+    await forget(this.env.LIMITER, rule, await durableObjectName(rule.name, key)).catch(namedAcrossRpc);
   }
 
   #settings(): Settings {
@@ -140,6 +141,16 @@ function checkProps(props: unknown, method: string): void {
     const what = unknown.length > 0 ? `props.${unknown[0]}` : `props of type ${typeof props}`;
     throw new TypeError(`${method}: the binding's ${what} is not something floodgate reads; its props take only "rule" (the rule a call uses when it names none), and a call's own options (cost, key) go in the call`);
   }
+}
+
+/**
+ * RPC hands a caller an Error subclass of its own as a plain `Error` (its name only in the message,
+ * "TimeoutError: …"), but a DOMException whole: a timeout crosses as the web's own TimeoutError
+ * (AbortSignal.timeout's), so `error.name === "TimeoutError"` holds on both sides.
+ */
+function namedAcrossRpc(error: unknown): never {
+  if (error instanceof TimeoutError) throw new DOMException(error.message, "TimeoutError");
+  throw error;
 }
 
 function ruleNamed(rules: readonly Rule[], name: unknown, method: string, fromProps: boolean): Rule {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LimitResult } from "../../src/limiter/result";
 import { startOrigin } from "../setup/origin-server";
 import { bundleWorker } from "./bundle";
+import { buildDistantLimiter } from "./cluster";
 
 const RULES = [
   { name: "login", key: "ip", limit: 5, period: "1h", overrides: [{ keys: ["198.51.100.250"], limit: 8 }] },
@@ -145,6 +146,11 @@ export default {
           settle(env.FLOODGATE.limit({ rule: null, key: "k" })),
           settle(env.FLOODGATE.limit({ key: "k" }, { cost: 5 })),
         ]));
+      case "/slow-object": {
+        // The key's object answers 400 ms after it is asked, past the rule's 100 ms timeout: what the caller can tell of the error.
+        const told = (promise) => promise.then(() => null, (error) => ({ name: error.name, message: error.message }));
+        return Response.json({ peek: await told(env.SLOW.peek({ key: "k" })), reset: await told(env.SLOW.reset({ key: "k" })) });
+      }
       case "/trailing-undefined":
         return Response.json((await env.FLOODGATE.limit({ key: q("key") }, undefined)).success);
       case "/internals":
@@ -163,7 +169,7 @@ let origin: Awaited<ReturnType<typeof startOrigin>>;
 
 beforeAll(async () => {
   origin = await startOrigin();
-  const bundle = await bundleWorker();
+  const [bundle, distant] = await Promise.all([bundleWorker(), buildDistantLimiter()]);
   mf = new Miniflare({
     workers: [
       {
@@ -177,6 +183,7 @@ beforeAll(async () => {
           BROKEN: { name: "floodgate-broken", entrypoint: "Floodgate" },
           NO_ORIGIN: { name: "floodgate-no-origin", entrypoint: "Floodgate" },
           NO_ORIGIN_PROXY: { name: "floodgate-no-origin" },
+          SLOW: { name: "floodgate-slow-object", entrypoint: "Floodgate" },
         },
       },
       {
@@ -202,6 +209,22 @@ beforeAll(async () => {
         compatibilityDate: "2026-04-20",
         bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "bad", limit: 5, period: "soon" }]), ORIGIN_URL: `http://127.0.0.1:${origin.port}` },
         durableObjects: { LIMITER: { className: "RateLimiter", useSQLite: true } },
+      },
+      {
+        name: "floodgate-slow-object",
+        modules: true,
+        scriptPath: bundle.path,
+        compatibilityDate: "2026-04-20",
+        bindings: { RATE_LIMIT_RULES: JSON.stringify([{ name: "slow", limit: 5, period: "1h", timeout: "100ms" }]), ORIGIN_URL: "none" },
+        durableObjects: { LIMITER: { className: "DistantLimiter", scriptName: "limiter-distant", useSQLite: true } },
+      },
+      {
+        name: "limiter-distant",
+        modules: true,
+        script: distant,
+        compatibilityDate: "2026-04-20",
+        bindings: { OBJECT_DELAY_MS: "400" },
+        durableObjects: { LIMITER: { className: "DistantLimiter", useSQLite: true } },
       },
     ],
   });
@@ -388,6 +411,14 @@ describe("the Floodgate service binding", () => {
       expect.stringMatching(/^limit: takes one options object, got 2 arguments$/),
     ]);
     expect((await call<Result>("/peek?key=k")).remaining).toBe(5);
+  });
+
+  it("rejects a peek or reset its key's object does not answer within the rule's timeout with an error named TimeoutError on the caller's side of RPC", async () => {
+    const told = await call<Record<string, { name: string; message: string } | null>>("/slow-object");
+    expect(told).toEqual({
+      peek: { name: "TimeoutError", message: expect.stringMatching(/^no answer within 100ms/) },
+      reset: { name: "TimeoutError", message: expect.stringMatching(/^no answer within 100ms/) },
+    });
   });
 
   it("takes a trailing undefined argument as none: a wrapper that forwards (options, maybe) still works", async () => {

@@ -230,8 +230,8 @@ async function send(base: URL, input: string | URL, init: RequestInit = {}, viaP
   return new Response(body, { status: response.status, statusText: response.statusText, headers: new Headers([...response.headers]) });
 }
 
-/** test/fixtures/distant-limiter.ts as one ES module, the real RateLimiter from this checkout's src/ inside. */
-async function buildDistantLimiter(): Promise<string> {
+/** test/fixtures/distant-limiter.ts as one ES module, the real RateLimiter from this checkout's src/ inside (class `DistantLimiter`, binding `OBJECT_DELAY_MS`). */
+export async function buildDistantLimiter(): Promise<string> {
   const result = await build({ ...WORKER_BUILD, entryPoints: [join(ROOT, "test/fixtures/distant-limiter.ts")], write: false });
   return result.outputFiles[0]!.text;
 }
