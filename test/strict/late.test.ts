@@ -1,5 +1,5 @@
 // A strict decision that reaches the object after its request stopped waiting (the rule's timeout): what it took there must not outlive the request.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
 import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
 import { delayedCalls } from "../helpers/namespace";
@@ -48,13 +48,15 @@ describe("a strict decision that comes after its request stopped waiting", () =>
 
   it("leaves no concurrency slot taken by a request decided alone (no waitUntil to batch under) once its late decide lands", async () => {
     const name = "late-slot-alone";
-    const { namespace, slow } = slowDecides(300);
+    const slow = { on: true };
+    // The late decide and the refund it brings, each 300 ms late, as they land: nothing else waits for them.
+    const landed: Promise<unknown>[] = [];
+    const namespace = delayedCalls(["decide", "refund"], () => (slow.on ? new Promise((resolve) => setTimeout(resolve, 300)) : Promise.resolve()), (answer) => void landed.push(answer));
     const context: LimiterContext = { namespace };
     const ask: Ask = { rule: rule({ name, algorithm: "concurrency", limit: 1, periodMs: 60_000, burst: 1, timeoutMs: 100, onError: "deny" }), key: "k", objectName: `${name}/k`, cost: 1 };
     expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
-    // The late decide lands 300 ms after it was sent, and its slot is given back then: a second more for a loaded
-    // machine's two object calls (300 ms left too little of it).
-    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    await vi.waitFor(() => expect(landed).toHaveLength(2), { timeout: 10_000, interval: 20 });
+    await Promise.all(landed);
     slow.on = false;
     expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
   });
