@@ -19,7 +19,16 @@ export interface RuleDecision {
  */
 export function mostRestrictive<E extends RuleDecision>(entries: readonly E[]): E | undefined {
   return pick(entries, (a, b) => a.decision.remaining < b.decision.remaining
-    || (a.decision.remaining === b.decision.remaining && a.decision.moreAt > b.decision.moreAt));
+    || (a.decision.remaining === b.decision.remaining && moreComesAt(a) > moreComesAt(b)));
+}
+
+/**
+ * When the entry's next unit comes, as a tie-break sees it. A concurrency slot comes back when
+ * some response ends, at the latest this one's: its `moreAt`, the earliest slot expiry, only
+ * bounds that, and compared as a time it would hide a rate rule's real wait behind an `r=0` with no `t`.
+ */
+function moreComesAt(entry: RuleDecision): number {
+  return entry.rule.algorithm === "concurrency" ? -Infinity : entry.decision.moreAt;
 }
 
 /**

@@ -270,6 +270,14 @@ describe("mostRestrictive", () => {
     expect(mostRestrictive([b, a])).toBe(b);
   });
 
+  it("breaks a tie with a concurrency rule for the rule whose next unit has a time: a slot's moreAt (its expiry) only bounds when one comes back", () => {
+    // The last slot taken and the last unit of a 30 s window: the slot comes back when this response ends, the unit in 30 s.
+    const slots = { rule: rule({ name: "slots", algorithm: "concurrency", limit: 1 }), decision: decision({ remaining: 0, moreAt: NOW + 60_000, resetAt: NOW + 60_000 }) };
+    const window = { rule: rule({ name: "window", limit: 1, periodMs: 30_000 }), decision: decision({ remaining: 0, moreAt: NOW + 30_000, resetAt: NOW + 30_000 }) };
+    expect(mostRestrictive([slots, window])).toBe(window);
+    expect(mostRestrictive([window, slots])).toBe(window);
+  });
+
   it("is undefined when no rule applied", () => {
     expect(mostRestrictive([])).toBeUndefined();
   });

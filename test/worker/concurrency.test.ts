@@ -152,6 +152,16 @@ describe("concurrency through the Worker", () => {
     await response.arrayBuffer();
     await settled;
   });
+
+  it("reports a rate rule's wait, not a concurrency rule's r=0 without t, when both have none left on an allowed response", async () => {
+    const tag = "conc-tie";
+    // The slot comes back when this response ends; the window's unit only in 30 s, which the client must be told.
+    const rules = [...slots(tag, 1), { name: `${tag}-rate`, limit: 1, period: "30s" }];
+    const response = await send(get(`/${tag}/x`, "192.0.2.66"), { rules });
+    expect(response.headers.get("RateLimit")).toMatch(new RegExp(`^"${tag}-rate";r=0;t=3[01]$`));
+    const denied = await send(get(`/${tag}/x`, "192.0.2.66"), { rules });
+    expect(denied.headers.get("RateLimit")).toBe(`"${tag}-rate";r=0;t=${denied.headers.get("Retry-After")}`);
+  });
 });
 
 describe("concurrency from code", () => {
