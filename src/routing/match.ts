@@ -1,7 +1,7 @@
 /** Which rules apply to a request: path glob, method, host and client address, as the Rules table defines them. */
 import type { Rule } from "../config/types";
 import { compileGlob, type PathMatcher } from "./glob";
-import { normalizePath, routedPath } from "./path";
+import { normalizePath, routedPath, routesAsDirectory } from "./path";
 
 /** The parts of a request that `match` looks at. */
 export interface MatchTarget {
@@ -79,7 +79,9 @@ export function matchingRules(rules: readonly Rule[], request: MatchTarget): Rul
 function pathFits(match: CompiledMatch, path: string, routed: string): boolean {
   if (match.path(path)) return true;
   // Read otherwise when either side does: /account/login reads as itself, and is how a glob /Account/Login reads.
-  return match.routed !== null && (routed !== path || match.routed !== match.path) && match.routed(routed);
+  if (match.routed === null || (routed === path && match.routed === match.path)) return false;
+  // A directory (/ADMIN/ is /admin/) is read without its trailing slash, which a glob such as /admin/* needs to fit it.
+  return match.routed(routed) || (routed !== "/" && routesAsDirectory(path) && match.routed(`${routed}/`));
 }
 
 /**

@@ -78,12 +78,31 @@ const LENIENT = /[A-Z;]|%2[Ff]|%5[Cc]|\/\/|\/\.|.\/$/;
  * itself when there is nothing to read otherwise.
  */
 export function routedPath(path: string): string {
-  if (!LENIENT.test(path)) return path;
+  return LENIENT.test(path) ? `/${routedSegments(path).join("/")}` : path;
+}
+
+/**
+ * Whether a lenient origin routes the path as a directory, one ending in "/" (`/ADMIN/`,
+ * `/admin%2F`, `/admin;x/`, `/admin/x%2F..` are `/admin/`), which {@link routedPath} writes
+ * without it: a glob such as `/admin/*` fits that directory as written, so it fits these too.
+ */
+export function routesAsDirectory(path: string): boolean {
+  if (!LENIENT.test(path)) return path.endsWith("/");
+  const last = readSegments(path).at(-1)!;
+  return last === "" || last === "." || last === "..";
+}
+
+/** The path's segments as {@link routedPath} reads them, empty and dot segments resolved. */
+function routedSegments(path: string): string[] {
   const segments: string[] = [];
-  for (const segment of path.toLowerCase().replaceAll("%2f", "/").replaceAll("%5c", "/").split("/")) {
-    const bare = segment.replace(/;.*$/, "");
+  for (const bare of readSegments(path)) {
     if (bare === "..") segments.pop();
     else if (bare !== "" && bare !== ".") segments.push(bare);
   }
-  return `/${segments.join("/")}`;
+  return segments;
+}
+
+/** The path's segments in lower case, split at slashes and escaped slashes and backslashes, each without its `;` parameters. */
+function readSegments(path: string): string[] {
+  return path.toLowerCase().replaceAll("%2f", "/").replaceAll("%5c", "/").split("/").map((segment) => segment.replace(/;.*$/, ""));
 }

@@ -75,6 +75,15 @@ describe("matchingRules", () => {
     for (const path of ["/logins", "/log/in", "/x/login", "/login%2Fx"]) expect(matchingRules([login], get(path))).toEqual([]);
   });
 
+  it("applies a rule whose glob fits a directory (/admin/ under /admin/*) to the spellings lenient origins route as that directory", () => {
+    const admin = rule({ match: { path: "/admin/*" } });
+    expect(matchingRules([admin], get("/admin/"))).toEqual([admin]);
+    // Express routes /ADMIN/ as /admin/, nginx //admin/ and /admin%2F, Tomcat /admin;x/, and nginx resolves /admin/x%2F.. to /admin/.
+    for (const path of ["/ADMIN/", "//admin/", "/admin%2F", "/admin;x/", "/Admin//", "/admin/x%2F..", "/admin%5C"]) expect(matchingRules([admin], get(path))).toEqual([admin]);
+    // A path that is no directory stays outside, read any way: /admin is not /admin/* as written, nor /ADMIN.
+    for (const path of ["/admin", "/ADMIN", "/admin;x", "/adminx/"]) expect(matchingRules([admin], get(path))).toEqual([]);
+  });
+
   it("applies a rule whose glob lenient origins read otherwise to the path in the form it reads as: /account/login under a rule on /Account/Login", () => {
     // ASP.NET's routes are written in PascalCase and routed in any case: the all-lower spelling is the same action.
     const login = rule({ match: { path: "/Account/Login" } });
