@@ -1,6 +1,7 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
-import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
+import { costlierUntil, slotOf, type AlgorithmName, type Decision } from "../algorithms";
 import { windowEndOf } from "../algorithms/fixed-window";
+import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
@@ -183,15 +184,34 @@ const MAX_COSTLIER = 4;
 
 /**
  * Until when the isolate's cache denies a request of `cost`, as seen at `now`: see {@link deniedUntil},
+ * a request costlier than the denial was told for until its cost fits ({@link costlierThanTold}),
  * and under a block, a request of more than one unit until it passes ({@link costlierUnderBlock}).
  * Undefined when the cache does not deny it, or when only the object can tell when it passes.
  */
 function cachedFor(key: LocalKey, rule: Rule, cost: number, now: number): number | undefined {
   const until = deniedUntil(key, rule, cost, now);
   if (now >= until) return undefined;
-  if (cost <= 1 || !underBlock(key, now)) return until;
+  if (cost <= 1) return until;
+  if (!underBlock(key, now)) return costlierThanTold(key, rule, cost, until);
   const passes = costlierUnderBlock(key, cost);
   return passes === undefined ? undefined : Math.max(until, passes);
+}
+
+/**
+ * When a request of `cost` fits, denied `until` for a cheaper one (one unit, or the costly request
+ * the object last denied), as far as the isolate knows with no call (a saturated key's calls are
+ * booked): a token bucket's one interval more per unit and a fixed window's turn, as strict's cache
+ * tells them (`costlierUntil`); a window's or log's units leave when only the object knows, so
+ * there when the key is back to its full quota, as the object last said, which may be late, never
+ * early. A cost between one unit and the costly one waits no longer than that one. Told the
+ * one-unit wait, a client that drained a fast sliding window of 6 per 4 s and then sent a request
+ * of 4 came back when it said and was refused again.
+ */
+function costlierThanTold(key: LocalKey, rule: Rule, cost: number, until: number): number {
+  const costly = key.costly;
+  const told = costly !== null && cost >= costly.cost ? costly.cost : 1;
+  const fits = cost === told ? until : (costlierUntil(policyOf(rule), told, cost, until) ?? Math.max(until, key.standing?.resetAt ?? until));
+  return costly !== null && cost < costly.cost ? Math.min(fits, Math.max(until, costly.until)) : fits;
 }
 
 /**

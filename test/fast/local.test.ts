@@ -85,6 +85,32 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, fast, 1, T0 + 1_700)).toBeUndefined();
   });
 
+  it("tells a request costlier than its denial was told for to come back when a window is back to its full quota, with no call", () => {
+    const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 1_700, retryAfter: 1_700 };
+    const key = leased(0, { standing: denied });
+    expect(decideLocally(key, fast, 4, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 60_000 - 10 });
+    expect(decideLocally(key, fast, 1, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 1_700 - 10 });
+  });
+
+  it("tells a request costlier than its denial was told for one refill interval more per unit at a token bucket", () => {
+    const bucket = rule({ name: "f-tb", mode: "fast", algorithm: "token-bucket", limit: 10, periodMs: 10_000, syncMs: 1_000 });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, bucket, isolate(), 1, T0);
+    const denied = { allowed: false, limit: 10, remaining: 0, resetAt: T0 + 10_000, moreAt: T0 + 1_000, retryAfter: 1_000 };
+    applyLease(key, bucket, lease(seq, 0, { standing: denied }), T0);
+    expect(decideLocally(key, bucket, 4, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_000 - 10 });
+  });
+
+  it("tells a request cheaper than a costly one denied, but of more than one unit, no later than that one passes", () => {
+    const denied = { allowed: false, limit: 100, remaining: 2, resetAt: T0 + 60_000, moreAt: T0 + 1_700, retryAfter: 5_000 };
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, fast, isolate(), 5, T0);
+    applyLease(key, fast, lease(seq, 0, { standing: denied }), T0);
+    expect(decideLocally(key, fast, 5, T0 + 10)).toMatchObject({ allowed: false, retryAfter: 5_000 - 10 });
+    expect(decideLocally(key, fast, 3, T0 + 10)).toMatchObject({ allowed: false, retryAfter: 5_000 - 10 });
+    expect(decideLocally(key, fast, 6, T0 + 10)).toMatchObject({ allowed: false, retryAfter: 60_000 - 10 });
+  });
+
   it("holds a denial for at least one sync interval", () => {
     const denied = { allowed: false, limit: 100, remaining: 0, resetAt: T0 + 60_000, moreAt: T0 + 20, retryAfter: 20 };
     const key = leased(0, { standing: denied });
