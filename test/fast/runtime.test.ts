@@ -230,6 +230,23 @@ describe("a unit given back into a fast key's lease", () => {
 });
 
 describe("a fast key's denial of a costly request", () => {
+  it("tells a request costlier than the denial it meets when its cost fits, so that a retry then passes", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const T0 = frozenStart();
+    vi.setSystemTime(T0);
+    const context: FastContext = { namespace: env.LIMITER, waitUntil: () => undefined };
+    const fast = rule({ name: "costlier-told", mode: "fast", aggregate: undefined, limit: 6, periodMs: 4_000, buckets: 4, syncMs: 200, timeoutMs: 5_000 });
+    // Two units in one bucket, four in the next: one unit comes back a bucket before four do.
+    for (let i = 0; i < 2; i++) expect(await decideFast(context, fast, "costlier-told/k", 1)).toMatchObject({ allowed: true });
+    vi.setSystemTime(T0 + 1_000);
+    for (let i = 0; i < 4; i++) expect(await decideFast(context, fast, "costlier-told/k", 1)).toMatchObject({ allowed: true });
+    expect(await decideFast(context, fast, "costlier-told/k", 1)).toMatchObject({ allowed: false });
+    const costlier = await decideFast(context, fast, "costlier-told/k", 4);
+    expect(costlier).toMatchObject({ allowed: false });
+    vi.setSystemTime(T0 + 1_000 + costlier.retryAfter);
+    expect(await decideFast(context, fast, "costlier-told/k", 4)).toMatchObject({ allowed: true });
+  });
+
   it("holds a one-unit request back only until a unit comes, not for the costly request's wait", async () => {
     vi.useFakeTimers({ toFake: ["Date"] });
     const T0 = frozenStart();
