@@ -1,7 +1,6 @@
 /** One key as an isolate sees it in fast mode: leased units to spend locally, and what to tell the object next. */
-import { costlierUntil, slotOf, type AlgorithmName, type Decision } from "../algorithms";
+import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
 import { windowEndOf } from "../algorithms/fixed-window";
-import { policyOf } from "../config/policy";
 import type { Rule } from "../config/types";
 import type { Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
@@ -200,18 +199,30 @@ function cachedFor(key: LocalKey, rule: Rule, cost: number, now: number): number
 /**
  * When a request of `cost` fits, denied `until` for a cheaper one (one unit, or the costly request
  * the object last denied), as far as the isolate knows with no call (a saturated key's calls are
- * booked): a token bucket's one interval more per unit and a fixed window's turn, as strict's cache
- * tells them (`costlierUntil`); a window's or log's units leave when only the object knows, so
- * there when the key is back to its full quota, as the object last said, which may be late, never
- * early. A cost between one unit and the costly one waits no longer than that one. Told the
- * one-unit wait, a client that drained a fast sliding window of 6 per 4 s and then sent a request
- * of 4 came back when it said and was refused again.
+ * booked): no sooner than the key has that many free, as the object last said (see {@link freeAt}).
+ * A cost between one unit and the costly one waits no longer than that one. Told the one-unit wait,
+ * a client that drained a fast sliding window of 6 per 4 s and then sent a request of 4 came back
+ * when it said and was refused again.
  */
 function costlierThanTold(key: LocalKey, rule: Rule, cost: number, until: number): number {
   const costly = key.costly;
-  const told = costly !== null && cost >= costly.cost ? costly.cost : 1;
-  const fits = cost === told ? until : (costlierUntil(policyOf(rule), told, cost, until) ?? Math.max(until, key.standing?.resetAt ?? until));
+  if (costly !== null && cost === costly.cost) return until;
+  const fits = Math.max(until, freeAt(key, rule, cost));
   return costly !== null && cost < costly.cost ? Math.min(fits, Math.max(until, costly.until)) : fits;
+}
+
+/**
+ * When the key has `cost` units free, from the object's last standing: at once if it had them; a
+ * token bucket's one refill interval a unit past its next; otherwise when the key is back to its
+ * full quota, since a window's or log's units leave when only the object knows (and a fixed
+ * window's at its turn), which may be late, never early.
+ */
+function freeAt(key: LocalKey, rule: Rule, cost: number): number {
+  const standing = key.standing;
+  const short = cost - (standing?.remaining ?? cost);
+  if (standing === null || short <= 0) return 0;
+  const bucket = rule.algorithm === "token-bucket" && (key.leasedUnder ?? rule.algorithm) === rule.algorithm;
+  return bucket ? standing.moreAt + Math.ceil(((short - 1) * rule.periodMs) / rule.limit) : standing.resetAt;
 }
 
 /**

@@ -101,6 +101,19 @@ describe("a fast key in one isolate", () => {
     expect(decideLocally(key, bucket, 4, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 4_000 - 10 });
   });
 
+  it("tells a costlier request at a saturated token bucket when its cost has refilled, not a refill interval a unit past its booked call", () => {
+    const bucket = rule({ name: "f-tb", mode: "fast", algorithm: "token-bucket", limit: 10, periodMs: 10_000, syncMs: 1_000 });
+    const key = freshKey(T0);
+    const { seq } = nextSync(key, bucket, isolate(), 1, T0);
+    // Two tokens free and the next in 500 ms, but this isolate's turn is its booked call, 3 s on.
+    const standing = { allowed: true, limit: 10, remaining: 2, resetAt: T0 + 8_000, moreAt: T0 + 500, retryAfter: 0 };
+    applyLease(key, bucket, lease(seq, 0, { standing, saturated: true, nextSyncAt: T0 + 3_000, expiresAt: T0 + 3_500 }), T0);
+    const oneUnit = decideLocally(key, bucket, 1, T0 + 10)!;
+    expect(oneUnit.retryAfter).toBeGreaterThanOrEqual(3_000 - 10);
+    expect(decideLocally(key, bucket, 4, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: oneUnit.retryAfter });
+    expect(decideLocally(key, bucket, 6, T0 + 10)).toMatchObject({ allowed: false, reason: "cache", retryAfter: 3_500 - 10 });
+  });
+
   it("tells a request cheaper than a costly one denied, but of more than one unit, no later than that one passes", () => {
     const denied = { allowed: false, limit: 100, remaining: 2, resetAt: T0 + 60_000, moreAt: T0 + 1_700, retryAfter: 5_000 };
     const key = freshKey(T0);
