@@ -52,14 +52,14 @@ export class StrictIsolate extends IsolateBase {
     const cached = this.denials.lookup(objectName, cost, now, policy);
     if (cached) return done({ decision: cached, waited: false });
     const wait = Math.max(this.breakers.waitFor(objectName, now), this.ruleBreaker.waitFor(now));
-    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(policy, objectName), now), waited: false, error: "unavailable" });
+    if (wait > 0) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule.name, policy, objectName, now), now), waited: false, error: "unavailable" });
     const waiter: Waiter = {
       cost,
       settled: false,
       resolve: (decided) => {
         const at = clock.now;
         this.breakers.succeeded(objectName, at);
-        this.answers.heard(policy, objectName, decided.decision, at);
+        this.answers.heard(rule.name, policy, objectName, decided.decision, at);
         this.ruleBreaker.succeeded(at);
         if (decided.decision.allowed) this.denials.forget(objectName);
         else this.denials.remember(objectName, cost, decided.decision, at, policy);
@@ -71,13 +71,13 @@ export class StrictIsolate extends IsolateBase {
         if (error === "overloaded") this.breakers.overloaded(objectName, rule.timeoutMs, at);
         else this.breakers.failed(objectName, rule.timeoutMs, at);
         this.ruleBreaker.failed(objectName, rule.timeoutMs, at);
-        done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(policy, objectName), at), waited: true, error });
+        done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule.name, policy, objectName, at), at), waited: true, error });
       },
     };
     // coalescer.ts's full queue and index.ts's catch: a full queue is answered by onError at once, and no breaker hears of it.
     if (!this.coalesce) return this.alone(rule, objectName, waiter);
     const lane = laneOf(objectName, policy);
-    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(policy, objectName), now), waited: false, error: "queueFull" });
+    if (this.lanes.full(lane)) return done({ decision: this.onError(rule, objectName, cost, this.answers.shareOf(rule.name, policy, objectName, now), now), waited: false, error: "queueFull" });
     this.enqueue(rule, objectName, lane, waiter);
   }
 

@@ -2,7 +2,7 @@
 import { slotOf, type AlgorithmName, type Decision } from "../algorithms";
 import { windowEndOf } from "../algorithms/fixed-window";
 import type { Rule } from "../config/types";
-import type { Share } from "../limiter/local-share";
+import { unheardPeers, type Share } from "../limiter/local-share";
 import { backoffMs } from "../strict/breaker";
 import type { Lease, Report, Spent, SyncRequest } from "./lease";
 import { endLots, expireLots, givesBack, leaseLeft, record, spend, type Lot } from "./lots";
@@ -475,26 +475,14 @@ function countsUntil(rule: Rule, slot: number): number {
 }
 
 /**
- * How long an isolate none of whose objects for a rule has ever answered refuses by `onError`
- * "local" before it takes the whole limit as its share. A cold start's overloaded object answers
- * its queue within seconds (the simulation's 4,096 isolates: under ten), and until then thousands
- * of isolates, each taking a whole limit, would admit far past it; an outage lasts longer, and then
- * limiting on alone keeps the API up rather than refusing every request of every new isolate.
- */
-export const COLD_REFUSAL_MS = 30_000;
-
-/**
  * What this isolate knows of how the key is shared, for its rule's `onError` "local" share: the
  * object's last count of isolates and of free units, and when it said so; for a key whose object has
  * never answered, `ruleMost` isolates (the most any object of the rule has reported to this isolate)
- * and nothing known taken. When no object of the rule has answered (`ruleMost` 0), none: `local`
- * refuses, for {@link COLD_REFUSAL_MS} after the rule first failed here (`coldForMs` ago); past
- * that, the isolate counts itself alone.
+ * and nothing known taken; when no object of the rule has answered, see {@link unheardPeers}.
  */
 export function knownShare(key: LocalKey, ruleMost: number, coldForMs: number): Share {
   if (key.lastSyncAt === Number.NEGATIVE_INFINITY) {
-    const peers = ruleMost > 0 ? ruleMost : coldForMs >= COLD_REFUSAL_MS ? 1 : 0;
-    return { peers, free: Number.POSITIVE_INFINITY, heardAt: key.lastSyncAt };
+    return { peers: unheardPeers(ruleMost, coldForMs), free: Number.POSITIVE_INFINITY, heardAt: key.lastSyncAt };
   }
   return { peers: key.peers, free: key.standing?.remaining ?? Number.POSITIVE_INFINITY, heardAt: key.lastSyncAt };
 }

@@ -13,6 +13,25 @@ export interface Share {
 /** A key of which this isolate knows nothing: one whose object has not answered here (a strict object never tells of other isolates). */
 export const ALONE: Share = { peers: 1, free: Number.POSITIVE_INFINITY, heardAt: Number.NEGATIVE_INFINITY };
 
+/**
+ * How long an isolate none of whose objects for a rule has ever answered refuses by `onError`
+ * "local" before it takes the whole limit as its share. A cold start's overloaded object answers
+ * its queue within seconds (the simulation's 4,096 isolates: under ten), and until then thousands
+ * of isolates, each taking a whole limit, would admit far past it; an outage lasts longer, and then
+ * limiting on alone keeps the API up rather than refusing every request of every new isolate.
+ */
+export const COLD_REFUSAL_MS = 30_000;
+
+/**
+ * The isolates to divide a key's limit among when its object has never answered this isolate:
+ * `ruleMost`, the most any object of the rule has reported (1 for a strict rule one of whose objects
+ * has answered); none while no object of the rule has, for {@link COLD_REFUSAL_MS} after the rule
+ * first failed here (`coldForMs` ago), so `local` refuses; then the isolate counts itself alone.
+ */
+export function unheardPeers(ruleMost: number, coldForMs: number): number {
+  return ruleMost > 0 ? ruleMost : coldForMs >= COLD_REFUSAL_MS ? 1 : 0;
+}
+
 /** An isolate's own counters for one key, and the answer of the object they started from. */
 export interface Counters {
   state: LimiterState;
@@ -21,9 +40,9 @@ export interface Counters {
 
 /**
  * Decides `cost` against this isolate's share of the key: the limit (and burst) divided among
- * `known.peers`. Undefined when no isolate is known (a fast rule none of whose objects has yet
- * answered this one): at a cold start thousands may share the key, each with a whole limit as its
- * share. See {@link startOf} for where the counters start.
+ * `known.peers`. Undefined when no isolate is known (a rule none of whose objects has yet
+ * answered this one, see {@link unheardPeers}): at a cold start thousands may share the key, each
+ * with a whole limit as its share. See {@link startOf} for where the counters start.
  */
 export function decideShare(policy: Policy, counters: Counters | undefined, cost: number, known: Share, now: number): { decision: Decision; counters: Counters } | undefined {
   const { peers } = known;

@@ -66,7 +66,7 @@ export function forgetStrict(namespace: Env["LIMITER"], objectName: string): voi
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
 export function strictShare(namespace: Env["LIMITER"], rule: Rule, objectName: string): Share {
-  return answers.shareOf(policyOf(rule), trackedName(namespace, objectName));
+  return answers.shareOf(rule.name, policyOf(rule), trackedName(namespace, objectName), Date.now());
 }
 
 /**
@@ -110,7 +110,7 @@ export async function decideStrict(
       : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
-    answers.heard(policy, object, decided.decision, answeredAt);
+    answers.heard(rule.name, policy, object, decided.decision, answeredAt);
     breakers.succeeded(object, answeredAt);
     wholeRule.succeeded(answeredAt);
     // A concurrency slot comes back whenever some response ends: its denial is remembered only for its

@@ -1,7 +1,7 @@
 /** What each strict key's object last told this isolate was used: where onError "local" starts when the object falls silent. */
 import { largestCost, type Decision, type Policy } from "../algorithms";
 import { LruTable } from "../fast/table";
-import { ALONE, type Share } from "../limiter/local-share";
+import { ALONE, unheardPeers, type Share } from "../limiter/local-share";
 
 /** Strict keys one isolate remembers an answer for; the least recently used is forgotten first. */
 const MAX_ANSWERS = 10_000;
@@ -22,15 +22,30 @@ interface Answer {
  */
 export class LastAnswers {
   private readonly table = new LruTable<Answer>(MAX_ANSWERS, () => undefined);
+  /** rules (by name) one of whose objects has answered this isolate */
+  private readonly heardRules = new Set<string>();
+  /** when the local fallback was first asked for each rule none of whose objects has answered yet */
+  private readonly coldSince = new Map<string, number>();
 
-  heard(policy: Policy, objectName: string, decision: Decision, at: number): void {
+  heard(rule: string, policy: Policy, objectName: string, decision: Decision, at: number): void {
+    this.heardRules.add(rule);
+    this.coldSince.delete(rule);
     if (policy.algorithm !== "concurrency") this.table.set(objectName, { used: largestCost(policy) - decision.remaining, heardAt: at });
   }
 
-  /** The key's share for the local fallback under `policy`: the object's last answer, or {@link ALONE} when it has none here. */
-  shareOf(policy: Policy, objectName: string): Share {
+  /**
+   * The key's share for the local fallback under `policy`: the object's last answer, or the whole
+   * limit when it has none here, but none while no object of the `rule` has answered this isolate,
+   * as for a fast rule (see `unheardPeers`): at a deploy whose isolates find a global key's object
+   * overloaded, each would otherwise admit the whole limit.
+   */
+  shareOf(rule: string, policy: Policy, objectName: string, now: number): Share {
     const answer = policy.algorithm === "concurrency" ? undefined : this.table.peek(objectName);
-    return answer ? { peers: 1, free: largestCost(policy) - answer.used, heardAt: answer.heardAt, apart: true } : ALONE;
+    if (answer) return { peers: 1, free: largestCost(policy) - answer.used, heardAt: answer.heardAt, apart: true };
+    if (this.heardRules.has(rule)) return ALONE;
+    const since = this.coldSince.get(rule) ?? now;
+    this.coldSince.set(rule, since);
+    return { ...ALONE, peers: unheardPeers(0, now - since) };
   }
 
   forget(objectName: string): void {

@@ -6,7 +6,6 @@ import {
   beyondCapacity,
   blockedAnyway,
   chargeLocally,
-  COLD_REFUSAL_MS,
   decideLocally,
   deniedLocally,
   freshKey,
@@ -20,6 +19,7 @@ import {
   unchargeLocally,
   type Sender,
 } from "../../src/fast/local";
+import { COLD_REFUSAL_MS } from "../../src/limiter/local-share";
 import { leaseLeft, MOST_ENTRIES } from "../../src/fast/lots";
 import { slotOf } from "../../src/algorithms";
 import { callOnTime, ON_TIME_CALL_MAX_MS, ON_TIME_CALL_WITHIN_MS, ON_TIME_CALLS_PER_CHAIN, onTimeCallAt, releasable, syncDue } from "../../src/fast/sync-timing";

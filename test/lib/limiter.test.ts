@@ -857,6 +857,8 @@ describe("limiter's blockUntilReady", () => {
     const flaky = (env as unknown as { FLAKY: Env["LIMITER"] }).FLAKY;
     await env.FLAKY.get(env.FLAKY.idFromName("lib-wait-hold-error/k")).fail(100, "before");
     const smooth = limiter(flaky, { name: "lib-wait-hold-error", algorithm: "gcra", limit: 1, period: "1s", burst: 3, delay: 0, onError: "local" });
+    // Another key's object has answered: no cold start, whose local fallback refuses.
+    await smooth.limit("warm");
     expect(await smooth.limit("k")).toMatchObject({ success: true, reason: "error" });
 
     expect(await smooth.blockUntilReady("k", 10)).toMatchObject({ success: false, reason: "error" });

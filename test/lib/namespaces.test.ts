@@ -43,6 +43,8 @@ describe("limiter through two namespaces of the class", () => {
     const objectName = await durableObjectName(rule.name, "k");
     await env.FLAKY.get(env.FLAKY.idFromName(objectName)).fail(1, "before");
     await marked.get(marked.idFromName(objectName)).failWith(1, "overloaded");
+    // Another key's object has answered: no cold start, whose local fallback refuses.
+    await limiter(other, rule).limit("warm");
     vi.spyOn(console, "log").mockImplementation(() => undefined);
     try {
       expect(await limiter(other, rule).limit("k")).toMatchObject({ success: true, reason: "error" });

@@ -12,6 +12,13 @@ function slowDecides(delayMs: number): { namespace: Env["LIMITER"]; slow: { on: 
   return { namespace, slow };
 }
 
+/** Another key's object answers first: the rule's first failure here is no cold start, which onError local refuses. */
+async function answeredBefore(ask: Ask, context: LimiterContext, slow: { on: boolean }): Promise<void> {
+  slow.on = false;
+  await decide({ ...ask, key: "warm", objectName: `${ask.rule.name}/warm` }, context);
+  slow.on = true;
+}
+
 describe("a strict decision that comes after its request stopped waiting", () => {
   it.each(["deny", "local"] as const)(
     "leaves no concurrency slot taken at the object by a request onError %s answered, once it is over",
@@ -21,8 +28,9 @@ describe("a strict decision that comes after its request stopped waiting", () =>
       const background: Promise<unknown>[] = [];
       const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
       const ask: Ask = { rule: rule({ name, algorithm: "concurrency", limit: 1, periodMs: 60_000, burst: 1, timeoutMs: 100, onError }), key: "k", objectName: `${name}/k`, cost: 1 };
+      await answeredBefore(ask, context, slow);
       const first = await decide(ask, context);
-      expect(first.decision.reason).toBe("error");
+      expect(first.decision).toMatchObject({ allowed: onError === "local", reason: "error" });
       // The request is over (a denial has nothing to give back; an admission releases its slot), and the late decide has landed.
       await giveBack(ask, first, context);
       await Promise.all(background);
@@ -71,6 +79,7 @@ describe("a strict decision that comes after onError admitted its request, which
     const background: Promise<unknown>[] = [];
     const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
     const ask: Ask = { rule: fixedWindow(name), key: "k", objectName: `${name}/k`, cost: 1 };
+    await answeredBefore(ask, context, slow);
     const first = await decide(ask, context);
     expect(first.decision).toMatchObject({ allowed: true, reason: "error" });
     await giveBack(ask, first, context);
@@ -85,6 +94,7 @@ describe("a strict decision that comes after onError admitted its request, which
     const background: Promise<unknown>[] = [];
     const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
     const ask: Ask = { rule: fixedWindow(name), key: "k", objectName: `${name}/k`, cost: 1 };
+    await answeredBefore(ask, context, slow);
     const first = await decide(ask, context);
     expect(first.decision).toMatchObject({ allowed: true, reason: "error" });
     await Promise.all(background);

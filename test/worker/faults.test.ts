@@ -35,9 +35,30 @@ describe("when the Durable Object fails", () => {
   });
 
   it("limits from the isolate's own counters with onError local, the default", async () => {
-    await flaky("f-local/192.0.2.82").fail(100, "before");
     const rules = [{ name: "f-local", limit: 2, period: "1m" }];
+    // Another key's object has answered this isolate for the rule: it is not a cold start.
+    expect((await send(get("/fl2/x", "192.0.2.89"), { rules, ...withFlaky })).status).toBe(200);
+    await flaky("f-local/192.0.2.82").fail(100, "before");
     expect(await statuses(4, () => get("/fl2/x", "192.0.2.82"), { rules, ...withFlaky })).toEqual([200, 200, 429, 429]);
+  });
+
+  it("refuses with onError local while none of a strict rule's objects has answered this isolate", async () => {
+    await flaky("f-cold-strict/192.0.2.116").fail(100, "before");
+    const rules = [{ name: "f-cold-strict", limit: 4, period: "1m" }];
+    expect(await statuses(2, () => get("/fcs/x", "192.0.2.116"), { rules, ...withFlaky })).toEqual([429, 429]);
+  });
+
+  it("counts itself alone with onError local once a strict rule's objects have left this isolate unanswered for 30 s", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const start = frozenStart();
+    vi.setSystemTime(start);
+    await flaky("f-cold-strict-outage/192.0.2.117").fail(100, "before");
+    const rules = [{ name: "f-cold-strict-outage", limit: 4, period: "1m" }];
+    const refused = await statuses(2, () => get("/fcso/x", "192.0.2.117"), { rules, ...withFlaky });
+    vi.setSystemTime(start + 30_000);
+    const alone = await statuses(6, () => get("/fcso/x", "192.0.2.117"), { rules, ...withFlaky });
+    expect(refused).toEqual([429, 429]);
+    expect(alone).toEqual([200, 200, 200, 200, 429, 429]);
   });
 
   it("goes on with onError local from the units a strict object last said were left, not from a full quota on top of them", async () => {
