@@ -95,12 +95,24 @@ export function parseConfig(raw: unknown): Config {
   return { rules };
 }
 
+const NO_MEANING = "has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it";
 /**
- * What means nothing in a rule used from code: your code gives the key, used as is (so no prefix
- * groups IPv6 addresses in it), and no request is matched.
+ * What a rule used from code cannot have, and why: your code gives the key, used as is (so no
+ * prefix groups IPv6 addresses in it), no request is matched, and your code picks each key's rule.
  */
-const STANDALONE_EXCLUDED = ["match", "key", "ipv6Prefix", "overrides"];
-const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.includes(field));
+const FROM_CODE_REFUSED: Record<string, string> = {
+  match: NO_MEANING,
+  key: NO_MEANING,
+  ipv6Prefix: NO_MEANING,
+  overrides: "your code picks each key's rule: give keys with their own quota a limiter of their own (in the middleware, a rule function); remove it",
+};
+/** What a rule used with a key alone (`limiter`) cannot have either: it sees no response and answers no denial. */
+const KEY_ALONE_REFUSED: Record<string, string> = {
+  responseCost: "a response cost needs a response, and limit never sees one; call charge(units) on limit's result once the cost is known instead",
+  denyResponse: "limit answers with a LimitResult, not a response: your code answers a denial (success: false) as it likes; remove it",
+};
+const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !Object.hasOwn(FROM_CODE_REFUSED, field));
+const KEY_ALONE_FIELDS = STANDALONE_FIELDS.filter((field) => !Object.hasOwn(KEY_ALONE_REFUSED, field));
 
 /**
  * Validates one rule used from code (the library's `limiter`, the Hono middleware): the fields of
@@ -108,29 +120,21 @@ const STANDALONE_FIELDS = RULE_FIELDS.filter((field) => !STANDALONE_EXCLUDED.inc
  * `ipv6Prefix`, which are errors there, and a header `cost`, a `responseCost` or a `denyResponse`
  * unless the rule decides requests (`{ requests: true }`: the middleware reads them from each
  * request and its response, and answers its denials, as the proxy does). Throws a
- * {@link ConfigError} naming the field, e.g. `rule ("api").period: …`.
+ * {@link ConfigError} naming the field, e.g. `rule ("api").period: …`; an unknown field's
+ * message lists only the fields the rule may have here.
  *
  * @example
  * parseStandaloneRule({ name: "api", limit: 100, period: "1m" }).periodMs; // 60000
  */
 export function parseStandaloneRule(value: unknown, { requests = false } = {}): Rule {
   const fields = isObject(value) ? fieldsOf(value) : undefined;
-  for (const field of STANDALONE_EXCLUDED) {
-    if (!fields?.has(field)) continue;
-    const why = field === "overrides"
-      ? `your code picks each key's rule: give keys with their own quota a limiter of their own (in the middleware, a rule function); remove it`
-      : `has no meaning for a rule used from code (your code gives the key, used as is, and no request is matched); remove it`;
-    fail(ruleRef(undefined, fields.get("name")), field, why);
+  const refused = requests ? FROM_CODE_REFUSED : { ...FROM_CODE_REFUSED, ...KEY_ALONE_REFUSED };
+  for (const [field, why] of Object.entries(refused)) {
+    if (fields?.has(field)) fail(ruleRef(undefined, fields.get("name")), field, why);
   }
-  const rule = parseRule(value, undefined, STANDALONE_FIELDS);
+  const rule = parseRule(value, undefined, requests ? STANDALONE_FIELDS : KEY_ALONE_FIELDS);
   if (!requests && "header" in rule.cost) {
     fail({ name: rule.name }, "cost", `a header cost needs a request, and limit is given a key, not a request; pass { cost } to limit instead`);
-  }
-  if (!requests && rule.responseCost) {
-    fail({ name: rule.name }, "responseCost", `a response cost needs a response, and limit never sees one; call charge(units) on limit's result once the cost is known instead`);
-  }
-  if (!requests && rule.denyResponse) {
-    fail({ name: rule.name }, "denyResponse", `limit answers with a LimitResult, not a response: your code answers a denial (success: false) as it likes; remove it`);
   }
   return rule;
 }

@@ -21,7 +21,9 @@ describe("limiter", () => {
 
   it("lists only the fields a rule used from code may have when one is unknown", () => {
     expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).toThrow(/^rule \("lib-u"\)\.limt: unknown field; allowed fields here are name, algorithm, limit,/);
-    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).not.toThrow(/\b(match|key|ipv6Prefix)\b/);
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).not.toThrow(/\b(match|key|ipv6Prefix|overrides)\b/);
+    // limit sees no response and answers no denial itself: listed, they would be refused next.
+    expect(() => limiter(namespace, { name: "lib-u", limit: 1, period: "1m", limt: 2 } as never)).not.toThrow(/\b(responseCost|denyResponse)\b/);
   });
 
   it("throws at construction when the namespace is not one (a mistyped binding)", () => {
