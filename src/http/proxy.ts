@@ -109,11 +109,18 @@ export async function forward(request: Request, url: URL, origin: URL, keyed: re
 }
 
 /**
- * The response less the headers its Connection header names (RFC 9110 §7.6.1), which were meant
- * for floodgate's hop alone, as a client's are on the way in. Called once a `responseCost` rule
- * has read them: an origin may name its cost header there to keep it from clients.
+ * Hop-by-hop headers of a response that the runtime's fetch passes on (it drops the others
+ * itself): `Proxy-Authenticate` asks the next client on the chain, floodgate, for credentials it
+ * never sends, and `Proxy-Connection` is the old spelling of `Connection`.
+ */
+const RESPONSE_HOP_BY_HOP = ["proxy-authenticate", "proxy-connection"];
+
+/**
+ * The response less its hop-by-hop headers and those its Connection header names (RFC 9110
+ * §7.6.1), which were meant for floodgate's hop alone, as a client's are on the way in. Called once
+ * a `responseCost` rule has read them: an origin may name its cost header there to keep it from clients.
  */
 export function withoutConnectionOptions(response: Response): Response {
-  for (const name of connectionOptions(response.headers)) response.headers.delete(name);
+  for (const name of [...RESPONSE_HOP_BY_HOP, ...connectionOptions(response.headers)]) response.headers.delete(name);
   return response;
 }

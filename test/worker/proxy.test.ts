@@ -119,6 +119,14 @@ describe("proxying an allowed request", () => {
     expect(res.headers.get("RateLimit-Policy")).toBe('"proxy-ip";q=1000;w=60');
   });
 
+  it("drops from the origin's response the hop-by-hop headers meant for floodgate's hop: Proxy-Connection, Proxy-Authenticate", async () => {
+    const res = await send(new Request("http://floodgate.test/forward-3d/x?h=proxy-connection:keep-alive&h=proxy-authenticate:Basic%20realm%3D%22inner%22&h=x-kept:1"), { rules });
+    expect(res.status).toBe(200);
+    expect(res.headers.has("proxy-connection")).toBe(false);
+    expect(res.headers.has("proxy-authenticate")).toBe(false);
+    expect(res.headers.get("x-kept")).toBe("1");
+  });
+
   it("proxies a request whose Connection header lists something that is not a header name", async () => {
     const res = await send(
       new Request("http://floodgate.test/forward-3b/", { headers: { connection: 'close, "x y", x-private', "x-private": "secret", "x-kept": "1" } }),
