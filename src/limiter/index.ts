@@ -120,7 +120,11 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
     else countError(kind, rule)(error);
     const now = Date.now();
     const decision = onErrorDecision(rule, trackedName(context.namespace, objectName), cost, rule.mode === "fast" ? shareOf(context.namespace, objectName, now) : strictShare(context.namespace, rule, objectName), now);
-    if (!decision.allowed) return { decision };
+    if (!decision.allowed) {
+      // A refused request took nothing: what its object's late answer counts goes back (see undoLate), whatever refused it (deny, or local at a cold start or past its share).
+      late.givenBack = cost;
+      return { decision };
+    }
     if (!fast) return { decision, late };
     admittedWithoutLease(context.namespace, rule, objectName, cost, now);
     return { decision, spentAt: now };

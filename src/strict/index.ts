@@ -148,7 +148,8 @@ function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decide
  * it back, and that end goes to the local fallback: held a whole `slotTtl`, it kept a key whose
  * object had been slow locked out for a minute after it recovered (an admission by onError is then
  * at the object what it is when the call fails before it is applied: not counted there). Under
- * `onError: deny`, units of a request that was refused. What `local` or `allow` admitted stays
+ * `onError: deny`, units of a request that was refused, and so under `local` when it refused (a
+ * cold start's refusal, or a share used up: `lateUnits` says all given back). What `local` or `allow` admitted stays
  * counted, as an outage counts more, never less, but for what the request gave back (another rule
  * denied it): kept, a request that never reached the origin spent the key's quota.
  */

@@ -54,6 +54,19 @@ describe("a strict decision that comes after its request stopped waiting", () =>
     await Promise.all(background);
   });
 
+  it("gives back the units of a request onError local refused at a cold start, once its late decide lands: the refusal took nothing", async () => {
+    const name = "late-units-cold";
+    const { namespace, slow } = slowDecides(300);
+    const background: Promise<unknown>[] = [];
+    const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
+    const ask: Ask = { rule: rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError: "local" }), key: "k", objectName: `${name}/k`, cost: 1 };
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
+    await Promise.all(background);
+    slow.on = false;
+    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
+    await Promise.all(background);
+  });
+
   it("leaves no concurrency slot taken by a request decided alone (no waitUntil to batch under) once its late decide lands", async () => {
     const name = "late-slot-alone";
     const slow = { on: true };
