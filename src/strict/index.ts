@@ -31,9 +31,10 @@ export interface StrictDecision {
 }
 
 /**
- * A strict call its request stopped waiting for, which onError admitted: the units the request
- * gave back (another rule denied it) before the object's late answer landed, and where that answer
- * counted its units once it has. Whichever comes second gives them back at the object.
+ * A strict call its request stopped waiting for, which onError answered: the units the request
+ * gave back (all of them when refused; when admitted, what another rule's denial returned) before
+ * the object's late answer landed, and where that answer counted its units once it has. Whichever
+ * comes second gives them back at the object.
  */
 export interface LateUnits {
   givenBack: number;
@@ -147,15 +148,15 @@ function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decide
  * given back when nothing else ever would. A concurrency slot, since only its request's end gives
  * it back, and that end goes to the local fallback: held a whole `slotTtl`, it kept a key whose
  * object had been slow locked out for a minute after it recovered (an admission by onError is then
- * at the object what it is when the call fails before it is applied: not counted there). Under
- * `onError: deny`, units of a request that was refused, and so under `local` when it refused (a
- * cold start's refusal, or a share used up: `lateUnits` says all given back). What `local` or `allow` admitted stays
- * counted, as an outage counts more, never less, but for what the request gave back (another rule
- * denied it): kept, a request that never reached the origin spent the key's quota.
+ * at the object what it is when the call fails before it is applied: not counted there). Otherwise
+ * what the request gave back (`lateUnits`): all of a request onError refused (`deny`, or `local` at
+ * a cold start or past its share), and of one `local` or `allow` admitted what another rule's
+ * denial returned. The rest stays counted, as an outage counts more, never less; kept, a request
+ * that never reached the origin spent the key's quota.
  */
 function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cost: number, { decision, countedAt }: Decided, lateUnits: LateUnits): Promise<void> {
   if (!decision.allowed) return Promise.resolve();
-  const units = rule.algorithm !== "concurrency" && rule.onError !== "deny" ? lateUnits.givenBack : cost;
+  const units = rule.algorithm === "concurrency" ? cost : lateUnits.givenBack;
   lateUnits.countedAt = countedAt;
   if (units <= 0) return Promise.resolve();
   return refundStrict(namespace, objectName, rule, units, countedAt).catch(countError("refund", rule));

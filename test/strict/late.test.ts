@@ -41,25 +41,12 @@ describe("a strict decision that comes after its request stopped waiting", () =>
     },
   );
 
-  it("gives back the units of a request onError deny refused, once its late decide lands: the refusal took nothing", async () => {
-    const name = "late-units-deny";
+  it.each(["deny", "local"] as const)("gives back the units of a request onError %s refused (local's: at a cold start), once its late decide lands: the refusal took nothing", async (onError) => {
+    const name = `late-units-${onError}`;
     const { namespace, slow } = slowDecides(300);
     const background: Promise<unknown>[] = [];
     const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
-    const ask: Ask = { rule: rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError: "deny" }), key: "k", objectName: `${name}/k`, cost: 1 };
-    expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
-    await Promise.all(background);
-    slow.on = false;
-    expect((await decide(ask, context)).decision).toMatchObject({ allowed: true });
-    await Promise.all(background);
-  });
-
-  it("gives back the units of a request onError local refused at a cold start, once its late decide lands: the refusal took nothing", async () => {
-    const name = "late-units-cold";
-    const { namespace, slow } = slowDecides(300);
-    const background: Promise<unknown>[] = [];
-    const context: LimiterContext = { namespace, waitUntil: (promise) => void background.push(promise) };
-    const ask: Ask = { rule: rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError: "local" }), key: "k", objectName: `${name}/k`, cost: 1 };
+    const ask: Ask = { rule: rule({ name, algorithm: "fixed-window", limit: 1, periodMs: 3_600_000, burst: 1, timeoutMs: 100, onError }), key: "k", objectName: `${name}/k`, cost: 1 };
     expect((await decide(ask, context)).decision).toMatchObject({ allowed: false, reason: "error" });
     await Promise.all(background);
     slow.on = false;
