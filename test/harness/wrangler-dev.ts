@@ -122,11 +122,21 @@ async function launch(options: WranglerDevOptions): Promise<WranglerDev> {
   return dev;
 }
 
-/** Resolves once floodgate answers anything; the admin path consumes no quota. */
+/**
+ * Resolves once wrangler says it listens on the port and floodgate answers anything there; the
+ * admin path consumes no quota. An answer alone is not enough: when another test's server took the
+ * port between its choice and wrangler's bind, that server answered, wrangler exited on the taken
+ * address, and the test went on talking to the other, which reset its connections as it stopped.
+ */
 async function ready(dev: WranglerDev, child: ChildProcess, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
+  const listening = `Ready on ${dev.url.origin}`;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`it exited (${child.exitCode ?? child.signalCode})`);
+    if (!dev.output().replace(/\x1b\[[0-9;]*m/g, "").includes(listening)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      continue;
+    }
     try {
       const response = await dev.fetch("/__floodgate/ready", { signal: AbortSignal.timeout(2_000) });
       await response.arrayBuffer();
