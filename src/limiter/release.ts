@@ -31,9 +31,10 @@ export function releaseOf(taken: readonly { ask: Ask; taken: Taken }[], context:
 }
 
 /**
- * Renews slots the object took every third of `slotTtl` while the request holds them, each
- * renewal moving them to a time this isolate picks (see renewConcurrency): a slot then runs out
- * `slotTtl` after its last renewal, which only a request whose isolate vanished misses. A renewal
+ * Renews slots the object took every third of `slotTtl` while the request holds them (a third after
+ * the last renewal was sent, however slow its answer), each renewal moving them to a time this
+ * isolate picks (see renewConcurrency): a slot then runs out `slotTtl` after its last renewal,
+ * which only a request whose isolate vanished misses. A renewal
  * that fails is counted and tried again at the next turn (one failure leaves a third of the TTL to
  * spare), asking the object to look for the slots where it may have moved them too, since its
  * answer may be what was lost; one that finds them gone (expired, or reset) ends the renewals.
@@ -66,15 +67,21 @@ function renewing(ask: Ask, taken: Taken, context: LimiterContext): () => Promis
     }
   };
   const renewals = (async () => {
+    let started = Date.now();
     while (!stopped) {
+      // Due a third of slotTtl after the last renewal was sent, not after its answer: the object
+      // holds the slot from that renewal's time, and a slow answer must not eat the next's margin.
+      const due = started + ask.rule.periodMs / 3 - Date.now();
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ask.rule.periodMs / 3);
+        const timer = setTimeout(resolve, Math.max(0, due));
         wake = () => {
           clearTimeout(timer);
           resolve();
         };
       });
-      if (stopped || !(await renew())) return;
+      if (stopped) return;
+      started = Date.now();
+      if (!(await renew())) return;
     }
   })();
   return async () => {

@@ -5,7 +5,7 @@ import type { Env } from "../../src/env";
 import type { RateLimiter } from "../../src/durable-object/rate-limiter";
 import type { SyncRequest } from "../../src/fast/lease";
 
-type Method = "decide" | "sync" | "refund" | "peek" | "reset";
+type Method = "decide" | "sync" | "refund" | "renew" | "peek" | "reset";
 
 /**
  * The real objects, each call of `method` (or of each of several) made once `before(...its arguments)` settles; `seen` is

@@ -76,12 +76,13 @@ describe("concurrency through the Worker", () => {
 
   it("keeps the slot of a response still being sent past slotTtl, and frees it once the body has been sent", async () => {
     const tag = "conc-long";
-    const rules = [{ name: tag, algorithm: "concurrency", limit: 1, slotTtl: "600ms" }];
-    // The body takes 3 s: the request below, past slotTtl and its renewals, has 1.5 s to be decided while it is still
-    // being sent (with a 2 s body, half a second less the first response's own latency: thin on a loaded machine).
-    const { response, settled } = await dispatch(get(`/${tag}/slow?drip=3000`, "192.0.2.66"), { rules });
+    // Each renewal may land up to two thirds of slotTtl late: with 600 ms, a loaded machine's object calls had let the slot lapse.
+    const rules = [{ name: tag, algorithm: "concurrency", limit: 1, slotTtl: "1s" }];
+    // The body takes 4 s: the request below, past two slotTtls and their renewals, has 1.8 s to be decided while it is
+    // still being sent.
+    const { response, settled } = await dispatch(get(`/${tag}/slow?drip=4000`, "192.0.2.66"), { rules });
     expect(response.status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
     expect((await send(get(`/${tag}/second`, "192.0.2.66"), { rules })).status).toBe(429);
     expect(await response.text()).toBe("first\nlast\n");
     await settled;
