@@ -12,7 +12,7 @@ const RULES = [
   { name: "gate", match: { path: "/gated/*" }, key: "ip", limit: 2, period: "1h" },
   { name: "smooth", match: { path: "/smooth/*" }, key: "ip", algorithm: "gcra", limit: 5, period: "1s", burst: 2, delay: 0 },
   { name: "slots", match: { path: "/slots/*" }, key: "ip", algorithm: "concurrency", limit: 1 },
-  { name: "long-slots", match: { path: "/long-slots/*" }, key: "ip", algorithm: "concurrency", limit: 1, slotTtl: "600ms" },
+  { name: "long-slots", match: { path: "/long-slots/*" }, key: "ip", algorithm: "concurrency", limit: 1, slotTtl: "1s" },
   { name: "relayed", match: { path: "/relayed/*" }, key: "ip", limit: 3, period: "1h", mode: "fast", aggregate: "location" },
   { name: "failed-logins", match: { path: "/failed-logins/*" }, key: "ip", limit: 2, period: "1h", count: "failed" },
   { name: "metered", match: { path: "/metered/*" }, key: "ip", limit: 10, period: "1h", responseCost: "header:x-units" },
@@ -47,8 +47,9 @@ export default {
         return Response.json({ held: held.success, denied: denied.success, deniedRelease: typeof denied.release, again: again.success, after: after.success });
       }
       case "/long-slots": {
+        // Past two slotTtls: each renewal may land two thirds of one late.
         const held = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
-        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await new Promise((resolve) => setTimeout(resolve, 2200));
         const denied = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
         await held.release();
         const again = await env.FLOODGATE.limit({ rule: "long-slots", key: q("key") });
@@ -351,7 +352,7 @@ describe("the Floodgate service binding", () => {
 
   it("frees a slot its caller never released slotTtl after the caller's request ended", async () => {
     expect(await call("/long-slots-forgotten?key=198.51.100.62")).toEqual({ held: true });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await call("/long-slots-forgotten?key=198.51.100.62")).toEqual({ held: true });
   });
 

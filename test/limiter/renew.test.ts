@@ -3,19 +3,20 @@ import { describe, expect, it } from "vitest";
 import { limiter } from "../../src/lib";
 import { delayedCalls } from "../helpers/namespace";
 
-const SLOW_RENEW_MS = 600;
+const SLOW_RENEW_MS = 1_250;
 
 /** Renewals that land a while after they were sent: the object applies each SLOW_RENEW_MS late. */
 const slowRenewals = delayedCalls("renew", () => new Promise((resolve) => setTimeout(resolve, SLOW_RENEW_MS)));
 
 describe("renewing a slot at a slow object", () => {
   it("keeps the slot of a request in flight though each renewal lands well after it was sent: the next is due a third of slotTtl after the last was sent", async () => {
-    // A renewal due 500 ms after the last one's answer would be sent at 1.6 s and land at 2.2 s, past the 2 s its
-    // predecessor (sent at 0.5 s) held the slot to; due after it was sent, it goes at 1.1 s and lands at 1.7 s.
-    const slots = limiter(slowRenewals, { name: "renew-slow", algorithm: "concurrency", limit: 1, slotTtl: "1500ms", timeout: "2s" });
+    // slotTtl 3 s, a renewal due every second. Due a second after the last one's answer, the second renewal would be
+    // sent at 3.25 s and land at 4.5 s, past the 4 s its predecessor (sent at 1 s) held the slot to; due a second after
+    // the last was sent, it goes at 2.25 s and lands at 3.5 s. Either way half a second or more from the edge.
+    const slots = limiter(slowRenewals, { name: "renew-slow", algorithm: "concurrency", limit: 1, slotTtl: "3s", timeout: "3s" });
     const first = await slots.limit("k");
     expect(first.success).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 2_600));
+    await new Promise((resolve) => setTimeout(resolve, 4_600));
     expect(await slots.limit("k")).toMatchObject({ success: false, reason: "limit" });
     await first.release!();
     expect((await slots.limit("k")).success).toBe(true);

@@ -102,10 +102,11 @@ describe("gcra delay through the Worker", () => {
 
   it("keeps a held request's concurrency slot while it is held longer than slotTtl: it is in flight", async () => {
     const tag = "hold-slot";
-    // The second request to /x is held 3 s by the gcra rule; the concurrency rule's slots last 1 s unless renewed.
+    // The second request to /x is held 4.5 s by the gcra rule; the concurrency rule's slots last 1.5 s unless renewed
+    // (each renewal may land up to a second late: a loaded machine's object calls had let a 1 s slot lapse).
     const rules = [
-      { name: `${tag}-rate`, match: { path: `/${tag}/x` }, algorithm: "gcra", limit: 1, period: "3s", burst: 1, delay: 0 },
-      { name: `${tag}-slots`, match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 1, slotTtl: "1s" },
+      { name: `${tag}-rate`, match: { path: `/${tag}/x` }, algorithm: "gcra", limit: 1, period: "4500ms", burst: 1, delay: 0 },
+      { name: `${tag}-slots`, match: { path: `/${tag}/*` }, algorithm: "concurrency", limit: 1, slotTtl: "1500ms" },
     ];
     const ip = "192.0.2.43";
     // Read to its end, so that its slot comes back.
@@ -117,7 +118,7 @@ describe("gcra delay through the Worker", () => {
     };
     expect(await completed(dispatch(get(`/${tag}/x`, ip), { rules }))).toBe(200);
     const held = completed(dispatch(get(`/${tag}/x`, ip), { rules }));
-    await new Promise((resolve) => setTimeout(resolve, 1_800));
+    await new Promise((resolve) => setTimeout(resolve, 2_700));
     // The held request still holds the one slot: another request of the key must wait for it.
     const meanwhile = await completed(dispatch(get(`/${tag}/y`, ip), { rules }));
     expect(await held).toBe(200);
