@@ -2,7 +2,7 @@
 import { canonicalKey, isHashedName, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError, unescapedPart } from "../routing/key-text";
 import { matchFits } from "../routing/match";
 import { ConfigError, show, type RuleRef } from "./errors";
-import { fail, fieldsOf, isObject, rejectUnknown, type Fields } from "./fields";
+import { fail, fieldsOf, isObject, type Fields } from "./fields";
 import type { KeyOverride, KeyQuota, Rule } from "./types";
 
 /** What sets an override's quota: the rule's quota fields, never how it is matched, keyed, counted or enforced. */
@@ -22,18 +22,22 @@ const OVERRIDE_FIELDS = ["keys", ...QUOTA_FIELDS, "unlimited"];
 export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, at: RuleRef, reparse: (fields: Record<string, unknown>) => Rule): ReadonlyMap<string, KeyOverride> | undefined {
   if (value === undefined) return undefined;
   const example = `[{"keys": ["k-partner"], "limit": 10000}]`;
-  if (!Array.isArray(value) || value.length === 0) fail(at, "overrides", `expected a non-empty array of overrides like ${example}, got ${show(value)}`);
+  // What is written where an override belongs is told by its kind, never its value, nor a field by its name: it may be an API
+  // key (`"overrides": ["sk_live_…"]`, `[{"sk_live_…": {…}}]`), and this message reaches the logs and the 500's detail.
+  if (!Array.isArray(value) || value.length === 0) fail(at, "overrides", `expected a non-empty array of overrides like ${example}, got ${kindOf(value)}`);
   const byKey = new Map<string, KeyOverride>();
   const namedAt = new Map<string, string>();
   Array.from(value).forEach((entry, index) => {
     const path = `overrides[${index}]`;
-    if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${show(entry)}`);
+    if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${kindOf(entry)}`);
     const fields = fieldsOf(entry);
-    rejectUnknown(fields, OVERRIDE_FIELDS, at, path);
+    if ([...fields.keys()].some((field) => !OVERRIDE_FIELDS.includes(field))) {
+      fail(at, path, `a field that is not one of ${OVERRIDE_FIELDS.join(", ")}: an override gives its keys a quota and nothing else (the field goes unnamed here, as it may be a key)`);
+    }
     // A field given as undefined (from code) is a field left out, as in the rule.
     const given = QUOTA_FIELDS.filter((field) => fields.get(field) !== undefined);
     const unlimited = fields.get("unlimited") !== undefined;
-    if (unlimited && fields.get("unlimited") !== true) fail(at, `${path}.unlimited`, `expected true (the keys are counted by no quota), or leave it out and give their own ${QUOTA_FIELDS.join(", ")}; got ${show(fields.get("unlimited"))}`);
+    if (unlimited && fields.get("unlimited") !== true) fail(at, `${path}.unlimited`, `expected true (the keys are counted by no quota), or leave it out and give their own ${QUOTA_FIELDS.join(", ")}; got ${kindOf(fields.get("unlimited"))}`);
     if (unlimited && given.length > 0) fail(at, `${path}.${given[0]}`, `an unlimited key has no quota; remove ${given.join(", ")}, or "unlimited"`);
     if (!unlimited && given.length === 0) fail(at, path, `sets nothing: give the keys' own ${QUOTA_FIELDS.join(", ")} (one or more), or "unlimited": true`);
     const keys = keysOf(fields.get("keys"), rule, at, path);

@@ -89,7 +89,7 @@ describe("overrides", () => {
     [{ "k-partner": { limit: 5 } }, "rules[0] (\"api\").overrides", "expected a non-empty array of overrides"],
     [["k"], "rules[0] (\"api\").overrides[0]", "expected an object like"],
     [[{ keys: ["k"] }], "rules[0] (\"api\").overrides[0]", `sets nothing: give the keys' own limit, period, burst, delay (one or more), or "unlimited": true`],
-    [[{ keys: ["k"], limit: 5, mode: "fast" }], "rules[0] (\"api\").overrides[0].mode", "unknown field; allowed fields here are keys, limit, period, burst, delay, unlimited"],
+    [[{ keys: ["k"], limit: 5, mode: "fast" }], "rules[0] (\"api\").overrides[0]", "a field that is not one of keys, limit, period, burst, delay, unlimited"],
     [[{ keys: ["k"], unlimited: false }], "rules[0] (\"api\").overrides[0].unlimited", "expected true (the keys are counted by no quota)"],
     [[{ keys: ["k"], unlimited: true, limit: 5 }], "rules[0] (\"api\").overrides[0].limit", `an unlimited key has no quota; remove limit, or "unlimited"`],
     [[{ limit: 5 }], "rules[0] (\"api\").overrides[0].keys", "expected a non-empty array of keys"],
@@ -114,6 +114,17 @@ describe("overrides", () => {
     const error = errorFor({ ...api, overrides: [{ keys: ["sk_live_PARTNER"], limit: 50 }, { keys: ["sk_live_PARTNER"], unlimited: true }] });
     expect(error.message).toBe(`rules[0] ("api").overrides[1].keys[0]: is the key overrides[0].keys[0] names (as the rule builds keys); a key has one quota: name it once`);
     expect(errorFor({ ...api, overrides: [{ keys: "sk_live_PARTNER", limit: 50 }] }).message).toMatch(/got a string$/);
+  });
+
+  it.each([
+    ["a key where the list of overrides belongs", "sk_live_PARTNER", "rules[0] (\"api\").overrides: expected a non-empty array of overrides"],
+    ["a key where an override belongs", ["sk_live_PARTNER"], "rules[0] (\"api\").overrides[0]: expected an object like"],
+    ["a key as an override's field", [{ sk_live_PARTNER: { limit: 50 } }], "rules[0] (\"api\").overrides[0]: a field that is not one of keys, limit, period, burst, delay, unlimited"],
+    ["a key as a field beside an override's keys", [{ keys: ["k"], limit: 5, sk_live_PARTNER: 50 }], "rules[0] (\"api\").overrides[0]: a field that is not one of keys, limit, period, burst, delay, unlimited"],
+  ])("never names %s: an API key in an error would reach the logs and the 500", (_, overrides, message) => {
+    const error = errorFor({ ...api, overrides });
+    expect(error.message).toContain(message);
+    expect(error.message).not.toContain("sk_live_PARTNER");
   });
 
   it("lets an overridden limit take along a burst the rule spells out as its limit", () => {
