@@ -65,7 +65,10 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
     return unauthorized().toResponse();
   }
   // Only the prefix as documented names a call; another spelling of it is answered as an unknown call.
-  const route = url.pathname.startsWith(ADMIN_PREFIX) ? `${request.method} ${url.pathname.slice(ADMIN_PREFIX.length)}` : "";
+  const path = url.pathname.startsWith(ADMIN_PREFIX) ? url.pathname.slice(ADMIN_PREFIX.length) : undefined;
+  const allowed = path === undefined ? undefined : METHODS.get(path);
+  if (allowed && !allowed.includes(request.method)) return methodNotAllowed(request.method, path!, allowed);
+  const route = path === undefined ? "" : `${request.method} ${path}`;
   // The counters answer while the configuration is invalid too, its errors among them: a scrape that
   // failed with it saw nothing of the requests it was failing.
   if (route === "GET metrics") return new Response(metrics.render(rulesIfValid(settingsOf)), { headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" } });
@@ -80,6 +83,20 @@ async function answerAdmin(request: Request, env: Env, settingsOf: () => Setting
     default:
       return notFound().toResponse();
   }
+}
+
+/** The methods of each call under the prefix (HEAD answered as GET): another method on one is a 405 that lists them. */
+const METHODS: ReadonlyMap<string, readonly string[]> = new Map([
+  ["", ["GET", "HEAD"]],
+  ["rules", ["GET", "HEAD"]],
+  ["metrics", ["GET", "HEAD"]],
+  ["state", ["GET", "HEAD", "DELETE"]],
+]);
+
+function methodNotAllowed(method: string, path: string, allowed: readonly string[]): Response {
+  const allow = allowed.join(", ");
+  // RFC 9110 §15.5.6: a 405 says which methods the resource takes.
+  return new HttpProblem({ type: "about:blank", status: 405, title: "Method Not Allowed", detail: `${method} is not a method of ${ADMIN_PREFIX}${path}; it takes ${allow}`, headers: { Allow: allow } }).toResponse();
 }
 
 /** The configuration's rules, or none while it is invalid. */

@@ -250,8 +250,22 @@ describe("admin API", () => {
     expect(lines.filter((l) => l.kind === "config" && String(l.message).startsWith("ADMIN_TOKEN: holds whitespace, control or non-ASCII characters"))).toHaveLength(3);
   });
 
-  it("answers 404 to an unknown admin path", async () => {
-    expect((await admin("unknown")).status).toBe(404);
+  it.each(["unknown", "constructor", "__proto__"])("answers 404 to the unknown admin path %s", async (path) => {
+    expect((await admin(path)).status).toBe(404);
+  });
+
+  it.each([
+    ["POST", "state?rule=adm-window&key=192.0.2.77", "GET, HEAD, DELETE"],
+    ["PUT", "rules", "GET, HEAD"],
+    ["DELETE", "metrics", "GET, HEAD"],
+    ["POST", "", "GET, HEAD"],
+  ])("answers %s on /__floodgate/%s 405 problem+json with the methods it takes", async (method, path, allow) => {
+    const response = await admin(path, { method, body: "{not json" });
+    expect(response.status).toBe(405);
+    expect(response.headers.get("Allow")).toBe(allow);
+    expect(response.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(((await response.json()) as { detail: string }).detail).toBe(`${method} is not a method of /__floodgate/${path.split("?")[0]}; it takes ${allow}`);
+    expect((await admin(path, { method }, "wrong")).status).toBe(401);
   });
 
   it.each(["/__FLOODGATE/rules", "/%5f%5ffloodgate/rules", "/__floodgate", "/__floodgate%2frules", "//__floodgate/rules"])(
