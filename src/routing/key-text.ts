@@ -81,6 +81,9 @@ export class UnbuildableKeyError extends Error {
  */
 export function canonicalKey(rule: Pick<Rule, "key" | "ipv6Prefix" | "newKeysPerSecond">, key: string): string {
   if ((key === OVERFLOW_KEY && rule.newKeysPerSecond !== null) || isHashedName(key)) return key;
+  // A marker mistyped or out of place is told as such: "escape the #" would be no help.
+  if (key === OVERFLOW_KEY) throw new UnbuildableKeyError(`${OVERFLOW_KEY} is the key new keys share past newKeysPerSecond, which this rule does not set`);
+  if (key.startsWith("#sha256:")) throw new UnbuildableKeyError(`a #sha256 name is "#sha256:" then 64 lower-case hex digits, the SHA-256 of a key past 1 KB`);
   const values = key.split("|");
   if (values.length !== rule.key.length) {
     const parts = rule.key.map(describePart).join(", ");

@@ -372,6 +372,14 @@ describe("canonicalKey", () => {
     expect(() => canonicalKey(typed([part]), key)).toThrow(why);
   });
 
+  it.each([
+    [OVERFLOW_KEY, /^#overflow is the key new keys share past newKeysPerSecond, which this rule does not set$/],
+    ["#sha256:abc", /^a #sha256 name is "#sha256:" then 64 lower-case hex digits, the SHA-256 of a key past 1 KB$/],
+    [`#sha256:${"A".repeat(64)}`, /^a #sha256 name is "#sha256:" then 64 lower-case hex digits/],
+  ])("refuses the marker %j where it cannot be, saying what it is rather than how to escape a #", (key, why) => {
+    expect(() => canonicalKey(typed([header("x-api-key")]), key)).toThrow(why);
+  });
+
   it("writes a path typed with a space or a control as a request's URL escapes it, and refuses a tab or line break, which none holds", () => {
     const PATH: KeyPart = { source: "path" };
     expect(canonicalKey(typed([PATH]), "/a\x01b c")).toBe(buildKey(typed([PATH]), new Request("http://x.example/a\x01b c")));
