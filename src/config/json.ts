@@ -88,3 +88,89 @@ export function repeatedMember(text: string): Repeated | undefined {
 export function pathText(path: readonly (string | number)[]): string {
   return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
 }
+
+const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+const SCALAR = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null/y;
+
+/**
+ * Where JSON.parse stopped reading `text`, for a message that can say where: V8 gives no position
+ * for an unexpected token (a trailing comma's `]`, a comment's `/`), and the snippet it quotes
+ * instead may hold an override's API key. Undefined when `text` is JSON. A walk with its own
+ * stack, as {@link repeatedMember}'s.
+ *
+ * @example
+ * syntaxErrorAt('[{"limit": 1},]'); // 14, the "]"
+ */
+export function syntaxErrorAt(text: string): number | undefined {
+  let i = 0;
+  const closing: string[] = [];
+  const skipSpace = () => {
+    while (SPACE.has(text[i]!)) i++;
+  };
+  const token = (pattern: RegExp): boolean => {
+    pattern.lastIndex = i;
+    if (!pattern.test(text)) return false;
+    i = pattern.lastIndex;
+    return true;
+  };
+  /** An object's member name and its ":"; false where it is not. */
+  const memberName = (): boolean => {
+    skipSpace();
+    if (!token(STRING)) return false;
+    skipSpace();
+    if (text[i] !== ":") return false;
+    i++;
+    return true;
+  };
+  for (;;) {
+    skipSpace();
+    const first = text[i];
+    if (first === "[" || first === "{") {
+      const close = first === "[" ? "]" : "}";
+      i++;
+      skipSpace();
+      if (text[i] !== close) {
+        closing.push(close);
+        if (close === "}" && !memberName()) return i;
+        continue;
+      }
+      i++;
+    } else if (!token(STRING) && !token(SCALAR)) {
+      return i;
+    }
+    // A value ended: close what ends with it, then start the next member, or end the text.
+    for (;;) {
+      skipSpace();
+      const close = closing.at(-1);
+      if (close === undefined) return i < text.length ? i : undefined;
+      if (text[i] === close) {
+        i++;
+        closing.pop();
+        continue;
+      }
+      if (text[i] !== ",") return i;
+      i++;
+      if (close === "}" && !memberName()) return i;
+      break;
+    }
+  }
+}
+
+/**
+ * The fault at `at` when it is a liberty JavaScript and JSON5 allow and JSON refuses, with where it
+ * starts: a trailing comma (the comma, not the bracket after it), a comment.
+ */
+export function liberty(text: string, at: number): { what: string; at: number } | undefined {
+  if (text[at] === "/" && (text[at + 1] === "/" || text[at + 1] === "*")) return { what: "a comment", at };
+  if (text[at] !== "]" && text[at] !== "}") return undefined;
+  let before = at - 1;
+  while (SPACE.has(text[before]!)) before--;
+  return text[before] === "," ? { what: "a trailing comma", at: before } : undefined;
+}
+
+/** The line and column (from 1) of the character at `at`, as an editor shows them. */
+export function lineAndColumn(text: string, at: number): { line: number; column: number } {
+  const before = text.slice(0, at);
+  const lineStart = before.lastIndexOf("\n") + 1;
+  return { line: before.split("\n").length, column: at - lineStart + 1 };
+}

@@ -6,7 +6,7 @@ import { capacityOf, parseBuckets, parseBurst, parseCost, parseDelay, parseRespo
 import { parseDenyResponse } from "./deny-response";
 import { formatDuration } from "./duration";
 import { ConfigError, show, type RuleRef } from "./errors";
-import { pathText, repeatedMember, type Repeated } from "./json";
+import { liberty, lineAndColumn, pathText, repeatedMember, syntaxErrorAt, type Repeated } from "./json";
 import { fail, fieldsOf, given, isObject, parseBoolean, parseChoice, parseCount, parseDurationField, rejectUnknown, type Choices, type Fields } from "./fields";
 import { formatKeyPart, hasIpPart, parseIpv6Prefix, parseKey } from "./key-parts";
 import { parseMatch } from "./match";
@@ -209,6 +209,20 @@ function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleD
  */
 const QUOTED_SOURCE = /, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
 
+/** Where V8 says the fault is, when it says: the message says it for every fault, in one form. */
+const POSITION = / in JSON at position \d+(?: \(line \d+ column \d+\))?$/;
+
+/** Why `text` is not JSON, with the line and column of the fault, and what to do when it is a liberty JSON refuses. */
+function notJson(text: string, reason: string): string {
+  const rewrite = `write {"rules": [...]} or a bare array of rules`;
+  const at = syntaxErrorAt(text);
+  if (at === undefined) return `not valid JSON (${reason}); ${rewrite}`;
+  const slip = liberty(text, at);
+  const { line, column } = lineAndColumn(text, slip?.at ?? at);
+  const where = `not valid JSON at line ${line} column ${column} (${reason})`;
+  return slip ? `${where}: ${slip.what}, which JSON does not allow; remove it` : `${where}; ${rewrite}`;
+}
+
 function decode(raw: unknown): unknown {
   if (raw === undefined) return [];
   if (typeof raw !== "string") return raw;
@@ -217,8 +231,8 @@ function decode(raw: unknown): unknown {
   try {
     parsed = JSON.parse(raw);
   } catch (error) {
-    const reason = (error instanceof Error ? error.message : String(error)).replace(QUOTED_SOURCE, "");
-    throw ConfigError.topLevel(`not valid JSON (${reason}); write {"rules": [...]} or a bare array of rules`);
+    const reason = (error instanceof Error ? error.message : String(error)).replace(QUOTED_SOURCE, "").replace(POSITION, "");
+    throw ConfigError.topLevel(notJson(raw, reason));
   }
   const repeated = repeatedMember(raw);
   if (repeated) throw repeatedError(parsed, repeated);

@@ -1,6 +1,7 @@
-// Members named twice in one JSON object, which JSON.parse keeps only the last of.
+// Members named twice in one JSON object, which JSON.parse keeps only the last of; where a text that is not JSON goes wrong.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { repeatedMember } from "../../src/config/json";
+import { repeatedMember, syntaxErrorAt } from "../../src/config/json";
 
 describe("repeatedMember", () => {
   it("finds a member named twice in a rule", () => {
@@ -34,5 +35,41 @@ describe("repeatedMember", () => {
     expect(repeatedMember('[{"a":1},{"a":2}]')).toBeUndefined();
     expect(repeatedMember(" [ ] ")).toBeUndefined();
     expect(repeatedMember('{"rules":[{"name":"ok","limit":1e3,"x":true,"y":null,"z":-1.5,"w":{}}]}')).toBeUndefined();
+  });
+});
+
+/** Whether JSON.parse reads `text`. */
+function parses(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("syntaxErrorAt", () => {
+  it("finds no fault in any JSON", () => {
+    fc.assert(fc.property(fc.json(), (text) => syntaxErrorAt(text) === undefined), { numRuns: 2_000 });
+  });
+
+  it("finds a fault, inside the text or at its end, exactly where JSON.parse refuses the text", () => {
+    const mangled = fc.tuple(fc.json(), fc.nat(), fc.constantFrom("", ",", "]", "}", "/", "'", ":", "\\", '"', " ", "\n", "x")).map(([text, at, insert]) => {
+      const i = at % (text.length + 1);
+      return text.slice(0, i) + insert + text.slice(i + (insert === "" ? 1 : 0));
+    });
+    fc.assert(
+      fc.property(mangled, (text) => {
+        const at = syntaxErrorAt(text);
+        expect(at === undefined).toBe(parses(text));
+        if (at !== undefined) expect(at).toBeLessThanOrEqual(text.length);
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it("walks nesting as deep as JSON.parse takes without running out of stack", () => {
+    expect(syntaxErrorAt(`${"[".repeat(20_000)}${"]".repeat(20_000)}`)).toBeUndefined();
+    expect(syntaxErrorAt(`${"[".repeat(20_000)},${"]".repeat(20_000)}`)).toBe(20_000);
   });
 });

@@ -285,12 +285,33 @@ describe("top-level errors", () => {
     }
     const error = errorFor(text);
     expect(error.field).toBe("RATE_LIMIT_RULES");
-    expect(error.message).toContain(`not valid JSON (${parserMessage})`);
+    expect(error.message).toContain(`not valid JSON at line 1 column 3 (${parserMessage.replace(/ in JSON at position .*$/, "")})`);
   });
 
   it("rejects a string that is not JSON without quoting its text, which may hold an override's API key", () => {
     const error = errorFor(`[{"name": "api", "key": "header:x-api-key", "limit": 5, "period": "1m", "overrides": [{"keys": ["sk_live_PARTNER"], "limit": 9},]}]`);
-    expect(error.message).toBe(`RATE_LIMIT_RULES: not valid JSON (Unexpected token ']'); write {"rules": [...]} or a bare array of rules`);
+    expect(error.message).not.toContain("sk_live");
+    expect(error.message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 1 column \d+ \(Unexpected token '\]'\)/);
+  });
+
+  it("names the line and column of a trailing comma, which JSON does not allow", () => {
+    const text = `[\n  {"name": "a", "limit": 1, "period": "1m"},\n  {"name": "b", "limit": 2, "period": "1m"},\n]`;
+    expect(errorFor(text).message).toBe(
+      `RATE_LIMIT_RULES: not valid JSON at line 3 column 44 (Unexpected token ']'): a trailing comma, which JSON does not allow; remove it`,
+    );
+  });
+
+  it("names the line and column of a trailing comma in an object", () => {
+    expect(errorFor(`[{"name": "a", "limit": 1, "period": "1m",}]`).message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 1 column 42 \(.*\): a trailing comma, which JSON does not allow; remove it$/);
+  });
+
+  it("names the line and column of a comment, which JSON does not allow", () => {
+    const text = `[\n  {"name": "a", "limit": 1, "period": "1m"} // the API's own\n]`;
+    expect(errorFor(text).message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 2 column 45 \(.*\): a comment, which JSON does not allow; remove it$/);
+  });
+
+  it("names the line and column of any other fault, with the parser's words", () => {
+    expect(errorFor(`[{"name": "a" "limit": 1}]`).message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 1 column 15 \([^)]*\); write \{"rules": \[\.\.\.\]\} or a bare array of rules$/);
   });
 
   it.each(['"rules"', "null", "true", "7"])("rejects the JSON %s, which is neither an array nor an object", (text) => {
