@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
-import { validate, varOf } from "./validate-config.mjs";
+import { refuse, validate, varOf } from "./validate-config.mjs";
 
 /** Reads the options the check depends on out of wrangler deploy's arguments, which are passed on as they are. */
 function readArgs(args) {
@@ -21,7 +21,7 @@ function readArgs(args) {
     const [flag, inline] = arg.startsWith("-") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = () => {
       if (inline !== undefined) return inline;
-      if (i + 1 >= args.length) throw new Error(`${flag}: expected a value after it`);
+      if (i + 1 >= args.length) refuse(`${flag}: expected a value after it`);
       read.passed.push(args[++i]);
       return args[i];
     };
@@ -37,7 +37,7 @@ function readArgs(args) {
       }
       for (const text of values) {
         const pair = varOf(text);
-        if (!pair) throw new Error(`--var: expected KEY:VALUE, got ${JSON.stringify(text)}`);
+        if (!pair) refuse(`--var: expected KEY:VALUE, got ${JSON.stringify(text)}`);
         read.vars[pair[0]] = pair[1];
       }
     }
@@ -50,8 +50,7 @@ const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slic
 // from there, before wrangler is started from here with the same --cwd.
 const here = process.cwd();
 if (cwd !== undefined && !statSync(resolve(cwd), { throwIfNoEntry: false })?.isDirectory()) {
-  console.error(`floodgate: refused: --cwd ${cwd} ${existsSync(resolve(cwd)) ? "is not a directory" : "does not exist"}; nothing was deployed`);
-  process.exit(1);
+  refuse(`--cwd ${cwd} ${existsSync(resolve(cwd)) ? "is not a directory" : "does not exist"}`);
 }
 if (cwd !== undefined) process.chdir(resolve(cwd));
 const refused = await validate({ ...(config !== undefined ? { configPath: resolve(config) } : {}), env, vars, allowDemo });

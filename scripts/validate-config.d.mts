@@ -13,3 +13,4 @@ export interface Output {
 export const ROOT: string;
 export function validate(options: ValidateOptions, out?: Output): Promise<number>;
 export function varOf(text: string): [string, string] | undefined;
+export function refuse(problem: string): never;

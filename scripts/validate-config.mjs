@@ -192,6 +192,12 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   return refused;
 }
 
+/** Ends the command on options it cannot read, in one line as any refusal, not with a stack trace. */
+export function refuse(problem) {
+  console.error(`floodgate: refused: ${problem}; nothing was deployed`);
+  process.exit(1);
+}
+
 /** `--var KEY:VALUE` (or `--var=KEY:VALUE`) into [KEY, VALUE], as wrangler reads it; undefined when it has no colon. */
 export function varOf(text) {
   const at = text.indexOf(":");
@@ -209,8 +215,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     if (arg === "--env") env = args[++i];
     else if (arg.startsWith("--env=")) env = arg.slice("--env=".length);
     else if (arg === "--var" || arg.startsWith("--var=")) {
-      const pair = varOf(arg === "--var" ? (args[++i] ?? "") : arg.slice("--var=".length));
-      if (!pair) throw new Error(`--var: expected KEY:VALUE, got ${JSON.stringify(args[i])}`);
+      const text = arg === "--var" ? (args[++i] ?? "") : arg.slice("--var=".length);
+      const pair = varOf(text);
+      if (!pair) refuse(`--var: expected KEY:VALUE, got ${JSON.stringify(text)}`);
       vars[pair[0]] = pair[1];
     } else configPath = arg;
   }

@@ -213,6 +213,12 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(missing.code).toBe(1);
   });
 
+  it("refuses a --var that is not KEY:VALUE in one line naming it, not with a stack trace", async () => {
+    const run = await command({ toml: COMPLETE }, { args: ["--var", "ORIGIN_URL"] });
+    expect(run).toMatchObject({ code: 1, stdout: "" });
+    expect(run.stderr).toBe('floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"; nothing was deployed\n');
+  });
+
   it("refuses the repository's own wrangler.toml as it is: it names no origin", async () => {
     const run = await validate({ path: join(ROOT, "wrangler.toml") }, { allowDemo: true });
     expect(run.code).toBe(1);
@@ -274,6 +280,12 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     expect(named.stdout).toContain("floodgate: [env.production]: 1 rule(s) valid, origin https://api.example.com, LIMITER bound");
     expect([empty.code, named.code]).toEqual([1, 0]);
   }, 60_000);
+
+  it("refuses a --var that is not KEY:VALUE, or an option without its value, in one line naming it, not with a stack trace", async () => {
+    const [badVar, noEnv] = await Promise.all([deploy(["--var", "ORIGIN_URL", "--dry-run"]), deploy(["--dry-run", "--env"])]);
+    expect(badVar).toMatchObject({ code: 1, stdout: "", stderr: 'floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"; nothing was deployed\n' });
+    expect(noEnv).toMatchObject({ code: 1, stdout: "", stderr: "floodgate: refused: --env: expected a value after it; nothing was deployed\n" });
+  });
 
   it("refuses a --config or --cwd that does not exist or is not a file or directory, saying so", async () => {
     const [config, cwd, dirAsConfig, fileAsCwd] = await Promise.all([
