@@ -87,28 +87,25 @@ function check(validators, env, config, top, allowDemo) {
       problems.push(error.message);
     }
   }
-  let origin;
   if (vars.ORIGIN_URL === undefined || vars.ORIGIN_URL === "") {
     problems.push(`no origin: ORIGIN_URL is not set; add it to ${section}, e.g. ORIGIN_URL = "https://api.example.com"${notInherited("[vars]", top.vars?.ORIGIN_URL)}`);
   } else {
     try {
-      origin = parseOrigin(vars.ORIGIN_URL);
-      if (origin.kind === "demo" && !allowDemo) {
+      if (parseOrigin(vars.ORIGIN_URL).kind === "demo" && !allowDemo) {
         problems.push(`demo origin: ORIGIN_URL is "demo", the built-in echo, which answers every request itself and reaches no API; set ORIGIN_URL = "https://api.example.com" in ${section}, or deploy the demo on purpose: FLOODGATE_ALLOW_DEMO=1 npm run deploy${env === undefined ? "" : ` -- --env ${env}`}`);
       }
     } catch (error) {
       problems.push(error.message);
     }
   }
-  // Every other var, read as the Worker reads it: a value it would answer 500 to is refused here. ANALYTICS_HASH_KEY is
-  // left out: it is a secret (refused below as a var). ANALYTICS is kept: the dataset binding is not among the vars (wrangler
+  // Every other var, read as the Worker reads it: a value it would answer 500 to is refused here, whatever the rules and
+  // the origin (checked above, so left out) hold, so that one deploy names every problem. ANALYTICS_HASH_KEY is left out:
+  // it is a secret (refused below as a var). ANALYTICS is kept: the dataset binding is not among the vars (wrangler
   // refuses a var sharing a binding's name), so a var of that name is what the Worker would read as its dataset, and refuse.
-  if (rules.length > 0 && origin) {
-    try {
-      loadSettings({ ...vars, ANALYTICS_HASH_KEY: undefined });
-    } catch (error) {
-      problems.push(`${error.message} (in ${section})`);
-    }
+  try {
+    loadSettings({ ...vars, RATE_LIMIT_RULES: undefined, ORIGIN_URL: undefined, ANALYTICS_HASH_KEY: undefined });
+  } catch (error) {
+    problems.push(`${error.message} (in ${section})`);
   }
   // A secret among the vars is stored in plain text, and wrangler prints every var it deploys.
   for (const secret of ["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"]) {

@@ -152,6 +152,15 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     });
   });
 
+  it("names an invalid var along with invalid rules or a missing origin, not only once they are fixed", async () => {
+    const toml = `${TOP}\n[vars]\nRATE_LIMIT_RULES = '[{"name": "per-ip", "limit": 0, "period": "1m"}]'\nFAST_MAX_KEYS = "-3"\n`;
+    const run = await validate({ toml });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('  - rules[0] ("per-ip").limit: expected a positive integer');
+    expect(run.stderr).toContain("  - no origin: ORIGIN_URL is not set");
+    expect(run.stderr).toContain('  - FAST_MAX_KEYS: expected a positive whole number of keys like "20000", got "-3" (in [vars])');
+  });
+
   it("refuses a var named ANALYTICS, which the Worker reads as its Analytics Engine dataset and answers 500 to", async () => {
     const run = await validate({ toml: `${COMPLETE}ANALYTICS = "floodgate"\n` });
     expect(run.code).toBe(1);
