@@ -51,7 +51,7 @@ async function settleOne({ ask, taken }: { ask: Ask; taken: Taken }, succeeded: 
   if (header === undefined || headers === undefined) return;
   const failed = countError("response_cost", ask.rule);
   const raw = headers.get(header);
-  const said = raw === null ? { error: `the response has no ${header} header` } : headerUnits(header, raw, 0, true);
+  const said = raw === null ? { error: `the response has no ${header} header` } : headerUnits(header, raw, "response");
   if ("error" in said) return failed(new Error(`${said.error}; the request stays counted at its cost, ${ask.cost}`));
   // The header says what the request cost in all: what code charged it already counts towards it.
   const difference = Math.min(said.units, largestCharge(ask.rule)) - countedUnits(ask, taken);

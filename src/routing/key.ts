@@ -205,21 +205,35 @@ export function requestCost(cost: Cost, request: Request): { units: number } | {
   if ("units" in cost) return { units: cost.units };
   const raw = request.headers.get(cost.header);
   if (raw === null) return { units: 1 };
-  return headerUnits(cost.header, raw, 1);
+  return headerUnits(cost.header, raw, "request");
 }
 
 /**
- * Units a header says: a decimal integer of at least `least` (ASCII digits, optional surrounding
- * spaces or tabs, at most Number.MAX_SAFE_INTEGER, or past it that many when `saturate`), or an
- * error quoting at most 32 characters of the value. A request's `cost` header and a response's
- * `responseCost` header are read alike; only a response's saturates, as it can no longer be refused.
+ * Units a header says: a decimal integer (ASCII digits, optional surrounding spaces or tabs, at
+ * most Number.MAX_SAFE_INTEGER), or an error. A request's `cost` header is at least 1, and its
+ * error, the 400's detail, quotes at most 32 characters of the value to the client who sent it. A
+ * response's `responseCost` header is 0 or more and saturates past the largest, as the request can
+ * no longer be refused; its error is logged, so it tells what kind of value it was, never the value.
  */
-export function headerUnits(name: string, raw: string, least: 0 | 1, saturate = false): { units: number } | { error: string } {
+export function headerUnits(name: string, raw: string, from: "request" | "response"): { units: number } | { error: string } {
+  const least = from === "request" ? 1 : 0;
   // Anchored at the start, and the digit class is disjoint from the space classes: no backtracking.
   const digits = /^[ \t]*([0-9]+)[ \t]*$/.exec(raw)?.[1];
   const units = digits === undefined ? -1 : Number(digits);
-  if (saturate && units > Number.MAX_SAFE_INTEGER) return { units: Number.MAX_SAFE_INTEGER };
+  if (from === "response" && units > Number.MAX_SAFE_INTEGER) return { units: Number.MAX_SAFE_INTEGER };
   if (units >= least && units <= Number.MAX_SAFE_INTEGER) return { units };
-  const shown = raw.length > MAX_QUOTED_VALUE ? `${raw.slice(0, MAX_QUOTED_VALUE - 1)}…` : raw;
-  return { error: `header ${name}: expected a ${least === 1 ? "positive integer" : "whole number, 0 or more"}, got ${JSON.stringify(shown)}` };
+  const expected = from === "request" ? "a positive integer" : "a whole number, 0 or more";
+  return { error: `header ${name}: expected ${expected}, got ${from === "request" ? quoted(raw) : kindOf(raw)}` };
+}
+
+/** At most 32 characters of a value, quoted. */
+function quoted(raw: string): string {
+  return JSON.stringify(raw.length > MAX_QUOTED_VALUE ? `${raw.slice(0, MAX_QUOTED_VALUE - 1)}…` : raw);
+}
+
+/** What kind of value a header's unusable value was, without a character of it. */
+function kindOf(raw: string): string {
+  if (trimOws(raw) === "") return "an empty value";
+  if (/^[ \t]*-[0-9]+[ \t]*$/.test(raw)) return "a negative number";
+  return `${raw.length} character${raw.length === 1 ? " that is" : "s that are"} not one`;
 }

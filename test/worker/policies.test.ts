@@ -394,6 +394,19 @@ describe("responseCost", () => {
     expect((await peek("tokens/192.0.2.182", 100, 3_600_000)).remaining).toBe(98);
   });
 
+  it("logs an unusable header by what kind of value it was, never the value", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    for (const value of ["sk_live_9f8e7d", "-3", "%20"]) await send(call("192.0.2.187", `h=x-tokens-used:${value}`), { rules });
+
+    expect(lines.map((l) => l.message)).toEqual([
+      "header x-tokens-used: expected a whole number, 0 or more, got 14 characters that are not one; the request stays counted at its cost, 1",
+      "header x-tokens-used: expected a whole number, 0 or more, got a negative number; the request stays counted at its cost, 1",
+      "header x-tokens-used: expected a whole number, 0 or more, got an empty value; the request stays counted at its cost, 1",
+    ]);
+    expect(JSON.stringify(lines)).not.toContain("sk_live");
+  });
+
   it("keeps a request the origin could not answer at its cost, with no error of its own", async () => {
     const before = errors();
     const down = await send(call("192.0.2.183", "h=x-tokens-used:50"), { rules, ORIGIN_URL: "http://127.0.0.1:1" });
