@@ -7,6 +7,7 @@ import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
 import type { ResponseHeaders } from "../limiter/result";
 import { enforce, type Enforced } from "./enforce";
+import { ipKey } from "../limiter/ip-key";
 import { keyHash } from "../metrics/analytics";
 import { log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
@@ -90,7 +91,9 @@ export async function check(request: Request, url: URL, gate: GateSettings, cont
 
 /**
  * The 403 for an address `DENY_IPS` refuses, counted in `floodgate_ip_refusals_total` and logged
- * as a denial (the address only as `keyHash`, as any key), so the list can be seen working.
+ * as a denial (the address only as `keyHash`, of the key an `ip` part under the default
+ * `ipv6Prefix` makes of it, so each spelling of a client hashes as a rule's denials of it do),
+ * so the list can be seen working.
  */
 export function refusal(ip: string | null, hashKey: string | undefined, waitUntil: ((promise: Promise<unknown>) => void) | undefined): Response {
   metrics.count("floodgate_ip_refusals_total");
@@ -98,7 +101,7 @@ export function refusal(ip: string | null, hashKey: string | undefined, waitUnti
   const write = log.admit("refused", Date.now());
   if (write) {
     const line = { decision: "denied", reason: "deny_ips", status: 403 };
-    const logged = keyHash(hashKey, ip ?? "").then((hash) => write({ ...line, keyHash: hash }), () => write(line));
+    const logged = keyHash(hashKey, ipKey(ip) ?? "").then((hash) => write({ ...line, keyHash: hash }), () => write(line));
     waitUntil?.(logged);
   }
   return forbidden().toResponse();

@@ -2,6 +2,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
+import { keyHash } from "../../src/metrics/analytics";
 import { metrics } from "../../src/metrics/metrics";
 import { originLog, send, statuses } from "../helpers/worker";
 import { frozenStart } from "../helpers/clock";
@@ -293,6 +294,15 @@ describe("IP lists", () => {
     expect(metrics.value("floodgate_ip_refusals_total", {})).toBe(before + 1);
     expect(lines).toEqual([{ event: "refused", decision: "denied", reason: "deny_ips", status: 403, keyHash: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect(JSON.stringify(lines)).not.toContain("203.0.113.11");
+  });
+
+  it("hashes a refused address as the ip key part keys it: every spelling of one client, one keyHash", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const listed = { rules, DENY_IPS: "2001:db8::/32, 203.0.113.12", ANALYTICS_HASH_KEY: "s" };
+    for (const ip of ["2001:DB8::1", "2001:db8:0:0:0:0:0:1", "::ffff:203.0.113.12"]) await send(get("/ips-hashed/x", ip), listed);
+
+    expect(lines.map((l) => l.keyHash)).toEqual([await keyHash("s", "2001:db8::/56"), await keyHash("s", "2001:db8::/56"), await keyHash("s", "203.0.113.12")]);
   });
 
   it("refuses a denied address the admin API too", async () => {
