@@ -22,6 +22,7 @@ button.danger { background: #b3261e; border-color: #b3261e; color: #fff; }
 #signout { margin-left: auto; font-size: 14px; font-weight: 400; }
 .problem { background: #fdecea; border: 1px solid #e6a19b; color: #7a1710; border-radius: 8px; padding: 12px 16px; margin: 0 0 16px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .note { color: #5d6b78; font-size: 13px; margin: 8px 0 0; }
+.more { color: #5d6b78; font-size: 12.5px; }
 table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #e6e9ed; vertical-align: top; }
 th { color: #46525e; font-weight: 600; background: #f7f9fa; }
@@ -147,7 +148,21 @@ function limitText(q) {
 }
 
 function quotaText(q) {
-  return q.unlimited ? "unlimited" : limitText(q) + (q.burst !== q.limit ? ", burst " + q.burst : "");
+  return q.unlimited ? "unlimited" : limitText(q) + (q.burst !== q.limit ? ", burst " + q.burst : "") + (q.delay !== undefined ? ", delay " + q.delay : "");
+}
+
+/** A field as the rules write it, "delay 2"; nothing when the rule has none. */
+function field(name, value) {
+  return value === undefined ? "" : name + " " + value;
+}
+
+/** A cell's value, and under it, on a quieter line, the fields the rule sets about it. */
+function withMore(value, fields) {
+  const more = fields.filter(Boolean);
+  if (!more.length) return value;
+  const cell = el("div", value);
+  cell.append(el("div", more.join(", "), "more"));
+  return cell;
 }
 
 /** A rule's limit, and under it the keys its overrides name, each with its own quota, folded. */
@@ -168,6 +183,17 @@ function limitCell(r) {
   return cell;
 }
 
+/** How the rule acts beyond its limit; the body its denials are answered with, folded. */
+function policyCell(r) {
+  const text = [r.dryRun ? "dry run" : "", field("block", r.block), r.count ? "counts " + r.count + " requests" : "", "onError " + r.onError, r.denyResponse ? "denyResponse " + r.denyResponse.status : ""].filter(Boolean).join(", ");
+  if (!r.denyResponse || r.denyResponse.body === undefined) return text;
+  const cell = el("div", text);
+  const details = el("details", undefined, "body");
+  details.append(el("summary", "its " + r.denyResponse.contentType + " body"), el("code", r.denyResponse.body));
+  cell.append(details);
+  return cell;
+}
+
 function renderRules() {
   const body = $("rules-body");
   body.replaceChildren(row(["rule", "match", "key", "algorithm", "limit", "burst", "cost", "mode", "policy"], true));
@@ -176,8 +202,11 @@ function renderRules() {
   select.replaceChildren();
   for (const r of rules) {
     const match = [r.match.methods ? r.match.methods.join(",") : "any method", r.match.path, r.match.host ? "host " + r.match.host : "", r.match.ips ? "ips " + r.match.ips.join(", ") : ""].filter(Boolean).join(" ");
-    const policy = [r.dryRun ? "dry run" : "", r.block ? "block " + r.block : "", r.count ? "counts " + r.count + " requests" : "", "onError " + r.onError].filter(Boolean).join(", ");
-    body.append(row([el("code", r.name), match, r.key.join(" | "), r.algorithm, limitCell(r), r.burst, String(r.cost), r.mode + (r.sync ? " (sync " + r.sync + ")" : ""), policy]));
+    const key = withMore(r.key.join(" | "), [field("ipv6Prefix", r.ipv6Prefix), field("newKeysPerSecond", r.newKeysPerSecond)]);
+    const algorithm = withMore(r.algorithm, [r.algorithm === "sliding-window" ? field("buckets", r.buckets) : "", field("delay", r.delay), field("warmup", r.warmup), field("slotTtl", r.slotTtl)]);
+    const cost = withMore(String(r.cost), [field("responseCost", r.responseCost)]);
+    const mode = withMore(r.mode, [field("sync", r.sync), field("aggregate", r.aggregate), field("timeout", r.timeout)]);
+    body.append(row([el("code", r.name), match, key, algorithm, limitCell(r), r.burst, cost, mode, policyCell(r)]));
     const option = el("option", r.name);
     option.value = r.name;
     select.append(option);

@@ -16,6 +16,11 @@ const rules = [
   { name: "per-key", match: { path: "/api/*" }, key: ["header:x-api-key", "header:x-team"], limit: 3, period: "1h", overrides: [{ keys: ["k-partner|#none"], limit: 10, period: "1m" }, { keys: [`${"k".repeat(98)}|#none`], unlimited: true }] },
   { name: "login-dry", match: { path: "/login", methods: ["POST"] }, key: "ip", limit: 1, period: "1h", dryRun: true },
   { name: "per-ip", key: "ip", limit: 1000, period: "1h" },
+  // Rules no request reaches, between them setting every field a rule has.
+  { name: "every-field", match: { path: "/every/*", methods: ["GET", "POST"], host: "api.example.com", ips: ["192.0.2.0/24"] }, key: ["ip", "header:x-api-key"], algorithm: "gcra", limit: 10, period: "1m", burst: 4, delay: 2, cost: "header:x-cost", responseCost: "header:x-cost-used", ipv6Prefix: 48, newKeysPerSecond: 50, timeout: "2s", onError: "allow", block: "5m", denyResponse: { status: 503, body: "busy, try later", contentType: "text/plain" }, overrides: [{ keys: ["192.0.2.5|k-1"], limit: 20, period: "1m", burst: 6, delay: 3 }] },
+  { name: "warm", match: { path: "/warm/*" }, key: "header:x-api-key", algorithm: "token-bucket", limit: 5, period: "1s", burst: 10, warmup: "30s" },
+  { name: "fast-window", match: { path: "/fast/*" }, key: "global", mode: "fast", limit: 1000, period: "1m", buckets: 10, sync: "2s", aggregate: "continent", count: "successful" },
+  { name: "slots", match: { path: "/slots/*" }, algorithm: "concurrency", limit: 5, slotTtl: "2m" },
 ];
 /** An API key that needs escaping everywhere: in the key (|, %, #), in a URL (all of them), and in HTML. */
 const API_KEY = `k|1%2#3<script>window.pwned=1</script><b id="injected">x</b>`;
@@ -101,7 +106,7 @@ describe("the status page in Chromium", () => {
     expect(await page.$eval("#problem", (node) => (node as unknown as Hideable).hidden)).toBe(true);
     expect(await page.evaluate(() => (globalThis as unknown as PageWindow).sessionStorage.getItem("floodgate-admin-token"))).toBe(TOKEN);
     const ruleNames = await page.$$eval("#rules-body tr td:first-child", (cells) => cells.map((cell) => cell.textContent));
-    expect(ruleNames).toEqual(["per-key", "login-dry", "per-ip"]);
+    expect(ruleNames).toEqual(["per-key", "login-dry", "per-ip", "every-field", "warm", "fast-window", "slots"]);
     const bars = await page.$$eval("#chart rect[data-rule]", (rects) =>
       Object.fromEntries(rects.map((rect) => [`${rect.getAttribute("data-rule")} ${rect.getAttribute("data-outcome")}`, Number(rect.getAttribute("data-value"))])),
     );
@@ -110,6 +115,24 @@ describe("the status page in Chromium", () => {
     const width = (rule: string, outcome: string) => page.$eval(`#chart rect[data-rule="${rule}"][data-outcome="${outcome}"]`, (rect) => Number(rect.getAttribute("width")));
     expect(await width("per-ip", "allowed")).toBeGreaterThan(await width("per-key", "allowed"));
     expect(await width("per-key", "allowed")).toBeGreaterThan(await width("per-key", "denied"));
+  });
+
+  it("shows every field of each rule as parsed, the defaults it was left with too", async () => {
+    const cells = (rule: string) =>
+      page.$$eval("#rules-body tr", (rows, rule) => {
+        const row = rows.find((r) => r.querySelector("td")?.textContent === rule)!;
+        return [...row.querySelectorAll("td")].map((cell) => (cell as unknown as { innerText: string }).innerText);
+      }, rule);
+    expect(await cells("every-field")).toEqual([
+      "every-field", "GET,POST /every/* host api.example.com ips 192.0.2.0/24", "ip | header:x-api-key\nipv6Prefix 48, newKeysPerSecond 50", "gcra\ndelay 2",
+      "10 / 1m\n1 key of its own", "4", "header:x-cost\nresponseCost header:x-cost-used", "strict\ntimeout 2s", "block 5m, onError allow, denyResponse 503\nits text/plain body",
+    ]);
+    expect(await cells("warm")).toEqual(["warm", "any method /warm/*", "header:x-api-key", "token-bucket\nwarmup 30s", "5 / 1s", "10", "1", "strict\ntimeout 1s", "onError local"]);
+    expect(await cells("fast-window")).toEqual(["fast-window", "any method /fast/*", "global", "sliding-window\nbuckets 10", "1000 / 1m", "1000", "1", "fast\nsync 2s, aggregate continent, timeout 1s", "counts successful requests, onError local"]);
+    expect(await cells("slots")).toEqual(["slots", "any method /slots/*", "ip\nipv6Prefix 56", "concurrency\nslotTtl 2m", "5 in flight", "5", "1", "strict\ntimeout 1s", "onError local"]);
+    // What is folded: an override's own quota, delay included, and the body a denial is answered with.
+    expect(await page.$eval("#rules-body tr:nth-child(5) details.overrides div", (node) => node.textContent)).toBe("192.0.2.5|k-1: 20 / 1m, burst 6, delay 3");
+    expect(await page.$eval("#rules-body tr:nth-child(5) details.body code", (node) => node.textContent)).toBe("busy, try later");
   });
 
   it("looks the tricky key up and shows it literally, injecting nothing", async () => {
