@@ -9,7 +9,10 @@ const LIMIT = 200;
 const PERIOD_MS = 10_000;
 const DURATION_MS = 20_000;
 const LOCATIONS = ["AMS", "SIN"];
-const rule = { name: "relayed", key: "global", limit: LIMIT, period: `${PERIOD_MS}ms`, mode: "fast", aggregate: "location" };
+// A timeout a loaded machine's relayed syncs stay within: what is measured is the leases' bound. Past the default 1 s,
+// onError local admitted from the isolates' own counters as documented (138 failed calls and 223 in a window of 200,
+// where a run without them admitted exactly 200).
+const rule = { name: "relayed", key: "global", limit: LIMIT, period: `${PERIOD_MS}ms`, mode: "fast", aggregate: "location", timeout: "5s" };
 
 /** Admitted requests per epoch-aligned window, by when each reached the origin. */
 async function perWindow(tag: string): Promise<number[]> {
