@@ -45,6 +45,17 @@ function readArgs(args) {
   return read;
 }
 
+const USAGE = `usage: npm run deploy [-- [<wrangler deploy options>] [--allow-demo]]
+  checks what wrangler is about to deploy (its --config or --cwd, --env and --var) as node scripts/validate-config.mjs does,
+  then runs wrangler deploy with the same options; nothing is deployed when the check refuses
+  --allow-demo  lets ORIGIN_URL = "demo" through (so does FLOODGATE_ALLOW_DEMO=1); not passed on
+  --help        this text; wrangler deploy's own options: npx wrangler deploy --help`;
+
+// wrangler answers --help anywhere among the options; so does this, before any check.
+if (process.argv.slice(2).some((arg) => arg === "--help" || arg === "-h")) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const { passed, config, cwd, env, vars, allowDemo } = readArgs(process.argv.slice(2));
 // wrangler reads --config from --cwd, and without one finds its config there: so does the check,
 // from there, before wrangler is started from here with the same --cwd.

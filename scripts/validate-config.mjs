@@ -201,22 +201,37 @@ export function varOf(text) {
   return at > 0 ? [text.slice(0, at), text.slice(at + 1)] : undefined;
 }
 
+const USAGE = `usage: node scripts/validate-config.mjs [config] [--env <name>] [--var KEY:VALUE]... [--allow-demo]
+  config        the wrangler config to check (default: the repository's wrangler.toml)
+  --env <name>  checks [env.<name>] alone (default: the top level and every [env.<name>])
+  --var K:V     overrides a var, as wrangler's --var does
+  --allow-demo  lets ORIGIN_URL = "demo" through (so does FLOODGATE_ALLOW_DEMO=1)
+  --help        this text`;
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   let configPath;
   let env;
   const vars = {};
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     if (arg === "--allow-demo") continue;
-    if (arg === "--env") env = args[++i];
-    else if (arg.startsWith("--env=")) env = arg.slice("--env=".length);
+    if (arg === "--env") {
+      if (i + 1 >= args.length) refuse("--env: expected a value after it");
+      env = args[++i];
+    } else if (arg.startsWith("--env=")) env = arg.slice("--env=".length);
     else if (arg === "--var" || arg.startsWith("--var=")) {
       const text = arg === "--var" ? (args[++i] ?? "") : arg.slice("--var=".length);
       const pair = varOf(text);
       if (!pair) refuse(`--var: expected KEY:VALUE, got ${JSON.stringify(text)}`);
       vars[pair[0]] = pair[1];
-    } else configPath = arg;
+    } else if (arg.startsWith("-")) refuse(`${arg}: unknown option; the options are --env <name>, --var KEY:VALUE, --allow-demo and --help`);
+    else if (configPath !== undefined) refuse(`${arg}: one config at a time (${configPath} is already given)`);
+    else configPath = arg;
   }
   const allowDemo = args.includes("--allow-demo") || process.env.FLOODGATE_ALLOW_DEMO === "1";
   const refused = await validate({ configPath: configPath ?? resolve(ROOT, "wrangler.toml"), env, everyEnv: env === undefined, vars, allowDemo });

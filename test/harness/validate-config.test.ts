@@ -228,6 +228,31 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(run.stderr).toBe('floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"; nothing was deployed\n');
   });
 
+  it("answers --help (or -h) with its usage and exits 0, checking nothing", async () => {
+    const [long, short] = await Promise.all([command({ toml: "not toml" }, { args: ["--help"] }), command({ toml: "not toml" }, { args: ["-h"] })]);
+    for (const run of [long, short]) {
+      expect(run, run.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(run.stdout).toContain("usage: node scripts/validate-config.mjs [config] [--env <name>] [--var KEY:VALUE]... [--allow-demo]");
+    }
+  });
+
+  it("refuses an option it does not know, naming it, rather than taking it for the config's path", async () => {
+    const run = await command({ toml: COMPLETE }, { args: ["--dry-run"] });
+    expect(run).toMatchObject({ code: 1, stdout: "" });
+    expect(run.stderr).toBe("floodgate: refused: --dry-run: unknown option; the options are --env <name>, --var KEY:VALUE, --allow-demo and --help; nothing was deployed\n");
+  });
+
+  it("refuses --env without a name, rather than checking every environment", async () => {
+    const run = await command({ toml: COMPLETE }, { args: ["--env"] });
+    expect(run).toMatchObject({ code: 1, stdout: "", stderr: "floodgate: refused: --env: expected a value after it; nothing was deployed\n" });
+  });
+
+  it("refuses a second config path rather than checking only the last", async () => {
+    const run = await command({ toml: COMPLETE }, { args: [join(ROOT, "wrangler.toml")] });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${join(ROOT, "wrangler.toml")}: one config at a time`);
+  });
+
   it("refuses the repository's own wrangler.toml as it is: it names no origin", async () => {
     const run = await validate({ path: join(ROOT, "wrangler.toml") }, { allowDemo: true });
     expect(run.code).toBe(1);
@@ -294,6 +319,15 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     const [badVar, noEnv] = await Promise.all([deploy(["--var", "ORIGIN_URL", "--dry-run"]), deploy(["--dry-run", "--env"])]);
     expect(badVar).toMatchObject({ code: 1, stdout: "", stderr: 'floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"; nothing was deployed\n' });
     expect(noEnv).toMatchObject({ code: 1, stdout: "", stderr: "floodgate: refused: --env: expected a value after it; nothing was deployed\n" });
+  });
+
+  it("answers --help (or -h) with its usage and exits 0, checking and deploying nothing", async () => {
+    const [long, short] = await Promise.all([deploy(["--help"]), deploy(["--dry-run", "-h"])]);
+    for (const run of [long, short]) {
+      expect(run, run.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(run.stdout).toContain("usage: npm run deploy [-- [<wrangler deploy options>] [--allow-demo]]");
+      expect(run.stdout).not.toContain("refused");
+    }
   });
 
   it("refuses a --config or --cwd that does not exist or is not a file or directory, saying so", async () => {
