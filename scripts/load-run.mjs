@@ -2,7 +2,7 @@
 // Load run: floodgate under `wrangler dev` on loopback in front of a real origin that counts what
 // arrives, driven by autocannon at 200 connections. Prints a markdown table; exits 1 if a check fails.
 //
-//   node scripts/load-run.mjs [--connections 200] [--requests N] [--cases strict-global,fast-ip]
+//   node scripts/load-run.mjs [--connections 200] [--requests N] [--cases strict-global,fast-ip] (--help lists them)
 //
 // Not part of `npm test`: it takes a couple of minutes and all of the machine.
 import autocannon from "autocannon";
@@ -19,16 +19,6 @@ import { parseArgs } from "node:util";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const WRANGLER = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
 
-const { values: flags } = parseArgs({
-  options: {
-    requests: { type: "string", default: "" },
-    connections: { type: "string", default: "200" },
-    cases: { type: "string", default: "" },
-  },
-});
-/** --requests overrides every case's own count. */
-const requestsOf = (c) => (flags.requests ? Number(flags.requests) : c.requests);
-const CONNECTIONS = Number(flags.connections);
 /** Client addresses for the per-IP cases, sent round-robin in CF-Connecting-IP. */
 const IPS = Array.from({ length: 100 }, (_, i) => `198.51.${100 + (i >> 8)}.${i & 255}`);
 
@@ -46,6 +36,43 @@ const CASES = [
   { name: "strict-ip", requests: 10_000, ips: true, rule: { key: "ip", limit: 20, period: "1h" } },
 ];
 const RULES = CASES.filter((c) => c.rule).map((c) => ({ name: c.name, match: { path: `/${c.name}/*` }, ...c.rule }));
+
+const USAGE = `usage: node scripts/load-run.mjs [--connections <n>] [--requests <n>] [--cases <name>,<name>…]
+  --connections  autocannon's connections (default 200)
+  --requests     requests per case, instead of each case's own count
+  --cases        runs only these: ${CASES.map((c) => c.name).join(", ")}
+  --help         this text`;
+
+/** The options, or the line to refuse them with: checked before anything starts, since a run takes minutes. */
+function readFlags(args) {
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: { requests: { type: "string" }, connections: { type: "string", default: "200" }, cases: { type: "string" }, help: { type: "boolean" } } }));
+  } catch (error) {
+    const unknown = /Unknown option '([^']+)'/.exec(error.message);
+    return unknown ? `${unknown[1]}: unknown option; the options are --connections, --requests, --cases and --help` : error.message;
+  }
+  if (values.help) return values;
+  const positive = (name) => (/^[1-9]\d*$/.test(values[name]) ? undefined : `--${name}: expected a positive integer, got ${JSON.stringify(values[name])}`);
+  const bad = positive("connections") ?? (values.requests !== undefined ? positive("requests") : undefined);
+  if (bad) return bad;
+  const unknownCases = (values.cases?.split(",") ?? []).filter((name) => !CASES.some((c) => c.name === name));
+  if (unknownCases.length > 0) return `--cases: no case named ${unknownCases.map((n) => JSON.stringify(n)).join(", ")}; the cases are ${CASES.map((c) => c.name).join(", ")}`;
+  return values;
+}
+
+const flags = readFlags(process.argv.slice(2));
+if (typeof flags === "string") {
+  console.error(`load-run: ${flags}\nrun \`node scripts/load-run.mjs --help\` for the options`);
+  process.exit(2);
+}
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+/** --requests overrides every case's own count. */
+const requestsOf = (c) => (flags.requests ? Number(flags.requests) : c.requests);
+const CONNECTIONS = Number(flags.connections);
 
 /**
  * The origin: counts arrivals per case (`/<case>/…`) and per case and client (`/<case>/<ip>`).
