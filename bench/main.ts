@@ -97,8 +97,6 @@ export async function main(argv: string[]): Promise<number> {
   const machine = machineInfo();
 
   await mkdir(CHARTS, { recursive: true });
-  // A whole run replaces every chart; a partial one (--only) leaves the other parts' charts alone.
-  if (!only) for (const file of await readdir(CHARTS)) if (file.endsWith(".svg")) await rm(join(CHARTS, file));
 
   // A partial full-size run keeps the parts it does not run as the last run left them; a quick one, whose sizes differ, does not.
   const kept = only && !quick ? await lastRun() : new Map<string, KeptPart>();
@@ -120,6 +118,10 @@ export async function main(argv: string[]): Promise<number> {
     }
     outcomes.push(outcome);
   }
+
+  // A whole run replaces every chart, once its own are drawn: one stopped halfway leaves the committed charts as they were.
+  // A partial one (--only) leaves the other parts' charts alone.
+  if (!only) for (const file of staleCharts(await readdir(CHARTS), outcomes)) await rm(join(CHARTS, file));
 
   const totalS = (Date.now() - started) / 1000;
   await writeFile(join(ROOT, "bench/RESULTS.md"), renderResults(outcomes, { command, quick, totalS, machine }));
@@ -152,6 +154,14 @@ export async function main(argv: string[]): Promise<number> {
   const failed = outcomes.filter((o) => o.status === "failed");
   console.error(`bench: done in ${round1(totalS)} s; ${failed.length ? `${failed.length} part(s) failed: ${failed.map((o) => o.id).join(", ")}; ` : ""}see bench/RESULTS.md`);
   return failed.length ? 1 : 0;
+}
+
+/** The charts among `files` (bench/charts) that no part of a whole run drew: an earlier run's, of a part that failed or whose chart did not render. */
+export function staleCharts(files: readonly string[], outcomes: readonly Pick<Outcome, "status" | "section" | "chartErrors">[]): string[] {
+  const drawn = new Set(
+    outcomes.flatMap((o) => (o.status === "ok" ? (o.section?.charts ?? []).filter((c) => !o.chartErrors.some((e) => e.startsWith(`${c.file}:`))).map((c) => `${c.file}.svg`) : [])),
+  );
+  return files.filter((file) => file.endsWith(".svg") && !drawn.has(file));
 }
 
 async function runPart(part: PartEntry, context: { quick: boolean; earlier: Record<string, Section>; timeLimitS: number }): Promise<Outcome> {

@@ -5,7 +5,7 @@ import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
 import type { ChartSpec } from "../../bench/lib/section";
 import { renderChart } from "../../bench/lib/svg";
 import { keptParts } from "../../bench/lib/kept";
-import { standingBlock, withStanding } from "../../bench/main";
+import { staleCharts, standingBlock, withStanding } from "../../bench/main";
 
 describe("the bench's SVG renderer", () => {
   it("draws a bar chart with its categories, both series in the legend, ticks from zero and escaped text", () => {
@@ -113,6 +113,15 @@ describe("the bench's report", () => {
     const readme = `# x\n\n${start}\nold figures\n${end}\n\n## Quick start\n`;
     expect(withStanding(readme, block)).toBe(`# x\n\n${block}\n\n## Quick start\n`);
     expect(withStanding("# no markers\n", block)).toBeUndefined();
+  });
+});
+
+describe("a whole bench run's charts", () => {
+  it("are replaced once its parts have run: it then removes the charts none of them drew, a failed part's and one that failed to render", () => {
+    const chart = (file: string): ChartSpec => ({ file, title: file, kind: "bar", xLabel: "", yLabel: "", series: [] });
+    const ran = { status: "ok" as const, section: { id: "a", title: "A", markdown: "", charts: [chart("kept"), chart("broken")], data: null }, chartErrors: ["broken: no data"] };
+    const failed = { status: "failed" as const, chartErrors: [] };
+    expect(staleCharts(["kept.svg", "broken.svg", "failed-part.svg", "notes.txt"], [ran, failed])).toEqual(["broken.svg", "failed-part.svg"]);
   });
 });
 
