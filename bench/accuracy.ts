@@ -14,6 +14,7 @@ import { policyOf, verifySource, type Verification } from "./accuracy/verify";
 import { mix32, Random } from "./lib/random";
 import type { ChartSpec, RunOptions, Section } from "./lib/section";
 import { count, percent, table, times } from "./lib/stats";
+import { turn } from "./lib/turn";
 
 const LIMIT = 100;
 const PERIOD_MS = 60_000;
@@ -84,6 +85,8 @@ export async function run(options: RunOptions): Promise<Section> {
     if ((id + 1) % step === 0) {
       const s = ((performance.now() - started) / 1000).toFixed(1);
       options.log(`accuracy: ${count(id + 1)} of ${count(size.sources)} sources, ${count(replayer.trace.requests)} requests, ${s} s`);
+      // The replay is synchronous: without a turn, a Ctrl-C would wait for all of it.
+      await turn();
     }
   }
   const seconds = (performance.now() - started) / 1000;

@@ -9,6 +9,7 @@ import { MAX_LOG_LIMIT } from "../src/algorithms/sliding-log";
 import type { RunOptions, Section } from "./lib/section";
 import { zipfSequence } from "./lib/random";
 import { median, percent, rate, table, times } from "./lib/stats";
+import { turn } from "./lib/turn";
 
 const PERIOD_MS = 60_000;
 /** Epoch-aligned start of every pass's simulated clock. */
@@ -236,6 +237,8 @@ async function repeat(contender: Contender, trace: Trace, limit: number, minMs: 
     elapsed += performance.now() - started;
     decisions += trace.order.length;
     await contender.release?.(trace);
+    // Its passes await only settled promises: without a turn, a Ctrl-C would wait for the whole part.
+    await turn();
   } while (elapsed < minMs);
   return { perSecond: (decisions * 1000) / elapsed, allowedShare: allowed / decisions };
 }
@@ -284,6 +287,7 @@ export async function run(options: RunOptions): Promise<Section> {
       await c.pass(trace, workload.limit); // warm-up: not counted, only timed to spot slow contenders
       const slow = performance.now() - warmStarted > SLOW_PASS_MS;
       await c.release?.(trace);
+      await turn();
       byName.set(c.name, {
         workload: workload.name,
         limit: workload.limit,

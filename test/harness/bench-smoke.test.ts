@@ -1,6 +1,8 @@
 // The bench's pieces start and produce numbers: the SVG renderer, and the end-to-end and attack parts at smoke-test size.
 import { describe, expect, it } from "vitest";
 import { run as attack, type AttackData } from "../../bench/attack";
+import { run as accuracy } from "../../bench/accuracy";
+import { run as decisionCost } from "../../bench/decision-cost";
 import { run as endToEnd, type EndToEndData } from "../../bench/end-to-end";
 import type { ChartSpec } from "../../bench/lib/section";
 import { renderChart } from "../../bench/lib/svg";
@@ -114,6 +116,23 @@ describe("the bench's report", () => {
     expect(withStanding(readme, block)).toBe(`# x\n\n${block}\n\n## Quick start\n`);
     expect(withStanding("# no markers\n", block)).toBeUndefined();
   });
+});
+
+describe("the bench's computing parts", () => {
+  // Their work is synchronous or awaits only settled promises: without a turn of the loop between its steps, a SIGINT
+  // waited for the whole part (93 s for decision-cost, 31 s for accuracy on a full run here), which then wrote
+  // bench/RESULTS.md as if nothing had been asked.
+  it.each([
+    ["decision-cost", decisionCost],
+    ["accuracy", accuracy],
+  ])("%s lets the event loop turn as it goes, so a Ctrl-C (the bench's SIGINT handler) stops it there", async (_, run) => {
+    let turns = 0;
+    let running = true;
+    const tick = () => running && (turns++, setImmediate(tick));
+    setImmediate(tick);
+    await run({ quick: true, tiny: true, log: () => undefined }).finally(() => (running = false));
+    expect(turns).toBeGreaterThan(4);
+  }, 30_000);
 });
 
 describe("a whole bench run's charts", () => {
