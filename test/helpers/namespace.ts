@@ -17,16 +17,29 @@ export function delayedCalls<M extends Method>(
   before: (...args: Parameters<RateLimiter[M]>) => Promise<unknown>,
   seen?: (answer: Promise<unknown>) => void,
 ): Env["LIMITER"] {
+  return wrappedCalls(method, (call, args) => {
+    const answer = before(...args).then(call);
+    seen?.(answer);
+    return answer;
+  });
+}
+
+/**
+ * The real objects, each call of `method` made at once and its answer handed back once `after(answer)` settles: an
+ * object that acts in time and whose answer comes back late (a slow way back from it).
+ */
+export function delayedAnswers<M extends Method>(method: M, after: (answer: unknown) => Promise<unknown>): Env["LIMITER"] {
+  return wrappedCalls(method, (call) => call().then(async (answer) => (await after(answer), answer)));
+}
+
+/** The real objects, each call of `method` made through `wrap`. */
+function wrappedCalls<M extends Method>(method: M | readonly M[], wrap: (call: () => Promise<unknown>, args: Parameters<RateLimiter[M]>) => Promise<unknown>): Env["LIMITER"] {
   const real = env.LIMITER;
   const slowed = (stub: DurableObjectStub<RateLimiter>) =>
     new Proxy(stub, {
       get: (target, prop) => {
         if (prop !== method && !(Array.isArray(method) && method.includes(prop))) return Reflect.get(target, prop);
-        return (...args: Parameters<RateLimiter[M]>) => {
-          const answer = before(...args).then(() => (target[prop as M] as (...a: Parameters<RateLimiter[M]>) => Promise<unknown>)(...args));
-          seen?.(answer);
-          return answer;
-        };
+        return (...args: Parameters<RateLimiter[M]>) => wrap(() => (target[prop as M] as (...a: Parameters<RateLimiter[M]>) => Promise<unknown>)(...args), args);
       },
     });
   return new Proxy(real, {
