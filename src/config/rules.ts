@@ -209,8 +209,12 @@ function describeDenyResponse({ status, body }: DenyResponse): NonNullable<RuleD
  */
 const QUOTED_SOURCE = /, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
 
-/** Where V8 says the fault is, when it says: the message says it for every fault, in one form. */
-const POSITION = / in JSON at position \d+(?: \(line \d+ column \d+\))?$/;
+/**
+ * Where V8 says the fault is, when it says: the message says it for every fault, in one form. Its
+ * offset counts from 0 and its column may not be the walk's (which points at a bad string's or
+ * number's start): two positions in one line would contradict each other.
+ */
+const POSITION = /(?: in JSON)? at position \d+(?: \(line \d+ column \d+\))?$/;
 
 /** Why `text` is not JSON, with the line and column of the fault, and what to do when it is a liberty JSON refuses. */
 function notJson(text: string, reason: string): string {

@@ -310,6 +310,12 @@ describe("top-level errors", () => {
     expect(errorFor(text).message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 2 column 45 \(.*\): a comment, which JSON does not allow; remove it$/);
   });
 
+  it("names a comment after the rules by its line and column alone, not by the parser's offset too", () => {
+    expect(errorFor(`[{"name": "a", "limit": 1, "period": "1m"}]\n// the API's own`).message).toBe(
+      `RATE_LIMIT_RULES: not valid JSON at line 2 column 1 (Unexpected non-whitespace character after JSON): a comment, which JSON does not allow; remove it`,
+    );
+  });
+
   it("names the line and column of any other fault, with the parser's words", () => {
     expect(errorFor(`[{"name": "a" "limit": 1}]`).message).toMatch(/^RATE_LIMIT_RULES: not valid JSON at line 1 column 15 \([^)]*\); write \{"rules": \[\.\.\.\]\} or a bare array of rules$/);
   });
