@@ -102,10 +102,17 @@ function check(validators, env, config, top, allowDemo) {
   // the origin (checked above, so left out) hold, so that one deploy names every problem. ANALYTICS_HASH_KEY is left out:
   // it is a secret (refused below as a var). ANALYTICS is kept: the dataset binding is not among the vars (wrangler
   // refuses a var sharing a binding's name), so a var of that name is what the Worker would read as its dataset, and refuse.
-  try {
-    loadSettings({ ...vars, RATE_LIMIT_RULES: undefined, ORIGIN_URL: undefined, ANALYTICS_HASH_KEY: undefined });
-  } catch (error) {
-    problems.push(`${error.message} (in ${section})`);
+  // The Worker's read stops at the first var at fault: it is read again without that one until none is.
+  const read = { ...vars, RATE_LIMIT_RULES: undefined, ORIGIN_URL: undefined, ANALYTICS_HASH_KEY: undefined };
+  for (;;) {
+    try {
+      loadSettings(read);
+      break;
+    } catch (error) {
+      problems.push(`${error.message} (in ${section})`);
+      if (read[error.field] === undefined) break;
+      read[error.field] = undefined;
+    }
   }
   // A secret among the vars is stored in plain text, and wrangler prints every var it deploys.
   for (const secret of ["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"]) {

@@ -161,6 +161,14 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(run.stderr).toContain('  - FAST_MAX_KEYS: expected a positive whole number of keys like "20000", got "-3" (in [vars])');
   });
 
+  it("names every invalid var at once, not one per deploy", async () => {
+    const run = await validate({ toml: `${COMPLETE}FAST_MAX_KEYS = "-3"\nLEGACY_HEADERS = "maybe"\nDENY_IPS = "not-an-address"\n` });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('  - FAST_MAX_KEYS: expected a positive whole number of keys like "20000", got "-3" (in [vars])');
+    expect(run.stderr).toMatch(/ {2}- LEGACY_HEADERS: .* \(in \[vars\]\)/);
+    expect(run.stderr).toMatch(/ {2}- DENY_IPS: .* \(in \[vars\]\)/);
+  });
+
   it("refuses a var named ANALYTICS, which the Worker reads as its Analytics Engine dataset and answers 500 to", async () => {
     const run = await validate({ toml: `${COMPLETE}ANALYTICS = "floodgate"\n` });
     expect(run.code).toBe(1);
