@@ -1,4 +1,4 @@
-/** Finds a member a JSON text names twice in one object, which JSON.parse would keep only the last of, silently. */
+/** Walks of a JSON text for what JSON.parse does not say: a member named twice in one object (it keeps the last, silently), and where a text that is not JSON goes wrong. */
 
 /** Where the repeated member is: the keys and indices down to its object, and its name. */
 export interface Repeated {

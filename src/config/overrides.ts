@@ -135,7 +135,7 @@ function keysOf(value: unknown, rule: Rule, at: RuleRef, path: string): string[]
   });
 }
 
-/** A value as an error names an override's keys: by its kind alone (`a string`, `an empty string`, `an object`). */
+/** A value as an error names what is written in an override or its keys: by its kind alone (`a string`, `an empty string`, `an object`). */
 function kindOf(value: unknown): string {
   if (typeof value === "string") return value === "" ? "an empty string" : "a string";
   return show(value);
