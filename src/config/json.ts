@@ -93,9 +93,10 @@ const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 const SCALAR = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null/y;
 
 /**
- * Where JSON.parse stopped reading `text`, for a message that can say where: V8 gives no position
- * for an unexpected token (a trailing comma's `]`, a comment's `/`), and the snippet it quotes
- * instead may hold an override's API key. Undefined when `text` is JSON. A walk with its own
+ * Where `text` stops being JSON, for a message that can say where: the first token that cannot be
+ * there (a bad string at its opening quote, where V8 names the character inside it; a number where
+ * its valid part ends). V8 gives no position for an unexpected token (a trailing comma's `]`, a
+ * comment's `/`), and the snippet it quotes instead may hold an override's API key. Undefined when `text` is JSON. A walk with its own
  * stack, as {@link repeatedMember}'s.
  *
  * @example

@@ -53,7 +53,7 @@ describe("syntaxErrorAt", () => {
     fc.assert(fc.property(fc.json(), (text) => syntaxErrorAt(text) === undefined), { numRuns: 2_000 });
   });
 
-  it("finds a fault, inside the text or at its end, exactly where JSON.parse refuses the text", () => {
+  it("finds a fault, inside the text or at its end, in exactly the texts JSON.parse refuses", () => {
     const mangled = fc.tuple(fc.json(), fc.nat(), fc.constantFrom("", ",", "]", "}", "/", "'", ":", "\\", '"', " ", "\n", "x")).map(([text, at, insert]) => {
       const i = at % (text.length + 1);
       return text.slice(0, i) + insert + text.slice(i + (insert === "" ? 1 : 0));
