@@ -73,3 +73,24 @@ export function isCount(value: unknown): value is number {
 export function fail(at: RuleRef, field: string | undefined, problem: string): never {
   throw ConfigError.inRule(at, field, problem);
 }
+
+/**
+ * The one of `fields` that `name` is a slip of (a letter missed, added, changed or in another case; two in a name of
+ * five letters or more), if any: a name that close to a field is a typo, safe to name in a message where other
+ * unknown names are not (an override's may be an API key).
+ */
+export function slipOf(name: string, fields: readonly string[]): string | undefined {
+  const typed = name.toLowerCase();
+  return fields.find((field) => editDistance(typed, field.toLowerCase()) <= (field.length >= 5 ? 2 : 1));
+}
+
+/** Levenshtein distance: the fewest letters inserted, deleted or replaced to turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}

@@ -2,7 +2,7 @@
 import { canonicalKey, isHashedName, MISSING_PART, OVERFLOW_KEY, UnbuildableKeyError, unescapedPart } from "../routing/key-text";
 import { matchFits } from "../routing/match";
 import { ConfigError, show, type RuleRef } from "./errors";
-import { fail, fieldsOf, isObject, type Fields } from "./fields";
+import { fail, fieldsOf, isObject, slipOf, type Fields } from "./fields";
 import type { KeyOverride, KeyQuota, Rule } from "./types";
 
 /** What sets an override's quota: the rule's quota fields, never how it is matched, keyed, counted or enforced. */
@@ -31,7 +31,12 @@ export function parseOverrides(value: unknown, ruleFields: Fields, rule: Rule, a
     const path = `overrides[${index}]`;
     if (!isObject(entry)) fail(at, path, `expected an object like ${example.slice(1, -1)}, got ${kindOf(entry)}`);
     const fields = fieldsOf(entry);
-    if ([...fields.keys()].some((field) => !OVERRIDE_FIELDS.includes(field))) {
+    const unknown = [...fields.keys()].filter((field) => !OVERRIDE_FIELDS.includes(field));
+    for (const field of unknown) {
+      const meant = slipOf(field, OVERRIDE_FIELDS);
+      if (meant !== undefined) fail(at, `${path}.${field}`, `not a field of an override; did you mean ${meant}?`);
+    }
+    if (unknown.length > 0) {
       fail(at, path, `a field that is not one of ${OVERRIDE_FIELDS.join(", ")}: an override gives its keys a quota and nothing else (the field goes unnamed here, as it may be a key)`);
     }
     // A field given as undefined (from code) is a field left out, as in the rule.

@@ -127,6 +127,16 @@ describe("overrides", () => {
     expect(error.message).not.toContain("sk_live_PARTNER");
   });
 
+  it.each([
+    ["limt", "limit"],
+    ["Period", "period"],
+    ["key", "keys"],
+    ["unlimted", "unlimited"],
+  ])("names a misspelt field, %s, with the field it is a slip of: a name that close to one is no key", (typo, field) => {
+    const error = errorFor({ ...api, overrides: [{ keys: ["k"], [typo]: typo === "key" ? ["k"] : 5 }] });
+    expect(error.message).toContain(`rules[0] ("api").overrides[0].${typo}: not a field of an override; did you mean ${field}?`);
+  });
+
   it("lets an overridden limit take along a burst the rule spells out as its limit", () => {
     expect(ruleForKey(only({ ...api, burst: 100, overrides: [{ keys: ["k"], limit: 10 }] }), "k")).toMatchObject({ limit: 10, burst: 10 });
     expect(ruleForKey(only({ ...api, algorithm: "token-bucket", burst: 100, overrides: [{ keys: ["k"], limit: 3 }] }), "k")).toMatchObject({ limit: 3, burst: 3 });
