@@ -91,15 +91,22 @@ describe("fast mode across 8 isolates", () => {
   });
 
   it("calls the object about once per isolate per sync interval, not once per request", async () => {
-    const cluster = await harness.start({ isolates: ISOLATES, rules: [rule] });
-    const durationMs = 2 * PERIOD_MS;
-    const result = await drive(cluster, {
-      durationMs,
-      ratePerSecond: (10 * LIMIT * 1_000) / PERIOD_MS,
-      path: (n) => `/fastcalls/${n}`,
-    });
+    // At 10× the limit and the default 1 s sync, each isolate sees many requests an interval even
+    // when a loaded machine keeps a fraction of the pace. At a 100 ms sync it saw about one: a loaded
+    // CI run sent 1,596 requests in the 18 s the driver allows (of 2,000 in 4 s), and the calls, which
+    // follow time (582, within the bound below), came to more than a third of them.
+    const calls1s = { name: "h-fast-calls", key: "global", limit: 1_000, period: "20s", mode: "fast" };
+    const syncMs = 1_000;
+    const cluster = await harness.start({ isolates: ISOLATES, rules: [calls1s] });
+    const result = await drive(cluster, { durationMs: 4_000, ratePerSecond: 500, path: (n) => `/fastcalls/${n}` });
+    expect(result.errors).toBe(0);
     const calls = await objectCalls(cluster);
+    // What the object hears follows time, not traffic: one booked call per isolate per interval,
+    // plus one when a lease runs dry (README, *Strict and fast*). Counted over the run as it went,
+    // which lasts longer than asked when the machine cannot keep the pace.
+    const intervals = Math.ceil(result.elapsedMs / syncMs) + 1;
+    expect(calls).toBeLessThanOrEqual(ISOLATES * intervals * 2);
     expect(calls).toBeLessThan(result.sent / 3);
-    expect(calls).toBeLessThanOrEqual(ISOLATES * (durationMs / SYNC_MS) * 2);
-  });
+    // The driver's 18 s deadline, the cluster's start and the metrics, with room on a loaded machine.
+  }, 60_000);
 });
