@@ -199,13 +199,14 @@ describe("a location's relay in the real runtime", () => {
   });
 
   it("syncs a fast rule's key straight by default (aggregate: auto) until its object reports a crowd, then through the continent's relay", async () => {
-    const rules = [{ name: "relay-auto", mode: "fast", limit: 1_000_000, period: "1h", key: "header:x-tenant" }];
+    const rules = [{ name: "relay-auto", mode: "fast", limit: 1_000_000, period: "1h", key: "header:x-tenant", sync: "10s" }];
     const objectName = "relay-auto/acme";
     const policy = policyOf(parseConfig(rules).rules[0]!);
-    // Other isolates, straight to the key's object: AUTO_RELAY_PEERS of them sync with it. All at once: one after
-    // another, on a loaded machine, the first were overdue on their booked calls, and no longer counted, by the time
-    // the last had synced, and the crowd fell short of AUTO_RELAY_PEERS.
-    await Promise.all(Array.from({ length: AUTO_RELAY_PEERS - 1 }, (_, i) => stub(objectName).sync(policy, { ...syncOf(`crowd-${i + 1}`), need: 0 })));
+    // Other isolates, straight to the key's object: AUTO_RELAY_PEERS of them sync with it, all at once, and then say
+    // nothing. Each counts until its booked call, a sync interval on, is an interval overdue, so the rule's sync (and
+    // the crowd's) is 10 s: at the default 1 s, 255 syncs at one object took 3.6 s on a loaded machine, the first were
+    // no longer counted when the last synced (it was told 211), and the crowd fell short of AUTO_RELAY_PEERS.
+    await Promise.all(Array.from({ length: AUTO_RELAY_PEERS - 1 }, (_, i) => stub(objectName).sync(policy, { ...syncOf(`crowd-${i + 1}`), need: 0, horizonMs: 10_000 })));
     const request = () => new Request("http://floodgate.test/relay-auto/x", { headers: { "CF-Connecting-IP": "192.0.2.83", "x-tenant": "acme" }, cf: { colo: "LHR", continent: "EU" } });
     const [relayed, direct] = [calls("relay"), calls("sync")];
     expect((await send(request(), { rules })).status).toBe(200);
