@@ -1,6 +1,7 @@
 // fixed-window, sliding-log and gcra through the Worker and a real origin: strict for each, fast where supported.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { frozenStart } from "../helpers/clock";
+import { PATIENT_TIMEOUT } from "../helpers/rules";
 import { originLog, send } from "../helpers/worker";
 
 const get = (path: string, ip = "192.0.2.1") => new Request(`http://floodgate.test${path}`, { headers: { "CF-Connecting-IP": ip } });
@@ -27,7 +28,7 @@ describe.each(["strict", "fast"] as const)("fixed window through the Worker (%s)
 
   it("admits exactly the limit out of 60 concurrent requests", async () => {
     const tag = `alg-fixed-conc-${mode}`;
-    const rules = [{ name: tag, algorithm: "fixed-window", limit: 15, period: "1d", mode }];
+    const rules = [{ name: tag, algorithm: "fixed-window", limit: 15, period: "1d", mode, timeout: PATIENT_TIMEOUT }];
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => send(get(`/${tag}/${i}`, "192.0.2.2"), { rules })));
     expect(statuses(responses).filter((s) => s === 200)).toHaveLength(15);
   });
@@ -67,7 +68,7 @@ describe.each(["strict", "fast"] as const)("sliding log through the Worker (%s)"
 
   it("admits exactly the limit out of 60 concurrent requests", async () => {
     const tag = `alg-log-conc-${mode}`;
-    const rules = [{ name: tag, algorithm: "sliding-log", limit: 12, period: "1h", mode }];
+    const rules = [{ name: tag, algorithm: "sliding-log", limit: 12, period: "1h", mode, timeout: PATIENT_TIMEOUT }];
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => send(get(`/${tag}/${i}`, "192.0.2.4"), { rules })));
     expect(statuses(responses).filter((s) => s === 200)).toHaveLength(12);
   });
@@ -93,7 +94,7 @@ describe("GCRA through the Worker (strict)", () => {
   });
 
   it("admits exactly 1 + burst out of 40 concurrent requests", async () => {
-    const rules = [{ name: "alg-gcra-conc", algorithm: "gcra", limit: 10, period: "1h", burst: 7 }];
+    const rules = [{ name: "alg-gcra-conc", algorithm: "gcra", limit: 10, period: "1h", burst: 7, timeout: PATIENT_TIMEOUT }];
     const responses = await Promise.all(Array.from({ length: 40 }, (_, i) => send(get(`/alg-gcra-conc/${i}`, "192.0.2.7"), { rules })));
     expect(statuses(responses).filter((s) => s === 200)).toHaveLength(8);
   });

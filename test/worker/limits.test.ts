@@ -1,6 +1,7 @@
 import { parseList } from "structured-headers";
 import { describe, expect, it } from "vitest";
 import { metrics } from "../../src/metrics/metrics";
+import { PATIENT_TIMEOUT } from "../helpers/rules";
 import { originLog, send } from "../helpers/worker";
 
 const get = (path: string, headers: Record<string, string> = {}) =>
@@ -9,7 +10,7 @@ const statuses = (responses: Response[]) => responses.map((r) => r.status);
 
 describe("strict limits through the Worker", () => {
   it("admits exactly the limit out of 200 concurrent requests, and only those reach the origin", async () => {
-    const rules = [{ name: "burst200", limit: 10, period: "1m" }];
+    const rules = [{ name: "burst200", limit: 10, period: "1m", timeout: PATIENT_TIMEOUT }];
     const responses = await Promise.all(Array.from({ length: 200 }, (_, i) => send(get(`/concurrent-200/${i}`), { rules })));
     expect(statuses(responses).filter((s) => s === 200)).toHaveLength(10);
     expect(statuses(responses).filter((s) => s === 429)).toHaveLength(190);
@@ -17,7 +18,7 @@ describe("strict limits through the Worker", () => {
   });
 
   it("coalesces concurrent decisions for one key into fewer Durable Object calls", async () => {
-    const rules = [{ name: "coalesce", limit: 50, period: "1m" }];
+    const rules = [{ name: "coalesce", limit: 50, period: "1m", timeout: PATIENT_TIMEOUT }];
     const calls = () => metrics.value("floodgate_durable_object_calls_total", { method: "decide" });
     const before = calls();
     const responses = await Promise.all(Array.from({ length: 100 }, () => send(get("/coalesce/x"), { rules })));
