@@ -53,7 +53,8 @@ describe("fast mode across 8 isolates", () => {
       const inFlight = Math.ceil(((LIMIT / PERIOD_MS) * result.latencies!.max) + 1);
       for (const admitted of await perWindow(tag)) expect(admitted).toBeLessThanOrEqual(LIMIT + inFlight);
       expect(result.allowed).toBeGreaterThanOrEqual(LIMIT);
-    });
+      // The cluster's start, a window's wait and the driver's 18 s deadline: one such run took 29.2 s of the default 30 s on a loaded machine.
+    }, 60_000);
   }
 
   it("says no unit is left on a 429 of a one-unit request, whichever isolate denies it", async () => {
@@ -88,7 +89,8 @@ describe("fast mode across 8 isolates", () => {
     // At this scale each isolate sees a request every 160 ms against a 100 ms sync, the hardest case
     // for leases; the 2 % target is read by the bench at period 60 s and sync 1 s (bench/RESULTS.md).
     expect(admitted.fast).toBeGreaterThanOrEqual(0.9 * admitted.strict!);
-  });
+    // Two clusters' starts, windows and drives, each up to the driver's 18 s deadline on a loaded machine.
+  }, 90_000);
 
   it("calls the object about once per isolate per sync interval, not once per request", async () => {
     // At 10× the limit and the default 1 s sync, each isolate sees many requests an interval even
@@ -107,6 +109,6 @@ describe("fast mode across 8 isolates", () => {
     const intervals = Math.ceil(result.elapsedMs / syncMs) + 1;
     expect(calls).toBeLessThanOrEqual(ISOLATES * intervals * 2);
     expect(calls).toBeLessThan(result.sent / 3);
-    // The driver's 18 s deadline, the cluster's start and the metrics, with room on a loaded machine.
+    // The cluster's start and the driver's 18 s deadline, with room on a loaded machine.
   }, 60_000);
 });
