@@ -31,13 +31,14 @@ export function releaseOf(taken: readonly { ask: Ask; taken: Taken }[], context:
 }
 
 /**
- * Renews slots the object took every third of `slotTtl` while the request holds them (a third after
- * the last renewal was sent, however slow its answer), each renewal moving them to a time this
- * isolate picks (see renewConcurrency): a slot then runs out `slotTtl` after its last renewal,
- * which only a request whose isolate vanished misses. The first is due a third after the object
- * took the slots, however slow that answer was. A renewal that fails is counted and tried again
- * at the next turn (one failure leaves a third of the TTL to spare), asking the object to look for the slots where it may have moved them too, since its
- * answer may be what was lost; one that finds them gone (expired, or reset) ends the renewals.
+ * Renews slots the object took every third of `slotTtl` while the request holds them, each
+ * renewal moving them to a time this isolate picks (see renewConcurrency): a slot then runs out
+ * `slotTtl` after its last renewal, which only a request whose isolate vanished misses. Each is due
+ * a third after the last was sent (the first, after the object took the slots), however slow its
+ * answer. A renewal that fails is counted and tried again at the next turn (one failure leaves a
+ * third of the TTL to spare), asking the object to look for the slots where it may have moved them
+ * too, since its answer may be what was lost; one that finds them gone (expired, or reset) ends
+ * the renewals.
  * Returns the way to stop, which resolves with the slots where they now are, for their release to
  * find them; undefined when they are gone, or where they are cannot be known (a renewal's answer
  * lost, and no answer since): they are then left to run out, rather than given back at a time that
@@ -67,12 +68,10 @@ function renewing(ask: Ask, taken: Taken, context: LimiterContext): () => Promis
     }
   };
   const renewals = (async () => {
-    // The first is due from when the object took the slot, not from its answer, for the same reason (never later
-    // than now: the object's clock may run ahead of this isolate's).
+    // The object holds the slots from each renewal's time, so a slow answer must not eat the next one's margin. Never
+    // later than now: the object's clock may run ahead of this isolate's.
     let started = Math.min(Date.now(), at);
     while (!stopped) {
-      // Due a third of slotTtl after the last renewal was sent, not after its answer: the object
-      // holds the slot from that renewal's time, and a slow answer must not eat the next's margin.
       const due = started + ask.rule.periodMs / 3 - Date.now();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.max(0, due));
