@@ -114,6 +114,12 @@ function check(validators, env, config, top, allowDemo) {
       read[error.field] = undefined;
     }
   }
+  // The Worker serves traffic without the dataset and only logs that the sampling is unused; here it can still be fixed.
+  const bindsAnalytics = (of) => (of.analytics_engine_datasets ?? []).some((d) => d.binding === "ANALYTICS");
+  if (vars.ANALYTICS_SAMPLE !== undefined && vars.ANALYTICS_SAMPLE !== "" && !bindsAnalytics(config)) {
+    const datasets = env === undefined ? "[[analytics_engine_datasets]]" : `[[env.${env}.analytics_engine_datasets]]`;
+    problems.push(`ANALYTICS_SAMPLE: set while no ANALYTICS dataset is bound, so the Worker would record nothing: add ${datasets} with binding = "ANALYTICS" and dataset = "floodgate", or remove ANALYTICS_SAMPLE (in ${section})${notInherited("analytics_engine_datasets", bindsAnalytics(top))}`);
+  }
   // A secret among the vars is stored in plain text, and wrangler prints every var it deploys.
   for (const secret of ["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"]) {
     if (vars[secret] !== undefined) problems.push(`${secret} is a secret, not a var: remove it from ${section} (or --var), where it is stored in plain text and printed by wrangler, and run npx wrangler secret put ${secret}${env === undefined ? "" : ` --env ${env}`}`);

@@ -12,6 +12,7 @@ import { AnswerLost, HttpProblem, notFound } from "./http/problem";
 import { sendHolding } from "./http/in-flight";
 import { forward, withoutConnectionOptions } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
+import { warnOnce } from "./metrics/log";
 import { keyedHeaders } from "./routing/key";
 
 export { Floodgate } from "./binding/floodgate";
@@ -40,6 +41,7 @@ async function handle(request: Request, env: Env, ctx: ExecutionContext): Promis
     throw error;
   }
   setCapacity(settings.fastMaxKeys);
+  warnOnce(settings.warnings);
   // DENY_IPS comes before anything else, the admin API included.
   if (refused(ip, settings.ips)) return refusal(ip, settings.hashKey, (promise) => ctx.waitUntil(promise));
   if (admin) return handleAdmin(request, env, () => settings);

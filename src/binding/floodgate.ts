@@ -11,6 +11,7 @@ import { checkCost, checkKey, checkNoMore, checkOptions, checkRequest, checkTime
 import { forget, limitKey, peekedOwnerOf, peekKey, workerContext, type LimiterContext } from "../limiter";
 import { limitResult, type LimitResult } from "../limiter/result";
 import { limitWithin } from "../limiter/wait";
+import { warnOnce } from "../metrics/log";
 import { durableObjectName } from "../routing/key";
 import { TimeoutError } from "../strict/timeout";
 
@@ -109,6 +110,7 @@ export class Floodgate extends WorkerEntrypoint<Env, FloodgateProps> {
     const settings = loadSettings(this.env);
     requireLimiter(this.env);
     setCapacity(settings.fastMaxKeys);
+    warnOnce(settings.warnings);
     return settings;
   }
 

@@ -25,6 +25,8 @@ export interface Settings extends Config {
   analytics?: AnalyticsSettings;
   /** `ANALYTICS_HASH_KEY`, which keys the hashes in logs too */
   hashKey?: string;
+  /** what is set but has no effect, each naming its var: logged, never answered with a 500 (traffic does not depend on it) */
+  warnings: readonly ConfigError[];
 }
 
 export interface IpLists {
@@ -119,20 +121,27 @@ export function hashKeyOf(env: Env): string | undefined {
   return typeof hashKey === "string" && hashKey !== "" ? hashKey : undefined;
 }
 
-/** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused. */
-function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: string } {
+/** The dataset with its sampling and hash key, all checked: a bound dataset is never silently left unused, nor a sampling without one. */
+function parseAnalytics(env: Env): { analytics?: AnalyticsSettings; hashKey?: string; warnings: ConfigError[] } {
   const { ANALYTICS: dataset, ANALYTICS_SAMPLE: rawSample, ANALYTICS_HASH_KEY: hashKey } = env;
   const sample = rawSample === undefined || rawSample === "" ? 1 : typeof rawSample === "number" ? rawSample : /^\s*[0-9.]+\s*$/.test(String(rawSample)) ? Number(rawSample) : NaN;
   if (!(sample >= 0 && sample <= 1)) {
     throw ConfigError.topLevel(`expected the share of decisions to record, a number from 0 to 1 like "0.1" (default 1: all), got ${show(rawSample)}`, "ANALYTICS_SAMPLE");
   }
-  if (dataset === undefined) return hashKeyOf(env) ? { hashKey: hashKeyOf(env)! } : {};
+  if (dataset === undefined) {
+    const warnings = rawSample === undefined || rawSample === "" ? [] : [UNBOUND_SAMPLE(rawSample)];
+    return hashKeyOf(env) ? { hashKey: hashKeyOf(env)!, warnings } : { warnings };
+  }
   if (typeof dataset?.writeDataPoint !== "function") throw ConfigError.topLevel("expected a Workers Analytics Engine dataset binding ([[analytics_engine_datasets]] in wrangler.toml)", "ANALYTICS");
   if (typeof hashKey !== "string" || hashKey === "") {
     throw ConfigError.topLevel("required while ANALYTICS is bound: the secret keys are hashed with before they are written; run `npx wrangler secret put ANALYTICS_HASH_KEY`", "ANALYTICS_HASH_KEY");
   }
-  return { analytics: { dataset, sample, hashKey }, hashKey };
+  return { analytics: { dataset, sample, hashKey }, hashKey, warnings: [] };
 }
+
+// Not an error: the decisions are what matters, and a missing dataset loses only their record.
+const UNBOUND_SAMPLE = (raw: unknown) =>
+  ConfigError.topLevel(`set to ${show(raw)} while no ANALYTICS dataset is bound, so no decision is recorded: add [[analytics_engine_datasets]] with binding = "ANALYTICS" to wrangler.toml, or remove ANALYTICS_SAMPLE`, "ANALYTICS_SAMPLE");
 
 /** ORIGIN_URL parsed, or the error that names what is wrong with it, for the proxy to answer. */
 function originOrError(raw: unknown): Origin | ConfigError {

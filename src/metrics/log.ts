@@ -59,11 +59,25 @@ class Log {
 function writeLine(line: Record<string, unknown>): void {
   const text = JSON.stringify(line);
   if (line.event === "error") console.error(text);
+  else if (line.event === "warning") console.warn(text);
   else console.log(text);
 }
 
 /** The isolate's log. */
 export const log = new Log();
+
+/** Warning lists already logged: the settings keep one list until the configuration changes. */
+const warned = new WeakSet<readonly Error[]>();
+
+/**
+ * Logs each of the configuration's warnings (what is set but has no effect) as one line at the
+ * warning level, once per reading of the configuration: once per isolate, not once per request.
+ */
+export function warnOnce(warnings: readonly Error[]): void {
+  if (warnings.length === 0 || warned.has(warnings)) return;
+  warned.add(warnings);
+  for (const warning of warnings) log.event("warning", { kind: "config", message: warning.message }, Date.now());
+}
 
 /** Errors already logged: every request that rode a failed batch call is rejected with the call's one error. */
 const logged = new WeakSet<object>();

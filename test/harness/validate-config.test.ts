@@ -175,6 +175,23 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     expect(run.stderr).toContain("floodgate: top level: refused:\n  - ANALYTICS: expected a Workers Analytics Engine dataset binding");
   });
 
+  it("refuses ANALYTICS_SAMPLE while no ANALYTICS dataset is bound, where the Worker would record nothing, naming both", async () => {
+    const dataset = `\n[[analytics_engine_datasets]]\nbinding = "ANALYTICS"\ndataset = "floodgate"\n`;
+    const [unbound, bound] = await Promise.all([validate({ toml: `${COMPLETE}ANALYTICS_SAMPLE = "0.1"\n` }), validate({ toml: `${COMPLETE}ANALYTICS_SAMPLE = "0.1"\n${dataset}` })]);
+    expect(unbound.code).toBe(1);
+    expect(unbound.stderr).toMatch(/floodgate: top level: refused:\n {2}- ANALYTICS_SAMPLE: .*no ANALYTICS dataset is bound.*\[\[analytics_engine_datasets\]\] with binding = "ANALYTICS".* \(in \[vars\]\)\n/);
+    expect(bound, bound.stderr).toMatchObject({ code: 0, stderr: "" });
+  });
+
+  it("refuses an environment's ANALYTICS_SAMPLE when only the top level binds ANALYTICS, which wrangler does not carry over", async () => {
+    const limiter = `[[env.production.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n`;
+    const toml = `${COMPLETE}\n[[analytics_engine_datasets]]\nbinding = "ANALYTICS"\ndataset = "floodgate"\n\n[env.production]\n${limiter}\n[env.production.vars]\n${VARS}ANALYTICS_SAMPLE = "0.1"\n`;
+    const run = await validate({ toml });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("floodgate: top level: 1 rule(s) valid");
+    expect(run.stderr).toMatch(/floodgate: \[env\.production\]: refused:\n {2}- ANALYTICS_SAMPLE: .*\[\[env\.production\.analytics_engine_datasets\]\].*\(in \[env\.production\.vars\]\) \(wrangler does not inherit analytics_engine_datasets into environments\)/);
+  });
+
   it("refuses ADMIN_TOKEN or ANALYTICS_HASH_KEY among the vars, which wrangler stores and prints in plain text, naming the command for a secret", async () => {
     const runs = await Promise.all(["ADMIN_TOKEN", "ANALYTICS_HASH_KEY"].map((name) => validate({ toml: `${COMPLETE}${name} = "s3cret-value-0123456789"\n` })));
     runs.forEach((run, i) => {

@@ -107,6 +107,16 @@ describe("Analytics Engine", () => {
     expect(((await response.json()) as { detail: string }).detail.startsWith(`${name}: `)).toBe(true);
   });
 
+  it("serves traffic with ANALYTICS_SAMPLE set while ANALYTICS is not bound, and warns once in a JSON line naming both", async () => {
+    const lines: Record<string, unknown>[] = [];
+    vi.spyOn(console, "warn").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    const bindings = { rules: [{ name: "ae-unbound", limit: 5, period: "1m" }], ANALYTICS_SAMPLE: "0.5" };
+    const answers = [await send(get("/ae-unbound/a", "192.0.2.189"), bindings), await send(get("/ae-unbound/b", "192.0.2.189"), bindings)];
+
+    expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    expect(lines).toEqual([{ event: "warning", kind: "config", message: expect.stringMatching(/^ANALYTICS_SAMPLE: .*no ANALYTICS dataset is bound/) }]);
+  });
+
   it("asks for ANALYTICS_HASH_KEY while ANALYTICS is bound, rather than write keys unhashed or nothing at all", async () => {
     const { dataset } = recorder();
     const response = await send(get("/ae-nokey/a", "192.0.2.185"), { rules: [], ANALYTICS: dataset as unknown as AnalyticsEngineDataset });
