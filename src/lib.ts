@@ -87,7 +87,7 @@ export interface Limiter {
 export function limiter(bound: RateLimiterNamespace, rule: LimiterRule): Limiter {
   const namespace = requireNamespace(bound, "limiter");
   const parsed = parseStandaloneRule(rule);
-  claimKind(limiterKinds, parsed, "limiter");
+  claimKind(limiterKinds, parsed, (problem) => new TypeError(`limiter: ${problem}`));
   const where = (method: string) => `limiter("${parsed.name}").${method}`;
   /** A call's key, cost and context, each checked, or a TypeError naming the method and what to pass. */
   const callOf = (method: string, key: unknown, options: LimitCallOptions) => {

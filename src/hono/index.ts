@@ -1,10 +1,12 @@
 /** `floodgate/hono`: Hono middleware that limits each request it guards with floodgate, answering as the proxy does. */
 import type { Context, MiddlewareHandler } from "hono";
+import { ConfigError, show } from "../config/errors";
 import { uncountable } from "../config/rules";
 import type { Rule } from "../config/types";
 import type { RateLimiterNamespace } from "../lib";
 import { denial } from "../gate/check";
 import { costOf } from "../gate/enforce";
+import { failureResponse } from "../http/failure";
 import { headerOptions, type HeaderForm } from "../http/header-options";
 import { clientClosed, HttpProblem } from "../http/problem";
 import { mostRestrictive, rateLimitHeaders, withRateLimitHeaders, type RuleDecision } from "../http/rate-limit-headers";
@@ -34,7 +36,8 @@ declare module "hono" {
 export interface RateLimitOptions<C extends Context = Context, P extends string = "rateLimit"> {
   /**
    * the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context
-   * returning the namespace; for a typed `c` here and in `key` and `skip`, name the context:
+   * returning the namespace (none there: the request's 500 problem+json naming the rule and
+   * `binding`); for a typed `c` here and in `key` and `skip`, name the context:
    * `rateLimit<Context<AppEnv>>({ … })`
    */
   binding: string | ((c: C) => RateLimiterNamespace);
@@ -43,9 +46,10 @@ export interface RateLimitOptions<C extends Context = Context, P extends string 
    * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
    * reads it (absent: 1; not a positive integer: the proxy's 400). Or a function of the context
    * choosing the request's rule, e.g. by plan: `(c) => (c.get("plan") === "pro" ? PRO : FREE)`;
-   * each is checked the first time it is returned, and a bad one fails that request. A key asked
+   * each is checked the first time it is returned, and a bad one is that request's 500
+   * problem+json naming the rule and field, as the proxy answers an invalid rule. A key asked
    * under a changed rule of the same name carries its count over, as a deploy's change does; a
-   * concurrency rule and a rate rule under one name fail the request.
+   * concurrency rule and a rate rule under one name are such a 500 too.
    */
   rule: RuleOption<C>;
   /**
@@ -127,8 +131,8 @@ export function rateLimit<C extends Context = Context, P extends string = "rateL
   const admit = async (c: Context) => {
     // Only true skips: a function that forgot its return (undefined) leaves the request limited, never unlimited nor failed.
     if (skip && (await skip(c as unknown as C)) === true) return undefined;
-    const context = contextOf(c as unknown as C, binding);
     const rule = await ruleFor(c as unknown as C);
+    const context = contextOf(c as unknown as C, binding, rule);
     const value = await key(c as unknown as C);
     if (value !== undefined && value !== null && typeof value !== "string") {
       throw new TypeError(`rateLimit("${rule.name}"): key must return a string, or nothing for the shared #none key; got ${typeof value}`);
@@ -168,6 +172,8 @@ export function rateLimit<C extends Context = Context, P extends string = "rateL
     const admitted = await admit(c).catch((error: unknown) => {
       // This rateLimit failed the request (its key, skip, rule or binding threw): as for its 429, the rateLimits around give back what they took.
       verdicts.set(c, { refused: true });
+      // A rule its function returned or a binding that is not valid is answered as the proxy answers an invalid configuration.
+      if (error instanceof ConfigError) return failureResponse(error);
       throw error;
     });
     if (admitted === undefined) return next();
@@ -279,11 +285,12 @@ async function answered<C extends Context>(handler: NonNullable<RateLimitOptions
 const OPTIONS = ["binding", "rule", "key", "skip", "handler", "skipFailedRequests", "skipSuccessfulRequests", "requestWasSuccessful", "headers", "legacyHeaders", "requestPropertyName"];
 const REQUIRED = ["binding", "rule", "key"];
 
-function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"]): LimiterContext {
+/** The request's limiter context, from the namespace `binding` names; a ConfigError naming the rule and the binding when it is none. */
+function contextOf<C extends Context>(c: C, binding: RateLimitOptions<C>["binding"], rule: Rule): LimiterContext {
   const namespace = typeof binding === "string" ? (c.env as Record<string, unknown> | undefined)?.[binding] : binding(c);
   if (!isNamespace(namespace)) {
-    const where = typeof binding === "string" ? `c.env.${binding}` : "the binding function's result";
-    throw new TypeError(`rateLimit: ${where} is not a Durable Object namespace; bind the RateLimiter class in wrangler.toml`);
+    const expected = typeof binding === "string" ? `the RateLimiter Durable Object namespace at c.env.${binding}` : "the binding function to return the RateLimiter Durable Object namespace";
+    throw ConfigError.topLevel(`expected ${expected} (bind the RateLimiter class in wrangler.toml), got ${show(namespace)}`, `rateLimit("${rule.name}").binding`);
   }
   let waitUntil: LimiterContext["waitUntil"];
   try {

@@ -1,5 +1,6 @@
 /** The rule a `rateLimit` applies to a request: the one it was given, or what its rule function returns for the request, each parsed once. */
 import type { Context } from "hono";
+import { ConfigError } from "../config/errors";
 import { parseStandaloneRule } from "../config/rules";
 import type { RequestRule } from "../config/input";
 import type { Rule } from "../config/types";
@@ -18,7 +19,7 @@ const PARSED_RULES = 256;
 /**
  * The rule of each request. A rule given as it is is parsed now, so a bad one throws when the
  * middleware is made; one a function returns is parsed the first time it is seen (a bad one fails
- * that request). `adopted` makes each the rule to apply, once, told whether the middleware was
+ * that request: a ConfigError naming it). `adopted` makes each the rule to apply, once, told whether the middleware was
  * given it (`fixed`) or a function chose it. Rules of one name may differ (limits by plan under
  * one name): a key asked under two of them counts over from one to the other, as when a deploy
  * changes a rule. Not a concurrency rule and a rate rule: a key's object would take one's units
@@ -38,7 +39,7 @@ export function ruleOf<C extends Context>(option: RuleOption<C>, adopted: (rule:
     const known = typeof text === "string" ? parsed.get(text) : undefined;
     if (known) return known;
     const rule = adopted(parseStandaloneRule(input, { requests: true }), false);
-    claimKind(kinds, rule, "rateLimit: the rule function's rules");
+    claimKind(kinds, rule, (problem) => ConfigError.inRule({ name: rule.name }, undefined, problem));
     if (typeof text === "string") parsed.set(text, rule);
     return rule;
   };

@@ -13,13 +13,14 @@ export function kindsTable(): Kinds {
 }
 
 /**
- * Remembers the rule's kind under its name, or throws when the name had the other kind: one's
- * units would be taken for the other's slots, and a slot released under the rate rule's state lost.
+ * Remembers the rule's kind under its name, or throws `fail`'s error for the problem when the name
+ * had the other kind: one's units would be taken for the other's slots, and a slot released under
+ * the rate rule's state lost.
  */
-export function claimKind(kinds: Kinds, rule: Rule, where: string): void {
+export function claimKind(kinds: Kinds, rule: Rule, fail: (problem: string) => Error): void {
   const concurrency = rule.algorithm === "concurrency";
   if ((kinds.get(rule.name) ?? concurrency) !== concurrency) {
-    throw new TypeError(`${where}: a concurrency rule and a rate rule are both named "${rule.name}"; a key's object cannot count slots and units at once: give each its own name`);
+    throw fail(`a concurrency rule and a rate rule are both named "${rule.name}"; a key's object cannot count slots and units at once: give each its own name`);
   }
   kinds.set(rule.name, concurrency);
 }

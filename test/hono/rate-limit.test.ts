@@ -484,17 +484,27 @@ describe("rateLimit (Hono middleware)", () => {
     expect((await get(hono, "/api/x", { "x-api-key": "k-plan-2", "x-plan": "pro" })).headers.get("RateLimit-Policy")).toBe('"hono-plan-pro";q=5;w=3600');
   });
 
-  it("takes a rule its function changes under one name as a deploy's change: the key's count carries over, and a bad rule fails its request", async () => {
-    let thrown: unknown;
+  it("takes a rule its function changes under one name as a deploy's change: the key's count carries over, and a bad rule is its request's 500", async () => {
     const hono = app({ rule: (c) => ({ name: "hono-built", limit: Number(c.req.header("x-limit")), period: "1h" }) });
-    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
 
     expect((await get(hono, "/api/a", { "x-api-key": "k-built", "x-limit": "3" })).headers.get("RateLimit-Policy")).toBe('"hono-built";q=3;w=3600');
     expect((await get(hono, "/api/b", { "x-api-key": "k-built", "x-limit": "3" })).status).toBe(200);
     const raised = await get(hono, "/api/c", { "x-api-key": "k-built", "x-limit": "30" });
     expect([raised.status, raised.headers.get("RateLimit-Policy"), raised.headers.get("X-RateLimit-Remaining")]).toEqual([200, '"hono-built";q=30;w=3600', "27"]);
-    expect((await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" })).status).toBe(500);
-    expect(String(thrown)).toMatch(/^ConfigError: rule \("hono-built"\)\.limit: /);
+    const bad = await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" });
+    expect(bad.status).toBe(500);
+    expect(((await bad.json()) as { detail: string }).detail).toMatch(/^rule \("hono-built"\)\.limit: /);
+  });
+
+  it("answers a rule function's invalid rule with the proxy's 500 problem+json, its detail naming the rule and field", async () => {
+    const hono = app({ rule: () => ({ name: "hono-bad-rule", limit: 5, period: "ten" }) as never });
+    const mine = await get(hono, "/api/x", { "x-api-key": "k" });
+    const proxy = await send(new Request("http://floodgate.test/hono-bad-proxy/x"), { rules: [{ name: "hono-bad-rule", limit: 5, period: "ten" }] });
+
+    expect([mine.status, mine.headers.get("Content-Type")]).toEqual([500, "application/problem+json"]);
+    const [a, b] = (await Promise.all([mine.json(), proxy.json()])) as { detail: string }[];
+    expect(a).toEqual({ ...b!, detail: a!.detail });
+    expect(a!.detail).toMatch(/^rule \("hono-bad-rule"\)\.period: expected a duration/);
   });
 
   it("applies a rule function's skips where they fit: a rule with its own count keeps it, and requestWasSuccessful fails no request", async () => {
@@ -511,16 +521,16 @@ describe("rateLimit (Hono middleware)", () => {
     expect([(await get(hono, "/api")).status, (await get(hono, "/api")).status]).toEqual([200, 429]);
   });
 
-  it("fails the request when its rule function returns a concurrency rule and a rate rule under one name", async () => {
-    let thrown: unknown;
+  it("answers a 500 problem+json naming the rule when its rule function returns a concurrency rule and a rate rule under one name", async () => {
     const hono = new Hono<App>();
     hono.use("/*", rateLimit({ binding: "LIMITER", rule: (c): LimiterRule => (c.req.path === "/upload" ? { name: "hono-one-name", algorithm: "concurrency", limit: 1 } : { name: "hono-one-name", limit: 100, period: "1m" }), key: () => "k-one-name" }));
-    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
     hono.get("/*", (c) => c.text("ok"));
 
     // HEAD: the concurrency slot comes back as soon as the response is out, with no body to read.
-    expect([(await get(hono, "/upload", {}, "HEAD")).status, (await get(hono, "/api")).status]).toEqual([200, 500]);
-    expect(String(thrown)).toBe('TypeError: rateLimit: the rule function\'s rules: a concurrency rule and a rate rule are both named "hono-one-name"; a key\'s object cannot count slots and units at once: give each its own name');
+    expect((await get(hono, "/upload", {}, "HEAD")).status).toBe(200);
+    const mixed = await get(hono, "/api");
+    expect([mixed.status, mixed.headers.get("Content-Type")]).toEqual([500, "application/problem+json"]);
+    expect(((await mixed.json()) as { detail: string }).detail).toBe('rule ("hono-one-name"): a concurrency rule and a rate rule are both named "hono-one-name"; a key\'s object cannot count slots and units at once: give each its own name');
   });
 
   it("keeps a request counted and its response as it was when requestWasSuccessful throws or says neither true nor false", async () => {
@@ -564,8 +574,15 @@ describe("rateLimit (Hono middleware)", () => {
     expect(made({ skipSuccessfulRequests: true, rule: { name: "h", algorithm: "token-bucket", limit: 1, period: "1m" } })).toThrow(/^rateLimit\("h"\): skipFailedRequests and skipSuccessfulRequests are the rule's count: "token-bucket" cannot count by response/);
   });
 
-  it("says which binding is missing instead of letting the request through", async () => {
+  it("answers a binding missing from c.env with a 500 problem+json naming the rule and the binding, never letting the request through", async () => {
     const response = await get(app({ rule: { name: "hono-nobind", limit: 1, period: "1m" }, binding: "NOPE" }), "/api/x", { "x-api-key": "k" });
-    expect(response.status).toBe(500);
+    expect([response.status, response.headers.get("Content-Type")]).toEqual([500, "application/problem+json"]);
+    expect(await response.json()).toMatchObject({ status: 500, title: "Invalid Configuration", detail: expect.stringMatching(/^rateLimit\("hono-nobind"\)\.binding: expected .*c\.env\.NOPE.*, got nothing$/) });
+  });
+
+  it("answers a binding function that returns no Durable Object namespace with a 500 problem+json naming the rule and the binding", async () => {
+    const response = await get(app({ rule: { name: "hono-badbind", limit: 1, period: "1m" }, binding: () => "LIMITER" as never }), "/api/x", { "x-api-key": "k" });
+    expect([response.status, response.headers.get("Content-Type")]).toEqual([500, "application/problem+json"]);
+    expect(((await response.json()) as { detail: string }).detail).toMatch(/^rateLimit\("hono-badbind"\)\.binding: expected .*, got "LIMITER"$/);
   });
 });
