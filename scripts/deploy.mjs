@@ -5,7 +5,10 @@ import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
-import { refuse, validate, varOf } from "./validate-config.mjs";
+import { refuse as refuseCheck, validate, varOf } from "./validate-config.mjs";
+
+/** Ends the deploy on options it cannot read, before anything is deployed. */
+const refuse = (problem) => refuseCheck(problem, { deploying: true });
 
 /** Reads the options the check depends on out of wrangler deploy's arguments, which are passed on as they are. */
 function readArgs(args) {
@@ -64,7 +67,7 @@ if (cwd !== undefined && !statSync(resolve(cwd), { throwIfNoEntry: false })?.isD
   refuse(`--cwd ${cwd} ${existsSync(resolve(cwd)) ? "is not a directory" : "does not exist"}`);
 }
 if (cwd !== undefined) process.chdir(resolve(cwd));
-const refused = await validate({ ...(config !== undefined ? { configPath: resolve(config) } : {}), env, vars, allowDemo });
+const refused = await validate({ ...(config !== undefined ? { configPath: resolve(config) } : {}), env, vars, allowDemo, deploying: true });
 if (refused > 0) process.exit(1);
 process.chdir(here);
 const wrangler = createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js");

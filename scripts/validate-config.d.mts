@@ -5,6 +5,8 @@ export interface ValidateOptions {
   everyEnv?: boolean;
   vars?: Record<string, string>;
   allowDemo?: boolean;
+  /** npm run deploy's check: a refusal says that nothing was deployed */
+  deploying?: boolean;
 }
 export interface Output {
   log(line: string): void;
@@ -13,4 +15,4 @@ export interface Output {
 export const ROOT: string;
 export function validate(options: ValidateOptions, out?: Output): Promise<number>;
 export function varOf(text: string): [string, string] | undefined;
-export function refuse(problem: string): never;
+export function refuse(problem: string, options?: { deploying?: boolean }): never;

@@ -149,11 +149,12 @@ function check(validators, env, config, top, allowDemo) {
  * directory: wrangler.json, .jsonc or .toml, or the redirected one a build left in .wrangler/deploy): the environment
  * `env` (the top level when undefined), or with `everyEnv` the top level and every [env.<name>]; `vars` (KEY → VALUE, as
  * wrangler's --var) override each one's [vars]. Writes one line per environment to `out` (the console, or a test's
- * sink); resolves to the number refused.
+ * sink), a refusal saying that nothing was deployed when `deploying` (npm run deploy's check); resolves to the number refused.
  */
-export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false }, out = console) {
+export async function validate({ configPath, env, everyEnv = false, vars = {}, allowDemo = false, deploying = false }, out = console) {
+  const after = outcome(deploying);
   if (configPath !== undefined && !statSync(configPath, { throwIfNoEntry: false })?.isFile()) {
-    out.error(`floodgate: refused: ${configPath} ${existsSync(configPath) ? "is not a file" : "does not exist"}; nothing was deployed`);
+    out.error(`floodgate: refused: ${configPath} ${existsSync(configPath) ? "is not a file" : "does not exist"}${after}`);
     return 1;
   }
   // Imported here, not at the top: a refusal that needs no config (a missing file or --cwd) answers without wrangler's load.
@@ -164,7 +165,7 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   const found = { useRedirectIfAvailable: true };
   const raw = experimental_readRawConfig({ config: configPath }, found);
   if (!raw.configPath) {
-    out.error(`floodgate: refused: no wrangler.json, wrangler.jsonc or wrangler.toml in ${process.cwd()}; nothing was deployed`);
+    out.error(`floodgate: refused: no wrangler.json, wrangler.jsonc or wrangler.toml in ${process.cwd()}${after}`);
     return 1;
   }
   const validators = await loadValidators();
@@ -177,12 +178,12 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
   configPath = raw.configPath;
   const dropped = droppedIn(configPath, validators);
   if (dropped) {
-    out.error(`floodgate: refused: ${configPath}: ${dropped}; nothing was deployed`);
+    out.error(`floodgate: refused: ${configPath}: ${dropped}${after}`);
     return 1;
   }
   if (env !== undefined && !Object.hasOwn(rawConfig.env ?? {}, env)) {
     out.error(`floodgate: [env.${env}]: refused: ${configPath} has no [env.${env}]; wrangler would deploy the top level under that name`);
-    out.error("floodgate: 1 environment(s) refused; nothing was deployed");
+    out.error(`floodgate: 1 environment(s) refused${after}`);
     return 1;
   }
   const top = read(undefined);
@@ -198,13 +199,16 @@ export async function validate({ configPath, env, everyEnv = false, vars = {}, a
       out.error(`floodgate: ${label}: refused:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     }
   }
-  if (refused > 0) out.error(`floodgate: ${refused} environment(s) refused; nothing was deployed`);
+  if (refused > 0) out.error(`floodgate: ${refused} environment(s) refused${after}`);
   return refused;
 }
 
+/** What a refusal adds: npm run deploy says it deployed nothing; the check alone, which never deploys, says no more. */
+const outcome = (deploying) => (deploying ? "; nothing was deployed" : "");
+
 /** Ends the command on options it cannot read, in one line as any refusal, not with a stack trace. */
-export function refuse(problem) {
-  console.error(`floodgate: refused: ${problem}; nothing was deployed`);
+export function refuse(problem, { deploying = false } = {}) {
+  console.error(`floodgate: refused: ${problem}${outcome(deploying)}`);
   process.exit(1);
 }
 

@@ -93,7 +93,7 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
       'no LIMITER binding: add [[env.production.durable_objects.bindings]] with name = "LIMITER" and class_name = "RateLimiter" (wrangler does not inherit durable_objects into environments)',
     );
     expect(run.stderr).not.toContain("top level: refused");
-    expect(run.stderr).toContain("floodgate: 1 environment(s) refused; nothing was deployed");
+    expect(run.stderr).toMatch(/floodgate: 1 environment\(s\) refused\n$/);
   });
 
   it("refuses an environment with its own vars but no durable_objects for the binding alone", async () => {
@@ -213,14 +213,14 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
     const rules = '{"rules": [{"name": "dup", "key": "global", "limit": 2, "period": "1m", "limit": 1000}]}';
     const run = await validate({ path: await wranglerJson("dup.json", rules) });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`: "limit" is given twice in vars.RATE_LIMIT_RULES.rules[0], and wrangler keeps only the last, so the other would be ignored; write it once; nothing was deployed`);
+    expect(run.stderr).toContain(`: "limit" is given twice in vars.RATE_LIMIT_RULES.rules[0], and wrangler keeps only the last, so the other would be ignored; write it once\n`);
   });
 
   it("refuses a wrangler.json member named __proto__, which wrangler's reader takes as the object's prototype and so drops", async () => {
     const rules = '[{"name": "proto", "key": "global", "limit": 2, "period": "1m", "match": {"__proto__": {"path": "/admin/*"}}}]';
     const run = await validate({ path: await wranglerJson("proto.json", rules) });
     expect(run.code).toBe(1);
-    expect(run.stderr).toContain(`: "__proto__" in vars.RATE_LIMIT_RULES[0].match is read by wrangler as the object's prototype, not as a member, so it would be ignored; remove it; nothing was deployed`);
+    expect(run.stderr).toContain(`: "__proto__" in vars.RATE_LIMIT_RULES[0].match is read by wrangler as the object's prototype, not as a member, so it would be ignored; remove it\n`);
   });
 
   it("refuses a RateLimiter that no migration creates, or that one creates key-value backed", async () => {
@@ -250,7 +250,7 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
   it("refuses a --var that is not KEY:VALUE in one line naming it, not with a stack trace", async () => {
     const run = await command({ toml: COMPLETE }, { args: ["--var", "ORIGIN_URL"] });
     expect(run).toMatchObject({ code: 1, stdout: "" });
-    expect(run.stderr).toBe('floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"; nothing was deployed\n');
+    expect(run.stderr).toBe('floodgate: refused: --var: expected KEY:VALUE, got "ORIGIN_URL"\n');
   });
 
   it("answers --help (or -h) with its usage and exits 0, checking nothing", async () => {
@@ -264,18 +264,25 @@ describe("the deploy gate (scripts/validate-config.mjs)", () => {
   it("refuses an option it does not know, naming it, rather than taking it for the config's path", async () => {
     const run = await command({ toml: COMPLETE }, { args: ["--dry-run"] });
     expect(run).toMatchObject({ code: 1, stdout: "" });
-    expect(run.stderr).toBe("floodgate: refused: --dry-run: unknown option; the options are --env <name>, --var KEY:VALUE, --allow-demo and --help; nothing was deployed\n");
+    expect(run.stderr).toBe("floodgate: refused: --dry-run: unknown option; the options are --env <name>, --var KEY:VALUE, --allow-demo and --help\n");
   });
 
   it("refuses --env without a name, rather than checking every environment", async () => {
     const run = await command({ toml: COMPLETE }, { args: ["--env"] });
-    expect(run).toMatchObject({ code: 1, stdout: "", stderr: "floodgate: refused: --env: expected a value after it; nothing was deployed\n" });
+    expect(run).toMatchObject({ code: 1, stdout: "", stderr: "floodgate: refused: --env: expected a value after it\n" });
   });
 
   it("refuses a second config path rather than checking only the last", async () => {
     const run = await command({ toml: COMPLETE }, { args: [join(ROOT, "wrangler.toml")] });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`${join(ROOT, "wrangler.toml")}: one config at a time`);
+  });
+
+  it("says what it refused without claiming a deploy it never makes: no \"nothing was deployed\"", async () => {
+    const [refused, missing] = await Promise.all([command({ toml: `${TOP}\n[vars]\nRATE_LIMIT_RULES = "[]"\n` }), command({ path: join(dir, "nowhere.toml") })]);
+    expect(refused.stderr).toMatch(/\nfloodgate: 1 environment\(s\) refused\n$/);
+    expect(missing.stderr).toBe(`floodgate: refused: ${join(dir, "nowhere.toml")} does not exist\n`);
+    expect(refused.stderr + missing.stderr).not.toContain("deployed");
   });
 
   it("refuses the repository's own wrangler.toml as it is: it names no origin", async () => {
@@ -308,6 +315,7 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     const run = await deploy(["--config", path, "--var", "ORIGIN_URL:demo", "--dry-run", "--outdir", join(dir, "out-demo")]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('demo origin: ORIGIN_URL is "demo"');
+    expect(run.stderr).toMatch(/\nfloodgate: 1 environment\(s\) refused; nothing was deployed\n$/);
     expect(run.stdout).not.toContain("--dry-run: exiting now.");
   });
 
