@@ -1,13 +1,13 @@
 // The service binding's answers as the contract words them: keys shared with the proxy, costs past capacity, one-unit peeks, check's 400.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { Floodgate } from "../../src/binding/floodgate";
 import type { Env } from "../../src/env";
 import { originUrl, send } from "../helpers/worker";
 
-async function withBinding<T>(rules: unknown, use: (floodgate: Floodgate) => Promise<T>): Promise<T> {
+async function withBinding<T>(rules: unknown, use: (floodgate: Floodgate) => Promise<T>, vars: Partial<Env> = {}): Promise<T> {
   const ctx = createExecutionContext();
-  const bound: Env = { ...(env as unknown as Env), ORIGIN_URL: originUrl(), RATE_LIMIT_RULES: JSON.stringify(rules) };
+  const bound: Env = { ...(env as unknown as Env), ORIGIN_URL: originUrl(), RATE_LIMIT_RULES: JSON.stringify(rules), ...vars };
   try {
     return await use(new Floodgate(ctx as never, bound));
   } finally {
@@ -30,6 +30,20 @@ describe("the service binding's keys", () => {
 });
 
 describe("the service binding's limit", () => {
+  it("answers with ANALYTICS_SAMPLE set while ANALYTICS is not bound, and warns once in a JSON line naming it", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const warn = vi.spyOn(console, "warn").mockImplementation((line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>));
+    try {
+      await withBinding([{ name: "bk-unbound", limit: 5, period: "1m" }], async (floodgate) => {
+        expect((await floodgate.limit({ key: "k" })).success).toBe(true);
+        expect((await floodgate.limit({ key: "k" })).success).toBe(true);
+      }, { ANALYTICS_SAMPLE: "0.5" });
+    } finally {
+      warn.mockRestore();
+    }
+    expect(lines).toEqual([{ event: "warning", kind: "config", message: expect.stringMatching(/^ANALYTICS_SAMPLE: .*no ANALYTICS dataset is bound/) }]);
+  });
+
   it("denies a cost more than the rule can ever grant with reason cost-exceeds-capacity, consuming nothing, for every kind of capacity", async () => {
     const rules = [
       { name: "bk-window", limit: 3, period: "1h" },
