@@ -36,8 +36,8 @@ declare module "hono" {
 export interface RateLimitOptions<C extends Context = Context, P extends string = "rateLimit"> {
   /**
    * the name of the RateLimiter Durable Object binding in `c.env`, or a function of the context
-   * returning the namespace (none there: the request's 500 problem+json naming the rule and
-   * `binding`); for a typed `c` here and in `key` and `skip`, name the context:
+   * returning the namespace (none there: a ConfigError naming the rule and `binding`, which Hono's
+   * own error handler answers with the proxy's 500 problem+json); for a typed `c` here and in `key` and `skip`, name the context:
    * `rateLimit<Context<AppEnv>>({ … })`
    */
   binding: string | ((c: C) => RateLimiterNamespace);
@@ -46,10 +46,10 @@ export interface RateLimitOptions<C extends Context = Context, P extends string 
    * limit: 100, period: "1m" }`; a `cost: "header:<name>"` is read from each request as the proxy
    * reads it (absent: 1; not a positive integer: the proxy's 400). Or a function of the context
    * choosing the request's rule, e.g. by plan: `(c) => (c.get("plan") === "pro" ? PRO : FREE)`;
-   * each is checked the first time it is returned, and a bad one is that request's 500
-   * problem+json naming the rule and field, as the proxy answers an invalid rule. A key asked
+   * each is checked the first time it is returned, and a bad one throws a ConfigError naming the
+   * rule and field, which Hono's own error handler answers as the proxy answers an invalid rule. A key asked
    * under a changed rule of the same name carries its count over, as a deploy's change does; a
-   * concurrency rule and a rate rule under one name are such a 500 too.
+   * concurrency rule and a rate rule under one name are such an error too.
    */
   rule: RuleOption<C>;
   /**
@@ -172,8 +172,7 @@ export function rateLimit<C extends Context = Context, P extends string = "rateL
     const admitted = await admit(c).catch((error: unknown) => {
       // This rateLimit failed the request (its key, skip, rule or binding threw): as for its 429, the rateLimits around give back what they took.
       verdicts.set(c, { refused: true });
-      // A rule its function returned or a binding that is not valid is answered as the proxy answers an invalid configuration.
-      if (error instanceof ConfigError) return failureResponse(error);
+      if (error instanceof ConfigError) throw answerable(error);
       throw error;
     });
     if (admitted === undefined) return next();
@@ -280,6 +279,17 @@ async function answered<C extends Context>(handler: NonNullable<RateLimitOptions
   const response = await handler(c, result);
   if (!(response instanceof Response)) throw new TypeError(`rateLimit("${rule}"): handler must return a Response for the denied request, got ${response === null ? "null" : typeof response}`);
   return response;
+}
+
+/**
+ * A rule its function returned, or a binding, that is not valid, as Hono's error handling takes it:
+ * the app's `onError` still sees the ConfigError, and Hono's own handler answers with what its
+ * `getResponse` gives (it reads that method, as of an HTTPException): the proxy's 500 problem+json
+ * for an invalid configuration, counted and logged once.
+ */
+function answerable(error: ConfigError): ConfigError & { getResponse(): Response } {
+  const response = failureResponse(error);
+  return Object.assign(error, { getResponse: () => response.clone() });
 }
 
 const OPTIONS = ["binding", "rule", "key", "skip", "handler", "skipFailedRequests", "skipSuccessfulRequests", "requestWasSuccessful", "headers", "legacyHeaders", "requestPropertyName"];

@@ -485,18 +485,19 @@ describe("rateLimit (Hono middleware)", () => {
   });
 
   it("takes a rule its function changes under one name as a deploy's change: the key's count carries over, and a bad rule is its request's 500", async () => {
+    let thrown: unknown;
     const hono = app({ rule: (c) => ({ name: "hono-built", limit: Number(c.req.header("x-limit")), period: "1h" }) });
+    hono.onError((error, c) => ((thrown = error), c.text("failed", 500)));
 
     expect((await get(hono, "/api/a", { "x-api-key": "k-built", "x-limit": "3" })).headers.get("RateLimit-Policy")).toBe('"hono-built";q=3;w=3600');
     expect((await get(hono, "/api/b", { "x-api-key": "k-built", "x-limit": "3" })).status).toBe(200);
     const raised = await get(hono, "/api/c", { "x-api-key": "k-built", "x-limit": "30" });
     expect([raised.status, raised.headers.get("RateLimit-Policy"), raised.headers.get("X-RateLimit-Remaining")]).toEqual([200, '"hono-built";q=30;w=3600', "27"]);
-    const bad = await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" });
-    expect(bad.status).toBe(500);
-    expect(((await bad.json()) as { detail: string }).detail).toMatch(/^rule \("hono-built"\)\.limit: /);
+    expect((await get(hono, "/api/d", { "x-api-key": "k-built", "x-limit": "many" })).status).toBe(500);
+    expect(String(thrown)).toMatch(/^ConfigError: rule \("hono-built"\)\.limit: /);
   });
 
-  it("answers a rule function's invalid rule with the proxy's 500 problem+json, its detail naming the rule and field", async () => {
+  it("answers a rule function's invalid rule, past the app's onError, with the proxy's 500 problem+json, its detail naming the rule and field", async () => {
     const hono = app({ rule: () => ({ name: "hono-bad-rule", limit: 5, period: "ten" }) as never });
     const mine = await get(hono, "/api/x", { "x-api-key": "k" });
     const proxy = await send(new Request("http://floodgate.test/hono-bad-proxy/x"), { rules: [{ name: "hono-bad-rule", limit: 5, period: "ten" }] });
@@ -578,6 +579,16 @@ describe("rateLimit (Hono middleware)", () => {
     const response = await get(app({ rule: { name: "hono-nobind", limit: 1, period: "1m" }, binding: "NOPE" }), "/api/x", { "x-api-key": "k" });
     expect([response.status, response.headers.get("Content-Type")]).toEqual([500, "application/problem+json"]);
     expect(await response.json()).toMatchObject({ status: 500, title: "Invalid Configuration", detail: expect.stringMatching(/^rateLimit\("hono-nobind"\)\.binding: expected .*c\.env\.NOPE.*, got nothing$/) });
+  });
+
+  it("lets the app's onError see a missing binding's ConfigError, and answer as it chooses", async () => {
+    let thrown: unknown;
+    const hono = app({ rule: { name: "hono-nobind-seen", limit: 1, period: "1m" }, binding: "NOPE" });
+    hono.onError((error, c) => ((thrown = error), c.text("ours", 503)));
+    const response = await get(hono, "/api/x", { "x-api-key": "k" });
+
+    expect([response.status, await response.text()]).toEqual([503, "ours"]);
+    expect(String(thrown)).toMatch(/^ConfigError: rateLimit\("hono-nobind-seen"\)\.binding: /);
   });
 
   it("answers a binding function that returns no Durable Object namespace with a 500 problem+json naming the rule and the binding", async () => {
