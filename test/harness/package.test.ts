@@ -230,7 +230,7 @@ describe("the packed floodgate", () => {
     // The probe's @ts-expect-error lines only pass if the types resolved: `any` would leave them unused, an error.
     // skipLibCheck off: the packed declarations themselves are checked too (and workers-types and hono's, which pass).
     for (const config of ["tsconfig.json", "tsconfig.node16.json", "tsconfig.nodenext.json", "tsconfig.node10.json"]) await sh(project, process.execPath, [tsc, "--noEmit", "--skipLibCheck", "false", "-p", config]);
-  }, 120_000);
+  }, 240_000);
 
   it("runs the example built from the installed package: exactly the limit, c.get('rateLimit'), and the proxy's own 429 and header names for the same rule", async () => {
     const config = await readWorkerConfig(join(project, "wrangler.toml"));

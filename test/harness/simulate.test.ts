@@ -95,7 +95,7 @@ describe("npm run simulate", () => {
     const { run: _b, ...second } = json(b.out);
     expect(second).toEqual(first);
     expect(json(c.out).scenarios).not.toEqual(first.scenarios);
-  }, 45_000);
+  }, 90_000);
 
   it.each([
     [["--isolates", "0"], "--isolates"],

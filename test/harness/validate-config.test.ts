@@ -336,7 +336,7 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     const jsonc = await deploy(["--cwd", both, "--dry-run", "--outdir", join(dir, "out-jsonc")]);
     expect(jsonc.stderr).toContain('demo origin: ORIGIN_URL is "demo"');
     expect([short.code, moved.code, jsonc.code]).toEqual([1, 1, 1]);
-  });
+  }, 60_000);
 
   it("reads the environment as wrangler does: an empty --env is the top level, CLOUDFLARE_ENV names one, and the check says which", async () => {
     const production = `${COMPLETE.replace("https://api.example.com", "demo")}\n[env.production]\n[[env.production.durable_objects.bindings]]\nname = "LIMITER"\nclass_name = "RateLimiter"\n\n[env.production.vars]\n${VARS}`;
@@ -346,7 +346,7 @@ describe("npm run deploy (scripts/deploy.mjs)", () => {
     const named = await deploy(["-c", path, "--dry-run", "--outdir", join(dir, "out-cfenv")], { CLOUDFLARE_ENV: "production" });
     expect(named.stdout).toContain("floodgate: [env.production]: 1 rule(s) valid, origin https://api.example.com, LIMITER bound");
     expect([empty.code, named.code]).toEqual([1, 0]);
-  }, 60_000);
+  }, 120_000);
 
   it("refuses a --var that is not KEY:VALUE, or an option without its value, in one line naming it, not with a stack trace", async () => {
     const [badVar, noEnv] = await Promise.all([deploy(["--var", "ORIGIN_URL", "--dry-run"]), deploy(["--dry-run", "--env"])]);
