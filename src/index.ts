@@ -13,7 +13,7 @@ import { sendHolding } from "./http/in-flight";
 import { forward, withoutConnectionOptions } from "./http/proxy";
 import { withRateLimitHeaders } from "./http/rate-limit-headers";
 import { warnOnce } from "./metrics/log";
-import { keyedHeaders } from "./routing/key";
+import { clientAddress, keyedHeaders } from "./routing/key";
 
 export { Floodgate } from "./binding/floodgate";
 export { RateLimiter } from "./durable-object/rate-limiter";
@@ -27,7 +27,7 @@ export default {
 async function handle(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const url = new URL(request.url);
   const admin = isAdminPath(url.pathname);
-  const ip = request.headers.get("CF-Connecting-IP");
+  const ip = clientAddress(request);
   let settings: Settings;
   try {
     settings = loadSettings(env);

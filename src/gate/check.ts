@@ -7,6 +7,7 @@ import type { Rule } from "../config/types";
 import type { LimiterContext } from "../limiter";
 import type { ResponseHeaders } from "../limiter/result";
 import { enforce, type Enforced } from "./enforce";
+import { clientAddress } from "../routing/key";
 import { ipKey } from "../limiter/ip-key";
 import { keyHash } from "../metrics/analytics";
 import { log } from "../metrics/log";
@@ -70,7 +71,7 @@ export interface GateSettings {
  * once the hold is over, with the headers as they stand then.
  */
 export async function check(request: Request, url: URL, gate: GateSettings, context: LimiterContext): Promise<Checked> {
-  const ip = request.headers.get("CF-Connecting-IP");
+  const ip = clientAddress(request);
   if (refused(ip, gate.ips)) return { allowed: false, headers: {}, response: refusal(ip, context.hashKey, context.waitUntil) };
   if (gate.ips.allow?.has(ip)) return { allowed: true, headers: {} };
   let verdict;

@@ -8,7 +8,7 @@ import { waitHold } from "../limiter/hold";
 import { releaseOf, type Release } from "../limiter/release";
 import { settleOf, type Settle } from "../limiter/settle";
 import { hostOf, matchingRules } from "../routing/match";
-import { buildKey, requestCost } from "../routing/key";
+import { buildKey, clientAddress, requestCost } from "../routing/key";
 
 /** One applicable rule and what it decided for the request. */
 export interface Enforced {
@@ -45,7 +45,7 @@ export interface Verdict {
  */
 export async function enforce(request: Request, url: URL, rules: readonly Rule[], requested: LimiterContext): Promise<Verdict> {
   const context = locatedAt(requested, request);
-  const ip = request.headers.get("CF-Connecting-IP");
+  const ip = clientAddress(request);
   const applicable = matchingRules(rules, { method: request.method, path: url.pathname, host: hostOf(url), ip });
   const now = Date.now();
   const unlimited: Rule[] = [];

@@ -59,7 +59,7 @@ export function isIpv4Mapped(g: Uint16Array): boolean {
  *   the last 32 bits): the first `ipv6Prefix` bits (0-128; rules allow 32-128), the rest zeroed,
  *   in RFC 5952 form, then `/<ipv6Prefix>`, also for /128, so every IPv6 key has one shape.
  *
- * Anything else is not an address: no surrounding whitespace (fetch trims header values already),
+ * Anything else is not an address: no surrounding whitespace (`clientAddress` in ./key trims the header's),
  * zone id (`%eth0`), brackets or port; no hex, octal or shortened IPv4 (`0x7f.1`, `01.2.3.4`,
  * `127.1`). Parsing is one pass over at most 45 characters, without regexes or splitting.
  *

@@ -52,10 +52,21 @@ export function buildKey(rule: Pick<Rule, "key" | "ipv6Prefix">, request: Reques
   return key;
 }
 
+/**
+ * The client's address, `CF-Connecting-IP` and nothing else, or null without one: what the `ip` key
+ * part, `match.ips`, ALLOW_IPS and DENY_IPS read. Trimmed as a header part is: the runtime keeps
+ * a value's trailing spaces and tabs, with which an address was no address (the `ip` part's
+ * `#none`) and was in no list, DENY_IPS included.
+ */
+export function clientAddress(request: Request): string | null {
+  const value = request.headers.get("CF-Connecting-IP");
+  return value === null ? null : trimOws(value);
+}
+
 function partValue(part: KeyPart, request: Request, url: () => URL, ipv6Prefix: number): string | null {
   switch (part.source) {
     case "ip": {
-      const address = request.headers.get("CF-Connecting-IP");
+      const address = clientAddress(request);
       return address === null ? null : ipKey(address, ipv6Prefix);
     }
     case "header": {

@@ -32,6 +32,23 @@ it("keys a header part by its value without trailing spaces or tabs: a suffix bu
   expect(statuses).toEqual([200, 200, 429, 429, 429, 429]);
 });
 
+it("keys the ip part by CF-Connecting-IP's address without trailing spaces or tabs, as a header part is", async () => {
+  const cluster = await harness.start({ isolates: 1, rules: [{ name: "per-ip", key: "ip", limit: 2, period: "1h" }] });
+  const front = cluster.fronts[0]!.url;
+  const statuses: number[] = [];
+  for (const value of ["192.0.2.91", "192.0.2.91 ", "192.0.2.91\t"]) statuses.push(await rawGet(front, "/raw-ip/x", [`CF-Connecting-IP: ${value}`]));
+  // Read as not an address, the last two shared #none's fresh quota instead of the address's.
+  expect(statuses).toEqual([200, 200, 429]);
+});
+
+it("refuses an address in DENY_IPS with a trailing space or tab after it, as without", async () => {
+  const cluster = await harness.start({ isolates: 1, rules: [], bindings: { DENY_IPS: "192.0.2.92" } });
+  const front = cluster.fronts[0]!.url;
+  const statuses: number[] = [];
+  for (const value of ["192.0.2.92", "192.0.2.92 ", "192.0.2.92\t"]) statuses.push(await rawGet(front, "/raw-deny/x", [`CF-Connecting-IP: ${value}`]));
+  expect(statuses).toEqual([403, 403, 403]);
+});
+
 it("forwards a GET's or DELETE's body whole when it drops a hop-by-hop header, as when it drops none", async () => {
   const cluster = await harness.start({ isolates: 1, rules: [{ name: "per-ip", key: "ip", limit: 100, period: "1h" }] });
   const front = cluster.fronts[0]!.url;
