@@ -17,6 +17,10 @@ describe("ipKey (exported)", () => {
     }
   });
 
+  it("reads an address without the spaces and tabs around it, which the runtime keeps at the end of a header from the wire, as the proxy does", () => {
+    expect([ipKey("203.0.113.7 "), ipKey("\t2001:db8:abcd:12ff::1\t")]).toEqual(["203.0.113.7", "2001:db8:abcd:1200::/56"]);
+  });
+
   it("answers undefined for what is not an address, so the middleware counts it under its shared key", () => {
     for (const value of [undefined, null, "", "unknown", "203.0.113.7:443", "fe80::1%eth0", "[2001:db8::1]"]) expect(ipKey(value)).toBeUndefined();
   });
