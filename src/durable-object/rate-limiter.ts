@@ -6,7 +6,7 @@ import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Dec
 import { fromBefore, fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
 import { heldUnder, renewConcurrency, ttlRaised } from "../algorithms/concurrency";
 import type { Env } from "../env";
-import { grantLease, standingWithPins, type Lease, type SyncRequest } from "../fast/lease";
+import { grantLease, standingWithPins, type Lease, type Spent, type SyncRequest } from "../fast/lease";
 import { isLive, lastPinEnds, livePeers, PEER_TTL_MS, PEERS_KEPT_TILL_DUE, stricter, type Peer } from "../fast/peer";
 import { indexPeers, leasePolicy, removePeer, settlePins, type PeerIndex } from "../fast/peer-index";
 import { RelayBook, type Forwarded, type Relayed } from "../fast/relay";
@@ -100,23 +100,29 @@ export class RateLimiter extends DurableObject<Env> {
     });
   }
 
-  /** Decides a batch of requests for this key, in order, as if each had arrived alone. */
-  decide(policy: Policy, costs: number[]): Decided[] {
+  /**
+   * Decides a batch of requests for this key, in order, as if each had arrived alone; first counts
+   * `unsent`, what the calling isolate's onError admitted that no decision here counted (see
+   * ../strict/unsent), each where it was admitted, as a charge is counted (a bucket owes at most
+   * `mostCharged`).
+   */
+  decide(policy: Policy, costs: number[], unsent: readonly Spent[] = []): Decided[] {
     const now = Date.now();
     this.heardStrict(policy, now);
     this.countAllPins(policy, now);
     const blockedBefore = blockEnd(policy, this.block);
-    const from = stateFor(this.stored, policy, now);
+    const stored = stateFor(this.stored, policy, now);
+    const from = unsent.reduce((state, { at, units }) => adjust(policy, state, units, Math.min(at, now), now, mostCharged(policy)), stored);
     const batch = decideBatch(policy, from, blockedBefore, costs, now);
     const { blockedUntil, results } = batch;
     // A blocked key runs no algorithm: its slots are read under a longer TTL here, as a decision reads them.
     const state = heldUnder(policy, batch.state, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
-    const taken = results.some((r) => r.decision.allowed);
-    const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), 0);
-    if (state && (this.keepsCarried(from, now) || taken || blockedUntil !== blockedBefore || ttlRaised(from, state))) {
+    const counted = unsent.reduce((sum, u) => sum + u.units, 0);
+    const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), counted);
+    if (state && (this.keepsCarried(stored, now) || units > 0 || blockedUntil !== blockedBefore || ttlRaised(from, state))) {
       const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));
-      this.save(policy, state, now, { ...(fromCarry(this.stored, from) && !taken ? { carried: true } : {}), ...(before ? { before } : {}) });
+      this.save(policy, state, now, { ...(fromCarry(this.stored, stored) && units === 0 ? { carried: true } : {}), ...(before ? { before } : {}) });
     }
     this.algorithmsAsked.set(policy.algorithm, now);
     return results;

@@ -16,7 +16,8 @@ import { keyHash, recordDecision, type AnalyticsSettings } from "../metrics/anal
 import { countError, log } from "../metrics/log";
 import { metrics } from "../metrics/metrics";
 import { durableObjectName } from "../routing/key";
-import { cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type LateUnits, type StrictDecision } from "../strict";
+import { admittedOnError, cachedStrictDenial, decideStrict, forgetStrict, refundStrict, strictShare, type LateUnits, type StrictDecision } from "../strict";
+import { unsentGivenBack } from "../strict/unsent";
 import { BreakerOpenError } from "../strict/breaker";
 import { QueueFullError } from "../strict/coalescer";
 import { withTimeout } from "../strict/timeout";
@@ -125,7 +126,10 @@ export async function decide(ask: Ask, context: LimiterContext): Promise<Taken> 
       late.givenBack = cost;
       return { decision };
     }
-    if (!fast) return { decision, late };
+    if (!fast) {
+      admittedOnError(context.namespace, rule, objectName, cost, error, late, now);
+      return { decision, late };
+    }
     admittedWithoutLease(context.namespace, rule, objectName, cost, now);
     return { decision, spentAt: now };
   }
@@ -196,6 +200,12 @@ export function giveBack(ask: Ask, taken: Taken, context: LimiterContext, units 
     const { late } = taken;
     if (!late || ask.rule.algorithm === "concurrency") return Promise.resolve();
     late.givenBack += back;
+    // Never counted at the object: given back here, or refunded there once a call has carried it.
+    if (late.unsent) {
+      const { at } = late.unsent;
+      const carriedBack = unsentGivenBack(late.unsent, back);
+      return carriedBack > 0 ? refundAt(ask, carriedBack, { countedAt: at }, context) : Promise.resolve();
+    }
     return late.countedAt === undefined ? Promise.resolve() : refundAt(ask, back, { countedAt: late.countedAt }, context);
   }
   return refundAt(ask, back, taken, context);

@@ -62,6 +62,11 @@ export class Coalescer {
     this.lanes = new Lanes(maxBatch, maxWaiting);
   }
 
+  /** Units of the requests in the batch in flight to the named object that still wait on it: the object may admit each in time. */
+  pendingUnits(name: string, policy: Policy): number {
+    return this.lanes.inFlight(laneOf(name, policy)).reduce((sum, waiter) => sum + (waiter.expired ? 0 : waiter.cost), 0);
+  }
+
   /** Decides one request of `cost` units at the named object, batched with its concurrent peers. */
   decide(call: BatchCall, name: string, policy: Policy, cost: number, context: BatchContext): Promise<Decided> {
     const lane = laneOf(name, policy);
@@ -77,8 +82,7 @@ export class Coalescer {
     // another request may settle, as it reaches this one only a moment later.
     const { answer, cancel } = handedBy(context.timeoutMs, woken, () => waiter.outcome, () => {
       waiter.expired = true;
-      this.lanes.leave(lane, waiter);
-      return new TimeoutError(`no decision within ${context.timeoutMs}ms`);
+      return new TimeoutError(`no decision within ${context.timeoutMs}ms`, this.lanes.leave(lane, waiter));
     });
     let seen = 0;
     const reached = () => {

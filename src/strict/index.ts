@@ -14,6 +14,7 @@ import { DenialCache } from "./denials";
 import { LastAnswers } from "./last-answers";
 import type { Share } from "../limiter/local-share";
 import { TimeoutError, withTimeout } from "./timeout";
+import { admittedUnsent, carried, uncountedUnits, type Unsent } from "./unsent";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
@@ -39,6 +40,10 @@ export interface StrictDecision {
 export interface LateUnits {
   givenBack: number;
   countedAt?: number;
+  /** when onError admitted the request */
+  admittedAt?: number;
+  /** the admission, while the object has not counted it (see ./unsent) */
+  unsent?: Unsent;
 }
 
 /**
@@ -67,7 +72,13 @@ export function forgetStrict(namespace: Env["LIMITER"], objectName: string): voi
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */
 export function strictShare(namespace: Env["LIMITER"], rule: Rule, objectName: string): Share {
-  return answers.shareOf(rule.name, policyOf(rule), trackedName(namespace, objectName), Date.now());
+  const policy = policyOf(rule);
+  const object = trackedName(namespace, objectName);
+  const share = answers.shareOf(rule.name, policy, object, Date.now());
+  if (!share.apart) return share;
+  // Since that answer, the object may admit the requests still waiting on the call in flight, and
+  // counts what onError admitted here that it has not yet: none of it is the local count's to give.
+  return { ...share, free: Math.max(0, share.free - coalescer.pendingUnits(object, policy) - uncountedUnits(object)) };
 }
 
 /**
@@ -98,9 +109,13 @@ export async function decideStrict(
   if (wait > 0) throw new BreakerOpenError(`object unavailable; next attempt in ${wait}ms`);
   // Lines are the object's, by its tracked name: a batch is sent through its sender's namespace
   // (lined up by name alone, a request was decided at the other namespace's object).
+  // Each call carries what onError admitted here that the object never counted (see ./unsent).
   const call = (_object: string, policy: Policy, costs: number[]) => {
     metrics.count("floodgate_durable_object_calls_total", { method: "decide" });
-    return limiterStub(namespace, objectName).decide(policy, costs);
+    const unsent = carried(object);
+    const decided = limiterStub(namespace, objectName).decide(policy, costs, unsent.entries.map(({ at, units }) => ({ at, units })));
+    void decided.then(() => unsent.answered(false), () => unsent.answered(true));
+    return decided;
   };
   const late = (decided: Decided) => undoLate(namespace, objectName, rule, cost, decided, lateUnits);
   try {
@@ -135,6 +150,18 @@ export async function decideStrict(
   }
 }
 
+/**
+ * Notes that onError admitted a strict request at `now`, for its object's late answer and its
+ * give-backs; one its object will never decide (it ran out of time in its key's line here, or a
+ * full line or an open breaker turned it away) is kept for the key's next call to carry there (see
+ * ./unsent). A concurrency slot is the local fallback's alone: its request's end gives it back here.
+ */
+export function admittedOnError(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, error: unknown, late: LateUnits, now: number): void {
+  late.admittedAt = now;
+  const neverSent = error instanceof QueueFullError || error instanceof BreakerOpenError || (error instanceof TimeoutError && error.unsent);
+  if (neverSent && rule.algorithm !== "concurrency") late.unsent = admittedUnsent(trackedName(namespace, objectName), cost, now);
+}
+
 /** A call made for one request alone, within `timeoutMs`; its answer, if it comes later, goes to `late`. */
 function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decided) => Promise<void>): Promise<Decided> {
   return withTimeout(call, timeoutMs).catch((error: unknown) => {
@@ -155,7 +182,12 @@ function alone(call: Promise<Decided>, timeoutMs: number, late: (decided: Decide
  * that never reached the origin spent the key's quota.
  */
 function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cost: number, { decision, countedAt }: Decided, lateUnits: LateUnits): Promise<void> {
-  if (!decision.allowed) return Promise.resolve();
+  if (!decision.allowed) {
+    // Admitted here and denied there: the object counts it with the key's next call.
+    const admitted = cost - lateUnits.givenBack;
+    if (admitted > 0 && lateUnits.admittedAt !== undefined && rule.algorithm !== "concurrency") lateUnits.unsent = admittedUnsent(trackedName(namespace, objectName), admitted, lateUnits.admittedAt);
+    return Promise.resolve();
+  }
   const units = rule.algorithm === "concurrency" ? cost : lateUnits.givenBack;
   lateUnits.countedAt = countedAt;
   if (units <= 0) return Promise.resolve();

@@ -37,6 +37,11 @@ export class Lanes<W> {
     return this.lanes.get(lane)?.waiting.length ?? 0;
   }
 
+  /** The batch in flight on the line, if any. */
+  inFlight(lane: string): readonly W[] {
+    return this.lanes.get(lane)?.inFlight ?? [];
+  }
+
   /** Whether the line is full: one more would wait behind several round trips only to add to a queue that keeps growing. */
   full(lane: string): boolean {
     return this.waiting(lane) >= this.maxWaiting;
@@ -54,11 +59,12 @@ export class Lanes<W> {
     return !line.inFlight || now - line.progressAt > stallMs ? this.handOut(lane, line, now) : undefined;
   }
 
-  /** Takes `waiter` out of its line, when its time ran out before a batch took it. */
-  leave(lane: string, waiter: W): void {
+  /** Takes `waiter` out of its line, when its time ran out before a batch took it; false when a batch had taken it. */
+  leave(lane: string, waiter: W): boolean {
     const waiting = this.lanes.get(lane)?.waiting;
     const at = waiting?.indexOf(waiter) ?? -1;
     if (at !== -1) waiting!.splice(at, 1);
+    return at !== -1;
   }
 
   /**

@@ -2,6 +2,14 @@
 
 export class TimeoutError extends Error {
   override readonly name = "TimeoutError";
+
+  /** `unsent`: the request ran out of time before any call carried it, so its object never decides it. */
+  constructor(
+    message: string,
+    readonly unsent = false,
+  ) {
+    super(message);
+  }
 }
 
 /** How long a request stays busy after its deadline, for a hand-off already on its way from another request. */

@@ -1,0 +1,100 @@
+// A strict request onError admitted that its object never counted (never sent, or denied there late): the object counts it with the key's next call.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { policyOf } from "../../src/config/policy";
+import { limiterStub } from "../../src/durable-object/stub";
+import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
+import { delayedCalls } from "../helpers/namespace";
+import { rule } from "../helpers/rules";
+
+/** The real objects, each decide held until `open()` while `held`: a queue the key's requests wait out in line. */
+function gatedDecides(): { context: LimiterContext; background: Promise<unknown>[]; gate: { held: boolean; open(): void } } {
+  let opened: () => void = () => undefined;
+  let waiting = new Promise<void>((resolve) => (opened = resolve));
+  const gate = {
+    held: false,
+    open() {
+      opened();
+      waiting = new Promise<void>((resolve) => (opened = resolve));
+    },
+  };
+  const namespace = delayedCalls("decide", () => (gate.held ? waiting : Promise.resolve()));
+  const background: Promise<unknown>[] = [];
+  return { context: { namespace, waitUntil: (promise) => void background.push(promise) }, background, gate };
+}
+
+const hourly = (name: string, limit: number) => rule({ name, algorithm: "fixed-window", limit, periodMs: 3_600_000, burst: limit, timeoutMs: 100, onError: "local" });
+
+/** Past the breakers the timed-out calls opened (their backoff starts at the rule's 100 ms timeout): the object is asked again. */
+const breakerClosed = () => new Promise((resolve) => setTimeout(resolve, 1_000));
+
+/** Decides `n` requests of the ask at once, as concurrent requests for one key do. */
+const together = (ask: Ask, context: LimiterContext, n: number) => Promise.all(Array.from({ length: n }, () => decide(ask, context)));
+
+describe("strict requests onError admitted that the object never counted", () => {
+  it("are counted by the object with the key's next call: a key whose queue timed out admits no more than its limit in all", async () => {
+    const name = "unsent-in-line";
+    const { context, background, gate } = gatedDecides();
+    const ask: Ask = { rule: hourly(name, 5), key: "k", objectName: `${name}/k`, cost: 1 };
+    // Two counted by the object, which then says 3 are left.
+    const before = await together(ask, context, 1);
+    before.push(...(await together(ask, context, 1)));
+    gate.held = true;
+    // One call in flight and four requests waiting in line behind it: all run out of time, and the
+    // local fallback admits 3 (the object's last word), the first of them the one whose call is on its way.
+    const queued = await together(ask, context, 5);
+    expect(queued.map((t) => [t.decision.allowed, t.decision.reason])).toEqual([
+      [true, "error"],
+      [true, "error"],
+      [true, "error"],
+      [false, "error"],
+      [false, "error"],
+    ]);
+    gate.held = false;
+    gate.open();
+    await Promise.all(background);
+    await breakerClosed();
+    // The object counted the one it was sent (late), and now the two never sent: the key is spent.
+    const after = await together(ask, context, 1);
+    expect(after[0]!.decision).toMatchObject({ allowed: false, reason: "limit", remaining: 0 });
+  });
+
+  it("are counted by the object with the key's next call when its late answer denied one: a bucket owes the unit", async () => {
+    const name = "unsent-denied-late";
+    const { context, background, gate } = gatedDecides();
+    // 3 an hour: one unit every 20 minutes.
+    const ask: Ask = { rule: rule({ name, algorithm: "token-bucket", limit: 3, periodMs: 3_600_000, burst: 3, timeoutMs: 100, onError: "local" }), key: "k", objectName: `${name}/k`, cost: 1 };
+    await together(ask, context, 1);
+    gate.held = true;
+    const [late] = await together(ask, context, 1);
+    expect(late!.decision).toMatchObject({ allowed: true, reason: "error" });
+    // Another isolate takes the last two before this one's call lands: the late answer is a denial.
+    await limiterStub(env.LIMITER, ask.objectName).decide(policyOf(ask.rule), [2]);
+    gate.held = false;
+    gate.open();
+    await Promise.all(background);
+    await breakerClosed();
+    // Empty, and owing the unit admitted here: two refills away, not one.
+    const next = (await together(ask, context, 1))[0]!.decision;
+    expect(next).toMatchObject({ allowed: false, reason: "limit" });
+    expect(next.retryAfter).toBeGreaterThan(30 * 60_000);
+  });
+
+  it("counts nothing for a request that another rule denied, whose units came back before the key's next call", async () => {
+    const name = "unsent-given-back";
+    const { context, background, gate } = gatedDecides();
+    const ask: Ask = { rule: hourly(name, 3), key: "k", objectName: `${name}/k`, cost: 1 };
+    await together(ask, context, 1);
+    gate.held = true;
+    const queued = await together(ask, context, 2);
+    expect(queued.map((t) => t.decision.allowed)).toEqual([true, true]);
+    // The one never sent went back: another rule denied its request.
+    await giveBack(ask, queued[1]!, context);
+    gate.held = false;
+    gate.open();
+    await Promise.all(background);
+    await breakerClosed();
+    // 1 before, 1 sent late: one left.
+    expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 0 });
+  });
+});
