@@ -17,7 +17,7 @@ export interface Unsent extends Spent {
 const MAX_KEYS = 10_000;
 
 const kept = new LruTable<Unsent[]>(MAX_KEYS, () => undefined);
-/** units calls are carrying to each object, until they are answered */
+/** units calls are carrying to each object, until they are answered (a call whose invocation was cancelled never is: its units then stay out of the local count's share, the cautious side) */
 const carrying = new Map<string, number>();
 
 /** Notes `units` admitted at `at` under the object of `object`'s tracked name that it never counted. */
