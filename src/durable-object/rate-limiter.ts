@@ -1,6 +1,6 @@
 /** The Durable Object that owns one (rule, key): every strict decision for it, in order, stored in SQLite. */
 import { DurableObject } from "cloudflare:workers";
-import { adjust, mostCharged, peek } from "../algorithms";
+import { adjust, mostCharged, mostOwed, peek } from "../algorithms";
 import type { Decision, LimiterState, Policy } from "../algorithms";
 import { blockedDecision, blockEnd, blockFrom, decideBatch, type Block, type Decided } from "../algorithms/block";
 import { fromBefore, fromCarry, keepsCarried, keptBefore, recoveredAt, stateFor, type Stored } from "../algorithms/kept";
@@ -103,8 +103,9 @@ export class RateLimiter extends DurableObject<Env> {
   /**
    * Decides a batch of requests for this key, in order, as if each had arrived alone; first counts
    * `unsent`, what the calling isolate's onError admitted that no decision here counted (see
-   * ../strict/unsent), each where it was admitted, as a charge is counted (a bucket owes at most
-   * `mostCharged`).
+   * ../strict/unsent), each where it was admitted, as a fast key's `unleased` admissions are: a
+   * bucket owes at most `mostOwed`, a period's wait (counted as a charge is, a key of 60 a minute
+   * handed 600 such units refused for nine minutes).
    */
   decide(policy: Policy, costs: number[], unsent: readonly Spent[] = []): Decided[] {
     const now = Date.now();
@@ -112,7 +113,7 @@ export class RateLimiter extends DurableObject<Env> {
     this.countAllPins(policy, now);
     const blockedBefore = blockEnd(policy, this.block);
     const stored = stateFor(this.stored, policy, now);
-    const from = unsent.reduce((state, { at, units }) => adjust(policy, state, units, Math.min(at, now), now, mostCharged(policy)), stored);
+    const from = unsent.reduce((state, { at, units }) => adjust(policy, state, units, Math.min(at, now), now, mostOwed(policy)), stored);
     const batch = decideBatch(policy, from, blockedBefore, costs, now);
     const { blockedUntil, results } = batch;
     // A blocked key runs no algorithm: its slots are read under a longer TTL here, as a decision reads them.

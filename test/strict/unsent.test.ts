@@ -97,4 +97,13 @@ describe("strict requests onError admitted that the object never counted", () =>
     // 1 before, 1 sent late: one left.
     expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 0 });
   });
+
+  it("leave a token bucket owing at most a period's refill, as a fast rule's onError admissions do, however many they were", async () => {
+    // 60 a minute; ten minutes of an outage's admissions at its rate, carried at once.
+    const policy = policyOf(rule({ name: "unsent-owed", algorithm: "token-bucket", limit: 60, periodMs: 60_000, burst: 60 }));
+    const at = Date.now();
+    const [decided] = await limiterStub(env.LIMITER, "unsent-owed/k").decide(policy, [1], [{ at, units: 600 }]);
+    expect(decided!.decision).toMatchObject({ allowed: false, reason: "limit" });
+    expect(decided!.decision.retryAfter).toBeLessThanOrEqual(61_000);
+  });
 });
