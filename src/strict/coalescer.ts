@@ -19,6 +19,7 @@ interface Waiter {
   /** set once its time ran out: its rule's onError answered it, and the object's decision, if it comes, is late */
   expired: boolean;
   late: BatchContext["late"];
+  turnedAway: BatchContext["turnedAway"];
 }
 
 /**
@@ -35,6 +36,8 @@ export interface BatchContext {
   waitUntil(promise: Promise<unknown>): void;
   /** what to do with the object's decision when it comes after the request stopped waiting; never rejects */
   late?(decided: Decided): Promise<void>;
+  /** told, before its error, that a failed call turned the request out of its line unsent (see {@link Lanes.ended}): its object never decides it */
+  turnedAway?(): void;
 }
 
 /**
@@ -75,7 +78,7 @@ export class Coalescer {
     const led = new Promise<Waiter[]>((resolve) => (lead = resolve));
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => (wake = resolve));
-    const waiter: Waiter = { cost, wake, lead, expired: false, late: context.late };
+    const waiter: Waiter = { cost, wake, lead, expired: false, late: context.late, turnedAway: context.turnedAway };
     const batch = this.lanes.join(lane, waiter, Date.now(), 2 * context.timeoutMs);
     // The decision is settled here, never by the request that sent the batch; the deadline also
     // keeps this request alive until its hand-off (a batch to send, or none) has reached it, which
@@ -121,6 +124,7 @@ export class Coalescer {
       next = this.lanes.ended(lane, batch, false, Date.now()).next;
     } catch (error) {
       const ended = this.lanes.ended(lane, batch, objectErrorKind(error) === "overloaded", Date.now());
+      for (const waiter of ended.failed) waiter.turnedAway?.();
       for (const waiter of [...batch, ...ended.failed]) if (!waiter.expired) hand(waiter, { error });
       next = ended.next;
     }

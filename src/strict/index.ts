@@ -44,6 +44,8 @@ export interface LateUnits {
   admittedAt?: number;
   /** the admission, while the object has not counted it (see ./unsent) */
   unsent?: Unsent;
+  /** a failed call turned the request out of its key's line here: no call carried it */
+  turnedAway?: true;
 }
 
 /**
@@ -122,7 +124,7 @@ export async function decideStrict(
     const policy = policyOf(rule);
     // A batch outlives the request that sends it only through waitUntil; without one, each request calls alone.
     const decided = waitUntil
-      ? await coalescer.decide(call, object, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late })
+      ? await coalescer.decide(call, object, policy, cost, { timeoutMs: rule.timeoutMs, waitUntil, late, turnedAway: () => (lateUnits.turnedAway = true) })
       : await alone(call(objectName, policy, [cost]).then((all) => all[0]!), rule.timeoutMs, late);
     observeWait(rule, now);
     const answeredAt = Date.now();
@@ -152,13 +154,14 @@ export async function decideStrict(
 
 /**
  * Notes that onError admitted a strict request at `now`, for its object's late answer and its
- * give-backs; one its object will never decide (it ran out of time in its key's line here, or a
- * full line or an open breaker turned it away) is kept for the key's next call to carry there (see
+ * give-backs; one its object will never decide (it ran out of time in its key's line here, a
+ * full line or an open breaker turned it away, or an overloaded object's failure turned it out of
+ * the line with the call ahead of it) is kept for the key's next call to carry there (see
  * ./unsent). A concurrency slot is the local fallback's alone: its request's end gives it back here.
  */
 export function admittedOnError(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, error: unknown, late: LateUnits, now: number): void {
   late.admittedAt = now;
-  const neverSent = error instanceof QueueFullError || error instanceof BreakerOpenError || (error instanceof TimeoutError && error.unsent);
+  const neverSent = late.turnedAway || error instanceof QueueFullError || error instanceof BreakerOpenError || (error instanceof TimeoutError && error.unsent);
   if (neverSent && rule.algorithm !== "concurrency") late.unsent = admittedUnsent(trackedName(namespace, objectName), cost, now);
 }
 

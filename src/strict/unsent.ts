@@ -5,7 +5,8 @@ import { LruTable } from "../fast/table";
 /**
  * One onError admission no decision at the key's object counted: a request that ran out of time
  * while still in its key's line here (never sent), was turned away by a full line or an open
- * breaker, or whose object's late answer denied it. Counted nowhere, each let the object admit its
+ * breaker or out of the line by an overloaded object's failure, or whose object's late answer
+ * denied it. Counted nowhere, each let the object admit its
  * whole quota again once it answered: under overload a strict key of 300 an hour passed 330.
  * `sent` once a call has carried it: a give-back then refunds it there.
  */

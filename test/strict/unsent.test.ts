@@ -6,6 +6,8 @@ import { limiterStub } from "../../src/durable-object/stub";
 import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
 import { delayedCalls } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
+import type { MarkedLimiter } from "../fixtures/main";
+import type { Env } from "../../src/env";
 
 /** The real objects, each decide held until `open()` while `held`: a queue the key's requests wait out in line. */
 function gatedDecides(): { context: LimiterContext; background: Promise<unknown>[]; gate: { held: boolean; open(): void } } {
@@ -95,6 +97,26 @@ describe("strict requests onError admitted that the object never counted", () =>
     await Promise.all(background);
     await breakerClosed();
     // 1 before, 1 sent late: one left.
+    expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("are counted by the object with the key's next call when an overloaded object's failure turned them away in line", async () => {
+    const name = "unsent-behind-overloaded";
+    const marked = (env as unknown as { MARKED: DurableObjectNamespace<MarkedLimiter> }).MARKED;
+    const background: Promise<unknown>[] = [];
+    const context: LimiterContext = { namespace: marked as unknown as Env["LIMITER"], waitUntil: (promise) => void background.push(promise) };
+    const ask: Ask = { rule: hourly(name, 5), key: "k", objectName: `${name}/k`, cost: 1 };
+    // One counted by the object, which then says 4 are left.
+    await together(ask, context, 1);
+    await marked.get(marked.idFromName(ask.objectName)).failWith(1, "overloaded");
+    // One call fails as overloaded, and the three waiting in line behind it fail with it, never
+    // sent: the local fallback admits all four (the object's last word).
+    const turned = await together(ask, context, 4);
+    expect(turned.map((t) => [t.decision.allowed, t.decision.reason])).toEqual(Array(4).fill([true, "error"]));
+    await Promise.all(background);
+    await breakerClosed();
+    // The failed call's own request may or may not have been applied (here it was not), and is not
+    // carried; the three never sent are: 1 + 3 + this one, the key's last.
     expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 0 });
   });
 
