@@ -113,13 +113,15 @@ export class RateLimiter extends DurableObject<Env> {
     this.countAllPins(policy, now);
     const blockedBefore = blockEnd(policy, this.block);
     const stored = stateFor(this.stored, policy, now);
-    const from = unsent.reduce((state, { at, units }) => adjust(policy, state, units, Math.min(at, now), now, mostOwed(policy)), stored);
+    // Not as slots, which are requests in flight: units the rate rule of that name admitted, taken as slots, nothing would release for a whole slotTtl.
+    const counting = policy.algorithm === "concurrency" ? [] : unsent;
+    const from = counting.reduce((state, { at, units }) => adjust(policy, state, units, Math.min(at, now), now, mostOwed(policy)), stored);
     const batch = decideBatch(policy, from, blockedBefore, costs, now);
     const { blockedUntil, results } = batch;
     // A blocked key runs no algorithm: its slots are read under a longer TTL here, as a decision reads them.
     const state = heldUnder(policy, batch.state, now);
     if (blockedUntil !== blockedBefore) this.block = blockFrom(this.block, blockedUntil, now);
-    const counted = unsent.reduce((sum, u) => sum + u.units, 0);
+    const counted = counting.reduce((sum, u) => sum + u.units, 0);
     const units = results.reduce((sum, r, i) => sum + (r.decision.allowed ? costs[i]! : 0), counted);
     if (state && (this.keepsCarried(stored, now) || units > 0 || blockedUntil !== blockedBefore || ttlRaised(from, state))) {
       const before = keptBefore(this.stored, policy, units, now, (algorithm) => this.askedLately(algorithm, now));

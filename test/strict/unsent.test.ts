@@ -128,4 +128,11 @@ describe("strict requests onError admitted that the object never counted", () =>
     expect(decided!.decision).toMatchObject({ allowed: false, reason: "limit" });
     expect(decided!.decision.retryAfter).toBeLessThanOrEqual(61_000);
   });
+
+  it("take no concurrency slot when the rule of that name is now a concurrency rule: slots are requests in flight, which nothing would release", async () => {
+    const slots = { algorithm: "concurrency", limit: 2, periodMs: 60_000, burst: 2, buckets: 1 } as const;
+    // Admitted under the rate rule the name had before; carried with the concurrency rule's first call.
+    const [decided] = await limiterStub(env.LIMITER, "unsent-now-slots/k").decide(slots, [1], [{ at: Date.now(), units: 2 }]);
+    expect(decided!.decision).toMatchObject({ allowed: true, remaining: 1 });
+  });
 });
