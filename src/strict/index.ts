@@ -162,7 +162,7 @@ export async function decideStrict(
 export function admittedOnError(namespace: Env["LIMITER"], rule: Rule, objectName: string, cost: number, error: unknown, late: LateUnits, now: number): void {
   late.admittedAt = now;
   const neverSent = late.turnedAway || error instanceof QueueFullError || error instanceof BreakerOpenError || (error instanceof TimeoutError && error.unsent);
-  if (neverSent && rule.algorithm !== "concurrency") late.unsent = admittedUnsent(trackedName(namespace, objectName), cost, now);
+  if (neverSent && rule.algorithm !== "concurrency") late.unsent = admittedUnsent(trackedName(namespace, objectName), policyOf(rule), cost, now);
 }
 
 /** A call made for one request alone, within `timeoutMs`; its answer, if it comes later, goes to `late`. */
@@ -188,7 +188,7 @@ function undoLate(namespace: Env["LIMITER"], objectName: string, rule: Rule, cos
   if (!decision.allowed) {
     // Admitted here and denied there: the object counts it with the key's next call.
     const admitted = cost - lateUnits.givenBack;
-    if (admitted > 0 && lateUnits.admittedAt !== undefined && rule.algorithm !== "concurrency") lateUnits.unsent = admittedUnsent(trackedName(namespace, objectName), admitted, lateUnits.admittedAt);
+    if (admitted > 0 && lateUnits.admittedAt !== undefined && rule.algorithm !== "concurrency") lateUnits.unsent = admittedUnsent(trackedName(namespace, objectName), policyOf(rule), admitted, lateUnits.admittedAt);
     return Promise.resolve();
   }
   const units = rule.algorithm === "concurrency" ? cost : lateUnits.givenBack;

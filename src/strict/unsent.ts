@@ -1,4 +1,5 @@
 /** What onError admitted at strict keys that their objects never counted, kept per key until the key's next call carries it there. */
+import { slotOf, type Policy } from "../algorithms";
 import type { Spent } from "../fast/lease";
 import { LruTable } from "../fast/table";
 
@@ -21,10 +22,21 @@ const kept = new LruTable<Unsent[]>(MAX_KEYS, () => undefined);
 /** units calls are carrying to each object, until they are answered (a call whose invocation was cancelled never is: its units then stay out of the local count's share, the cautious side) */
 const carrying = new Map<string, number>();
 
-/** Notes `units` admitted at `at` under the object of `object`'s tracked name that it never counted. */
-export function admittedUnsent(object: string, units: number, at: number): Unsent {
-  const entry: Unsent = { at, units, sent: false };
+/**
+ * Notes `units` admitted at `at` under `policy` at the object of `object`'s tracked name that it
+ * never counted: added to the last noted, when that is in the same slot (see `slotOf`; GCRA's by
+ * the millisecond), as a fast key's unleased admissions are. One entry each, an outage of a busy
+ * key kept millions, and its next call carried them all.
+ */
+export function admittedUnsent(object: string, policy: Policy, units: number, at: number): Unsent {
+  const slot = policy.algorithm === "gcra" ? at : slotOf(policy, at);
   const list = kept.get(object);
+  const last = list?.at(-1);
+  if (last?.at === slot) {
+    last.units += units;
+    return last;
+  }
+  const entry: Unsent = { at: slot, units, sent: false };
   if (list) list.push(entry);
   else kept.set(object, [entry]);
   return entry;

@@ -6,6 +6,7 @@ import { limiterStub } from "../../src/durable-object/stub";
 import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
 import { delayedCalls } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
+import { admittedUnsent, carried } from "../../src/strict/unsent";
 import type { MarkedLimiter } from "../fixtures/main";
 import type { Env } from "../../src/env";
 
@@ -134,5 +135,15 @@ describe("strict requests onError admitted that the object never counted", () =>
     // Admitted under the rate rule the name had before; carried with the concurrency rule's first call.
     const [decided] = await limiterStub(env.LIMITER, "unsent-now-slots/k").decide(slots, [1], [{ at: Date.now(), units: 2 }]);
     expect(decided!.decision).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it("are kept one entry to a slot of the rule's algorithm, so what a call carries grows with time, not with requests", () => {
+    // An outage of a key of a million an hour: each admission kept apart, a busy key's call carried millions.
+    const policy = policyOf(hourly("unsent-slots", 1_000_000));
+    const hour = 3_600_000 * 500_000;
+    for (let i = 0; i < 1_000; i++) admittedUnsent("unsent-slots/k", policy, 1, hour + 1_000 + i);
+    const { entries, answered } = carried("unsent-slots/k");
+    answered(false);
+    expect(entries.map(({ at, units }) => ({ at, units }))).toEqual([{ at: hour, units: 1_000 }]);
   });
 });
