@@ -14,7 +14,7 @@ import { DenialCache } from "./denials";
 import { LastAnswers } from "./last-answers";
 import type { Share } from "../limiter/local-share";
 import { TimeoutError, withTimeout } from "./timeout";
-import { admittedUnsent, carried, uncountedUnits, type Unsent } from "./unsent";
+import { admittedUnsent, carried, forgetUnsent, uncountedUnits, type Unsent } from "./unsent";
 
 const coalescer = new Coalescer();
 const breakers = new Breakers();
@@ -65,11 +65,12 @@ function cachedDenialOf(object: string, rule: Rule, cost: number, now: number): 
   return { ...cached, retryAfter: rule.periodMs, reason: "cost-exceeds-capacity" };
 }
 
-/** Forgets this isolate's cached denial of a key whose object was reset, and what its object last said. */
+/** Forgets this isolate's cached denial of a key whose object was reset, what its object last said, and what onError admitted that it never counted. */
 export function forgetStrict(namespace: Env["LIMITER"], objectName: string): void {
   const object = trackedName(namespace, objectName);
   denials.forget(object);
   answers.forget(object);
+  forgetUnsent(object);
 }
 
 /** What `onError: "local"` starts a strict key's counters from: its object's last answer here (see {@link LastAnswers}). */

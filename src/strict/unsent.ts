@@ -66,6 +66,11 @@ export function carried(object: string): { entries: Unsent[]; answered(failed: b
   return { entries, answered };
 }
 
+/** Forgets what is kept for a reset key: its next request starts from a full quota. */
+export function forgetUnsent(object: string): void {
+  kept.delete(object);
+}
+
 /** Units admitted at the key that its object has not counted yet: kept here, or on their way there. */
 export function uncountedUnits(object: string): number {
   return (kept.peek(object) ?? []).reduce((sum, entry) => sum + entry.units, carrying.get(object) ?? 0);

@@ -3,7 +3,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { policyOf } from "../../src/config/policy";
 import { limiterStub } from "../../src/durable-object/stub";
-import { decide, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
+import { decide, forget, giveBack, type Ask, type LimiterContext } from "../../src/limiter";
 import { delayedCalls } from "../helpers/namespace";
 import { rule } from "../helpers/rules";
 import { admittedUnsent, carried } from "../../src/strict/unsent";
@@ -119,6 +119,23 @@ describe("strict requests onError admitted that the object never counted", () =>
     // The failed call's own request may or may not have been applied (here it was not), and is not
     // carried; the three never sent are: 1 + 3 + this one, the key's last.
     expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  it("are forgotten with a reset key, whose next request starts from a full quota", async () => {
+    const name = "unsent-reset";
+    const { context, background, gate } = gatedDecides();
+    const ask: Ask = { rule: hourly(name, 5), key: "k", objectName: `${name}/k`, cost: 1 };
+    await together(ask, context, 1);
+    gate.held = true;
+    // One call in flight, two waiting in line behind it that never go: the local fallback admits all three.
+    const queued = await together(ask, context, 3);
+    expect(queued.map((t) => t.decision.allowed)).toEqual([true, true, true]);
+    gate.held = false;
+    gate.open();
+    await Promise.all(background);
+    await breakerClosed();
+    await forget(context.namespace, ask.rule, ask.objectName);
+    expect((await together(ask, context, 1))[0]!.decision).toMatchObject({ allowed: true, remaining: 4 });
   });
 
   it("leave a token bucket owing at most a period's refill, as a fast rule's onError admissions do, however many they were", async () => {
