@@ -24,12 +24,14 @@ const carrying = new Map<string, number>();
 
 /**
  * Notes `units` admitted at `at` under `policy` at the object of `object`'s tracked name that it
- * never counted: added to the last noted, when that is in the same slot (see `slotOf`; GCRA's by
- * the millisecond), as a fast key's unleased admissions are. One entry each, an outage of a busy
- * key kept millions, and its next call carried them all.
+ * never counted: added to the last noted, when that is in the same slot (see `slotOf`), as a fast
+ * key's unleased admissions are. One entry each, an outage of a busy key kept millions, and its
+ * next call carried them all.
  */
 export function admittedUnsent(object: string, policy: Policy, units: number, at: number): Unsent {
-  const slot = policy.algorithm === "gcra" ? at : slotOf(policy, at);
+  // GCRA, strict-only, has no slots of its own: filed as a token bucket's, at its tick's end, the
+  // later time, where it pays them off later (by the millisecond, an hour's outage kept 3.6 million).
+  const slot = slotOf(policy.algorithm === "gcra" ? { ...policy, algorithm: "token-bucket" } : policy, at);
   const list = kept.get(object);
   const last = list?.at(-1);
   if (last?.at === slot) {

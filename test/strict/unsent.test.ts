@@ -163,4 +163,15 @@ describe("strict requests onError admitted that the object never counted", () =>
     answered(false);
     expect(entries.map(({ at, units }) => ({ at, units }))).toEqual([{ at: hour, units: 1_000 }]);
   });
+
+  it("are kept for a gcra key one entry to a token bucket's tick, filed at its end, the later time", () => {
+    // 1,000 an hour: a tick is 1/64 of the hour, 56,250 ms.
+    const policy = policyOf(rule({ name: "unsent-gcra-slots", algorithm: "gcra", limit: 1_000, periodMs: 3_600_000, burst: 10 }));
+    const tick = 3_600_000 / 64;
+    const start = tick * 30_000_000;
+    for (let i = 0; i < 1_000; i++) admittedUnsent("unsent-gcra-slots/k", policy, 1, start + i);
+    const { entries, answered } = carried("unsent-gcra-slots/k");
+    answered(false);
+    expect(entries.map(({ at, units }) => ({ at, units }))).toEqual([{ at: start + tick - 1, units: 1_000 }]);
+  });
 });
